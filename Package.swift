@@ -1,0 +1,101 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strictConcurrency: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "pgherald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pgherald", targets: ["pgherald"]),
+        .library(name: "Herald", targets: ["Herald"]),
+        .library(name: "HeraldPostgres", targets: ["HeraldPostgres"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // Event model, broker, subscriptions and the change notifier. No I/O.
+        .target(
+            name: "Herald",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // libpq connection, LISTEN loop with reconnect, installer.
+        .target(
+            name: "HeraldPostgres",
+            dependencies: [
+                "CLibPQ",
+                "Herald",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            exclude: ["SQL/examples"],
+            resources: [
+                .embedInCode("SQL/install.sql"),
+                .embedInCode("SQL/uninstall.sql"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // Outputs and process plumbing: logging, stdout.
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "Herald",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        .executableTarget(
+            name: "pgherald",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // Listener-path throughput measurement used by scripts/bench-listener.
+        .executableTarget(
+            name: "HeraldListenerBench",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldTests",
+            dependencies: ["Herald", "HeraldPostgres", "HeraldServer"],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldIntegrationTests",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldServer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+    ]
+)

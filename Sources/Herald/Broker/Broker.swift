@@ -1,0 +1,145 @@
+import Synchronization
+
+/// Counts every change and fans each event out to the subscribers whose filter matches.
+///
+/// `publish` is called from the listener thread and never blocks on a
+/// subscriber: each subscriber has a bounded ``Mailbox``. A subscriber whose
+/// mailbox is full is dropped (its stream throws ``SubscriptionOverflowError``
+/// after the events it already has), and everyone else carries on.
+public final class Broker: Sendable {
+    /// Broker settings.
+    public struct Configuration: Sendable {
+        /// Events a subscriber may fall behind before it is dropped. Default 4096.
+        public var mailboxCapacity: Int
+
+        public init(mailboxCapacity: Int = 4096) {
+            self.mailboxCapacity = mailboxCapacity
+        }
+    }
+
+    struct Subscriber {
+        let filter: EventFilter
+        let mailbox: Mailbox
+    }
+
+    struct State {
+        var changeCount: UInt64 = 0
+        var tableCounts: [TableName: UInt64] = [:]
+        var nextSubscriberID: UInt64 = 1
+        /// Subscribers that name their tables, indexed by each of those tables.
+        var subscribersByTable: [TableName: [UInt64: Subscriber]] = [:]
+        /// Subscribers interested in every table (possibly narrowed by schema or op).
+        var subscribersForAllTables: [UInt64: Subscriber] = [:]
+        var overflowCount: UInt64 = 0
+        var isShutDown = false
+    }
+
+    public let configuration: Configuration
+    let state = Mutex(State())
+
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+    }
+
+    /// Registers a subscriber and returns its live stream.
+    ///
+    /// The stream sees every event published after this call returns.
+    /// - Parameter capacity: mailbox size for this subscriber; defaults to the broker's.
+    public func subscribe(_ filter: EventFilter = .all, capacity: Int? = nil) -> Subscription {
+        let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity)
+        let subscriber = Subscriber(filter: filter, mailbox: mailbox)
+        let id = state.withLock { state -> UInt64 in
+            let id = state.nextSubscriberID
+            state.nextSubscriberID += 1
+            if state.isShutDown {
+                mailbox.finish()
+            } else if let tables = filter.tables {
+                for table in tables { state.subscribersByTable[table, default: [:]][id] = subscriber }
+            } else {
+                state.subscribersForAllTables[id] = subscriber
+            }
+            return id
+        }
+        return Subscription(id: id, filter: filter, mailbox: mailbox, broker: self)
+    }
+
+    func unsubscribe(id: UInt64) {
+        let removed = state.withLock { state in state.remove(id: id) }
+        removed?.mailbox.finish()
+    }
+
+    /// Counts and delivers events, in order. Never blocks on a subscriber.
+    ///
+    /// - Returns: the events as delivered, each stamped with its change count.
+    @discardableResult
+    public func publish(_ events: some Sequence<Event>) -> [Event] {
+        state.withLock { state in
+            var stamped: [Event] = []
+            stamped.reserveCapacity(events.underestimatedCount)
+            var dropped: [(id: UInt64, overflowed: Bool)] = []
+            for var event in events {
+                state.changeCount += 1
+                state.tableCounts[event.table, default: 0] += 1
+                event.count = state.changeCount
+                event.encodedJSON = event.encodeJSON()
+                if let subscribers = state.subscribersByTable[event.table] {
+                    Self.deliver(event, to: subscribers, dropped: &dropped)
+                }
+                Self.deliver(event, to: state.subscribersForAllTables, dropped: &dropped)
+                stamped.append(event)
+            }
+            for (id, overflowed) in dropped where state.remove(id: id) != nil && overflowed {
+                state.overflowCount += 1
+            }
+            return stamped
+        }
+    }
+
+    @discardableResult
+    public func publish(_ event: Event) -> Event {
+        publish(CollectionOfOne(event))[0]
+    }
+
+    private static func deliver(
+        _ event: Event,
+        to subscribers: [UInt64: Subscriber],
+        dropped: inout [(id: UInt64, overflowed: Bool)]
+    ) {
+        for (id, subscriber) in subscribers where subscriber.filter.matches(event) {
+            switch subscriber.mailbox.offer(event) {
+            case .accepted: break
+            case .overflowed: dropped.append((id, true))
+            // The consumer was cancelled; forget it.
+            case .closed: dropped.append((id, false))
+            }
+        }
+    }
+
+    /// Ends every subscription after its buffered events; later subscriptions end at once.
+    public func shutdown() {
+        let subscribers = state.withLock { state -> [Subscriber] in
+            state.isShutDown = true
+            let all = Array(state.subscribersForAllTables.values)
+                + state.subscribersByTable.values.flatMap(\.values)
+            state.subscribersForAllTables = [:]
+            state.subscribersByTable = [:]
+            return all
+        }
+        for subscriber in subscribers { subscriber.mailbox.finish() }
+    }
+}
+
+extension Broker.State {
+    /// Removes a subscriber from every index it is in.
+    mutating func remove(id: UInt64) -> Broker.Subscriber? {
+        if let subscriber = subscribersForAllTables.removeValue(forKey: id) { return subscriber }
+        var removed: Broker.Subscriber?
+        for table in subscribersByTable.keys {
+            if let subscriber = subscribersByTable[table]?.removeValue(forKey: id) {
+                removed = subscriber
+                if subscribersByTable[table]?.isEmpty == true { subscribersByTable[table] = nil }
+            }
+        }
+        return removed
+    }
+}

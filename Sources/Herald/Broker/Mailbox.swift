@@ -1,0 +1,116 @@
+import DequeModule
+import Synchronization
+
+/// A bounded single-consumer queue between the broker and one subscriber.
+///
+/// `offer` never blocks: the broker's publishing thread must not wait on any
+/// subscriber. When the buffer is full the mailbox closes with an overflow;
+/// the consumer still receives what was buffered, then the overflow error.
+final class Mailbox: Sendable {
+    enum OfferResult {
+        case accepted
+        /// The buffer was full; the mailbox is now closed and the subscriber must be dropped.
+        case overflowed
+        case closed
+    }
+
+    private enum Termination {
+        case finished
+        case overflowed
+    }
+
+    private struct State {
+        var buffer: Deque<Event> = []
+        var waiter: CheckedContinuation<Void, Never>?
+        var termination: Termination?
+    }
+
+    let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) {
+        precondition(capacity > 0, "a mailbox needs room for at least one event")
+        self.capacity = capacity
+    }
+
+    func offer(_ event: Event) -> OfferResult {
+        let (result, waiter) = state.withLock { state -> (OfferResult, CheckedContinuation<Void, Never>?) in
+            guard state.termination == nil else { return (.closed, nil) }
+            if state.buffer.count >= capacity {
+                state.termination = .overflowed
+            } else {
+                state.buffer.append(event)
+            }
+            let waiter = state.waiter
+            state.waiter = nil
+            return (state.termination == nil ? .accepted : .overflowed, waiter)
+        }
+        waiter?.resume()
+        return result
+    }
+
+    /// Ends the stream after the buffered events; further offers are refused.
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.termination == nil { state.termination = .finished }
+            let waiter = state.waiter
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Takes up to `limit` buffered events, waiting while the buffer is empty.
+    ///
+    /// Returns an empty array when the stream has finished or the task was
+    /// cancelled, and throws ``SubscriptionOverflowError`` once the buffered
+    /// events of an overflowed mailbox have been taken.
+    func take(upTo limit: Int) async throws(SubscriptionOverflowError) -> [Event] {
+        while true {
+            let outcome = state.withLock { state -> Result<[Event], SubscriptionOverflowError>? in
+                if !state.buffer.isEmpty {
+                    let count = min(limit, state.buffer.count)
+                    let events = Array(state.buffer.prefix(count))
+                    state.buffer.removeFirst(count)
+                    return .success(events)
+                }
+                switch state.termination {
+                case .finished?: return .success([])
+                case .overflowed?: return .failure(SubscriptionOverflowError(capacity: capacity))
+                case nil: return nil
+                }
+            }
+            if let outcome { return try outcome.get() }
+            if Task.isCancelled {
+                finish()
+                continue
+            }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { state -> Bool in
+                        precondition(state.waiter == nil, "a subscription has a single consumer")
+                        if !state.buffer.isEmpty || state.termination != nil { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                finish()
+            }
+        }
+    }
+}
+
+/// A subscriber fell further behind than its buffer allows and was dropped.
+///
+/// Everything up to the overflow was delivered. Resubscribe and refetch the
+/// state you display; events in between are not replayed.
+public struct SubscriptionOverflowError: Error, Hashable, CustomStringConvertible {
+    /// The buffer size that was exceeded.
+    public var capacity: Int
+
+    public var description: String {
+        "subscriber fell more than \(capacity) events behind and was dropped; resubscribe and refetch"
+    }
+}

@@ -1,0 +1,55 @@
+/// A live stream of the events that match one subscriber's filter.
+///
+/// Iterate it once, from one task. The stream ends when the broker shuts
+/// down or the consuming task is cancelled, and throws
+/// ``SubscriptionOverflowError`` if the consumer fell too far behind.
+/// Dropping the subscription unregisters it.
+public final class Subscription: AsyncSequence, Sendable {
+    public typealias Element = Event
+
+    /// Identifies the subscription within its broker.
+    public let id: UInt64
+    public let filter: EventFilter
+    let mailbox: Mailbox
+    private let broker: Broker
+
+    init(id: UInt64, filter: EventFilter, mailbox: Mailbox, broker: Broker) {
+        self.id = id
+        self.filter = filter
+        self.mailbox = mailbox
+        self.broker = broker
+    }
+
+    deinit {
+        broker.unsubscribe(id: id)
+    }
+
+    /// Stops the stream; the consumer gets the events already buffered, then the end.
+    public func cancel() {
+        broker.unsubscribe(id: id)
+    }
+
+    /// Waits for the next events and returns all that are buffered, up to `limit`.
+    ///
+    /// Batches let an output write many events with one system call.
+    /// Returns an empty array at the end of the stream.
+    public func nextBatch(limit: Int = 1024) async throws(SubscriptionOverflowError) -> [Event] {
+        try await mailbox.take(upTo: limit)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscription: Subscription
+        var pending: ArraySlice<Event> = []
+
+        public mutating func next() async throws -> Event? {
+            if pending.isEmpty {
+                pending = try await subscription.nextBatch()[...]
+            }
+            return pending.popFirst()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(subscription: self)
+    }
+}

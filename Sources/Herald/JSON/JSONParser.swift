@@ -1,0 +1,265 @@
+/// Why a byte sequence is not acceptable JSON.
+public struct JSONParsingError: Error, Hashable, CustomStringConvertible {
+    /// Byte offset at which parsing stopped.
+    public var offset: Int
+    public var reason: String
+
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+}
+
+/// A strict RFC 8259 parser over UTF-8 bytes.
+///
+/// Hostile input is expected (anyone may `NOTIFY pgherald`), so nesting depth
+/// is capped and every error is reported rather than trapped.
+public struct JSONParser: ~Copyable {
+    /// Nesting deeper than this is rejected, so crafted input cannot exhaust the stack.
+    public static let maximumDepth = 256
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+    private var depth = 0
+
+    private init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// Parses one complete JSON document; trailing non-whitespace is an error.
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParsingError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipWhitespace()
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected data after the document") }
+        return value
+    }
+
+    public static func parse(_ text: String) throws(JSONParsingError) -> JSONValue {
+        var text = text
+        let result: Result<JSONValue, JSONParsingError> = text.withUTF8 { buffer in
+            Result { () throws(JSONParsingError) in try parse(buffer) }
+        }
+        return try result.get()
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(JSONParsingError) -> JSONValue {
+        let result: Result<JSONValue, JSONParsingError> = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(JSONParsingError) in try parse(buffer) }
+        }
+        return try result.get()
+    }
+
+    private func error(_ reason: String) -> JSONParsingError {
+        JSONParsingError(offset: index, reason: reason)
+    }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(JSONParsingError) -> JSONValue {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParsingError) {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw error("unexpected end of input") }
+        let matches = literal.withUTF8Buffer { expected in
+            expected.elementsEqual(bytes[index..<(index + count)])
+        }
+        guard matches else { throw error("invalid literal") }
+        index += count
+    }
+
+    private mutating func enterContainer() throws(JSONParsingError) {
+        depth += 1
+        guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
+        index += 1
+        skipWhitespace()
+    }
+
+    private mutating func parseObject() throws(JSONParsingError) -> JSONValue {
+        try enterContainer()
+        defer { depth -= 1 }
+        var object = JSONObject()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(object)
+        }
+        while true {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipWhitespace()
+            object.append(key: key, value: try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unterminated object") }
+            switch bytes[index] {
+            case UInt8(ascii: ","):
+                index += 1
+                skipWhitespace()
+            case UInt8(ascii: "}"):
+                index += 1
+                return .object(object)
+            default:
+                throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParsingError) -> JSONValue {
+        try enterContainer()
+        defer { depth -= 1 }
+        var elements: [JSONValue] = []
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unterminated array") }
+            switch bytes[index] {
+            case UInt8(ascii: ","):
+                index += 1
+                skipWhitespace()
+            case UInt8(ascii: "]"):
+                index += 1
+                return .array(elements)
+            default:
+                throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func parseNumber() throws(JSONParsingError) -> JSONNumber {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw error("expected a digit") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            skipDigits()
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("expected a digit after '.'") }
+            skipDigits()
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw error("expected a digit in the exponent") }
+            skipDigits()
+        }
+        return JSONNumber(validatedText: String(decoding: bytes[start..<index], as: UTF8.self))
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    private mutating func skipDigits() {
+        while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+    }
+
+    private mutating func parseString() throws(JSONParsingError) -> String {
+        index += 1  // opening quote
+        let start = index
+        // Fast path: most strings hold no escapes and can be decoded in place.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let string = String(decoding: bytes[start..<index], as: UTF8.self)
+                index += 1
+                return string
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            guard byte >= 0x20 else { throw error("control character in string") }
+            index += 1
+        }
+        var decoded = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return String(decoding: decoded, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                index += 1
+                try parseEscape(into: &decoded)
+            case ..<0x20:
+                throw error("control character in string")
+            default:
+                decoded.append(byte)
+                index += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    private mutating func parseEscape(into decoded: inout [UInt8]) throws(JSONParsingError) {
+        guard index < bytes.count else { throw error("unterminated escape") }
+        let escaped = bytes[index]
+        index += 1
+        switch escaped {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(escaped)
+        case UInt8(ascii: "b"): decoded.append(0x08)
+        case UInt8(ascii: "f"): decoded.append(0x0C)
+        case UInt8(ascii: "n"): decoded.append(0x0A)
+        case UInt8(ascii: "r"): decoded.append(0x0D)
+        case UInt8(ascii: "t"): decoded.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = try parseHexQuad()
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                    throw error("unpaired surrogate")
+                }
+                index += 2
+                let low = try parseHexQuad()
+                guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw error("unpaired surrogate")
+            }
+            guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid unicode escape") }
+            decoded.append(contentsOf: UTF8.encode(unicode)!)
+        default:
+            throw error("invalid escape")
+        }
+    }
+
+    private mutating func parseHexQuad() throws(JSONParsingError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("truncated unicode escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw error("invalid hex digit in unicode escape")
+            }
+            value = value << 4 | UInt32(digit)
+            index += 1
+        }
+        return value
+    }
+}

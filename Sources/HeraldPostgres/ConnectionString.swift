@@ -1,0 +1,67 @@
+import CLibPQ
+
+/// A libpq connection string (`key=value` conninfo or `postgresql://` URI).
+///
+/// libpq does the parsing, and fills in anything missing from the `PG*`
+/// environment variables, `.pgpass` and service files when connecting.
+/// The raw text is never printed: `description` is a redacted summary.
+public struct ConnectionString: Sendable, CustomStringConvertible {
+    /// The text as given; pass only to libpq.
+    let rawValue: String
+    private let password: String?
+    public let description: String
+
+    /// Validates `text` with libpq, without connecting.
+    ///
+    /// An empty string means "libpq defaults": everything from `PG*` variables.
+    public init(_ text: String) throws(PostgresError) {
+        var errorPointer: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(text, &errorPointer) else {
+            let detail = errorPointer.map { String(cString: $0) } ?? "out of memory"
+            errorPointer.map { PQfreemem($0) }
+            throw PostgresError(
+                .invalidConnectionString,
+                "invalid connection string: \(Self.maskingQuotedText(in: PostgresError.oneLine(detail)))"
+            )
+        }
+        defer { PQconninfoFree(options) }
+        let given = Self.values(of: options)
+        let defaults = PQconndefaults().map { pointer in
+            defer { PQconninfoFree(pointer) }
+            return Self.values(of: pointer)
+        } ?? [:]
+        rawValue = text
+        password = given["password"]
+        description = ["host", "hostaddr", "port", "dbname", "user"]
+            .compactMap { key in (given[key] ?? defaults[key]).map { "\(key)=\($0)" } }
+            .joined(separator: " ")
+    }
+
+    /// Removes this connection's password from a message that might echo it.
+    func redact(_ message: String) -> String {
+        guard let password, !password.isEmpty else { return message }
+        return message.replacing(password, with: "***")
+    }
+
+    private static func values(of options: UnsafeMutablePointer<PQconninfoOption>) -> [String: String] {
+        var values: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val, value.pointee != 0 {
+                values[String(cString: keyword)] = String(cString: value)
+            }
+            option += 1
+        }
+        return values
+    }
+
+    /// libpq quotes the offending fragment of a bad conninfo, which may be a
+    /// password; keep the message and single-character quotes such as `"="`,
+    /// but not longer fragments.
+    static func maskingQuotedText(in message: String) -> String {
+        message.split(separator: "\"", omittingEmptySubsequences: false)
+            .enumerated()
+            .map { index, part in index % 2 == 1 && part.count > 1 ? "…" : String(part) }
+            .joined(separator: "\"")
+    }
+}

@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Herald
+import Logging
+
+extension PostgresListener {
+    /// The listener thread's body. Returns the startup error if the first connection failed.
+    func runLoop() -> Result<Void, any Error> {
+        var machine = ReconnectStateMachine(backoff: configuration.backoff)
+        var connection: PostgresConnection?
+        var lastError = PostgresError(.connectionFailed, "not connected")
+        var action = machine.start()
+        defer { setStatus(.stopped) }
+        while true {
+            switch action {
+            case .connect(let attempt):
+                if attempt == 0 { setStatus(.connecting) }
+                do {
+                    connection = try openConnection()
+                    action = machine.connected()
+                } catch where error.code == .stopped {
+                    action = machine.stop()
+                } catch {
+                    lastError = error
+                    if machine.hasListened {
+                        logger.warning("reconnect failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                    }
+                    action = machine.connectFailed(random: Double.random(in: 0..<1))
+                }
+            case .listen:
+                setStatus(.listening)
+                let error = receive(on: connection!)
+                connection = nil
+                if error.code == .stopped {
+                    action = machine.stop()
+                } else {
+                    lastError = error
+                    logger.warning("connection lost", metadata: ["error": "\(error)"])
+                    action = machine.connectionLost(random: Double.random(in: 0..<1))
+                }
+            case .waitBeforeReconnect(let delay, let attempt):
+                setStatus(.reconnecting(attempt: attempt, lastError: lastError.message))
+                logger.info("reconnecting", metadata: ["attempt": "\(attempt)", "delay": "\(delay)"])
+                if wake.wait(until: .now + delay) == .woken {
+                    action = machine.stop()
+                } else {
+                    action = machine.backoffElapsed()
+                }
+            case .failStartup:
+                return .failure(lastError)
+            case .close, .none:
+                connection = nil
+                logger.info("listener stopped")
+                return .success(())
+            }
+        }
+    }
+
+    /// Connects and subscribes to the channel.
+    private func openConnection() throws(PostgresError) -> PostgresConnection {
+        let deadline = ContinuousClock.now + configuration.connectTimeout
+        let connection = try PostgresConnection.connect(configuration.connection, timeout: configuration.connectTimeout, wake: wake)
+        let channel = try connection.escapeIdentifier(configuration.channel)
+        try connection.execute("LISTEN \(channel)", timeout: ContinuousClock.now.duration(to: deadline))
+        logger.info("listening", metadata: [
+            "channel": "\(configuration.channel)",
+            "server": "\(connection.endpointDescription)",
+            "backend_pid": "\(connection.backendPID)",
+        ])
+        return connection
+    }
+
+    /// Reads, decodes and publishes until the connection fails or the listener is stopped.
+    ///
+    /// Everything that arrived together is published as one batch, so the
+    /// broker takes its lock once per read rather than once per event.
+    private func receive(on connection: PostgresConnection) -> PostgresError {
+        var batch: [Event] = []
+        while true {
+            do throws(PostgresError) {
+                try connection.waitForSocket(events: Int16(POLLIN), deadline: nil, action: "listening")
+                try connection.consumeInput()
+            } catch {
+                return error
+            }
+            connection.drainNotifications { channel, payload, senderPID in
+                do {
+                    batch.append(try Event(payload: payload))
+                } catch {
+                    logger.warning("skipped a notification that is not a pgherald event", metadata: [
+                        "reason": "\(error)",
+                        "sender_pid": "\(senderPID)",
+                        "payload": "\(String(decoding: payload.prefix(160), as: UTF8.self))",
+                    ])
+                }
+            }
+            if !batch.isEmpty {
+                broker.publish(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+}

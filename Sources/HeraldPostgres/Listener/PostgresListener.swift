@@ -1,0 +1,133 @@
+import Foundation
+public import Herald
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// LISTENs on one connection and hands every notification to the broker.
+///
+/// The connection lives on a dedicated thread that only reads, decodes and
+/// publishes: it never waits on a subscriber. Reconnection follows
+/// ``ReconnectStateMachine``. Run it as a `Service`; graceful shutdown or
+/// cancellation stops the thread promptly. When the listener ends it shuts
+/// the broker down, so subscribers drain what they have and finish.
+public final class PostgresListener: Service, Sendable {
+    /// Listener settings.
+    public struct Configuration: Sendable {
+        public var connection: ConnectionString
+        /// Channel the triggers notify on. Default `pgherald`.
+        public var channel: String
+        /// Limit for establishing a connection and running LISTEN. Default 10 s.
+        public var connectTimeout: Duration
+        public var backoff: BackoffPolicy
+
+        public init(
+            connection: ConnectionString,
+            channel: String = "pgherald",
+            connectTimeout: Duration = .seconds(10),
+            backoff: BackoffPolicy = .init()
+        ) {
+            self.connection = connection
+            self.channel = channel
+            self.connectTimeout = connectTimeout
+            self.backoff = backoff
+        }
+    }
+
+    /// What the listener is doing, for health checks.
+    public enum Status: Sendable, Hashable {
+        case notStarted
+        case connecting
+        case listening
+        case reconnecting(attempt: Int, lastError: String)
+        case stopped
+    }
+
+    struct StatusWaiter {
+        let predicate: @Sendable (Status) -> Bool
+        let continuation: CheckedContinuation<Status, Never>
+    }
+
+    struct State {
+        var status: Status = .notStarted
+        var statusWaiters: [StatusWaiter] = []
+        var started = false
+    }
+
+    public let configuration: Configuration
+    let broker: Broker
+    let logger: Logger
+    let wake = WakeSignal()
+    let state = Mutex(State())
+
+    public init(configuration: Configuration, broker: Broker, logger: Logger) {
+        self.configuration = configuration
+        self.broker = broker
+        self.logger = logger
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+
+    /// Runs until shutdown. Throws if the first connection fails.
+    public func run() async throws {
+        defer { broker.shutdown() }
+        let alreadyStarted = state.withLock { state in
+            defer { state.started = true }
+            return state.started
+        }
+        precondition(!alreadyStarted, "a PostgresListener runs once")
+        try await withGracefulShutdownHandler {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (finished: CheckedContinuation<Void, any Error>) in
+                    let thread = Thread { [self] in
+                        finished.resume(with: runLoop())
+                    }
+                    thread.name = "pgherald-listener"
+                    thread.start()
+                }
+            } onCancel: {
+                self.stop()
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    /// Asks the listener thread to close its connection and end.
+    public func stop() {
+        wake.signal()
+    }
+
+    /// Waits until the listener reaches a status for which `predicate` holds,
+    /// or stops, and returns that status.
+    @discardableResult
+    public func waitForStatus(where predicate: @escaping @Sendable (Status) -> Bool) async -> Status {
+        await withCheckedContinuation { continuation in
+            let current: Status? = state.withLock { state in
+                if predicate(state.status) || state.status == .stopped { return state.status }
+                state.statusWaiters.append(StatusWaiter(predicate: predicate, continuation: continuation))
+                return nil
+            }
+            if let current { continuation.resume(returning: current) }
+        }
+    }
+
+    /// Waits until the listener is receiving notifications; returns false if it stopped instead.
+    public func waitUntilListening() async -> Bool {
+        await waitForStatus { $0 == .listening } == .listening
+    }
+
+    func setStatus(_ status: Status) {
+        let satisfied = state.withLock { state -> [StatusWaiter] in
+            state.status = status
+            var satisfied: [StatusWaiter] = []
+            state.statusWaiters.removeAll { waiter in
+                let done = waiter.predicate(status) || status == .stopped
+                if done { satisfied.append(waiter) }
+                return done
+            }
+            return satisfied
+        }
+        for waiter in satisfied { waiter.continuation.resume(returning: status) }
+    }
+}

@@ -1,0 +1,234 @@
+import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection, used from one thread at a time.
+///
+/// Every wait is a `poll()` that also watches an optional ``WakeSignal``, so
+/// a shutting-down daemon never hangs in connect or in a query.
+public final class PostgresConnection {
+    let handle: OpaquePointer
+    let connectionString: ConnectionString
+    private let wake: WakeSignal?
+    private let notices: NoticeBuffer
+
+    /// A server message (NOTICE, WARNING, ...) received while running statements.
+    public struct Notice: Sendable, Hashable {
+        public var severity: String
+        public var message: String
+    }
+
+    /// The result of the last statement of a query.
+    public struct QueryResult: Sendable {
+        public var columns: [String]
+        public var rows: [[String?]]
+        /// Rows affected, for INSERT/UPDATE/DELETE.
+        public var affectedRows: Int?
+    }
+
+    /// Settings passed to libpq before the user's conninfo, which overrides them.
+    static let defaultParameters: [(String, String)] = [
+        ("fallback_application_name", "pgherald"),
+        // Notice a dead peer within about a minute rather than the kernel's two hours.
+        ("keepalives_idle", "30"),
+        ("keepalives_interval", "10"),
+        ("keepalives_count", "3"),
+    ]
+
+    private init(handle: OpaquePointer, connectionString: ConnectionString, wake: WakeSignal?) {
+        self.handle = handle
+        self.connectionString = connectionString
+        self.wake = wake
+        self.notices = NoticeBuffer()
+        PQsetNoticeReceiver(handle, { context, result in
+            guard let context, let result else { return }
+            let buffer = Unmanaged<NoticeBuffer>.fromOpaque(context).takeUnretainedValue()
+            let severity = PQresultErrorField(result, Int32(UInt8(ascii: "S"))).map { String(cString: $0) } ?? "NOTICE"
+            let message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? ""
+            buffer.notices.append(Notice(severity: severity, message: message))
+        }, Unmanaged.passUnretained(notices).toOpaque())
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// Opens a connection.
+    ///
+    /// - Parameter timeout: gives up after this long. libpq's own
+    ///   `connect_timeout` is not enforced by its non-blocking API, so this one is.
+    public static func connect(
+        _ connectionString: ConnectionString,
+        timeout: Duration = .seconds(10)
+    ) throws(PostgresError) -> PostgresConnection {
+        try connect(connectionString, timeout: timeout, wake: nil)
+    }
+
+    /// Opens a connection whose waits end with ``PostgresError/Code/stopped`` when `wake` fires.
+    static func connect(
+        _ connectionString: ConnectionString,
+        timeout: Duration,
+        wake: WakeSignal?
+    ) throws(PostgresError) -> PostgresConnection {
+        let parameters = defaultParameters + [("dbname", connectionString.rawValue)]
+        let handle = withCStrings(parameters.map(\.0)) { keywords in
+            withCStrings(parameters.map(\.1)) { values in
+                PQconnectStartParams(keywords, values, 1)
+            }
+        }
+        guard let handle else { throw PostgresError(.connectionFailed, "libpq could not allocate a connection") }
+        let connection = PostgresConnection(handle: handle, connectionString: connectionString, wake: wake)
+        try connection.completeConnect(deadline: .now + timeout)
+        return connection
+    }
+
+    private func completeConnect(deadline: ContinuousClock.Instant) throws(PostgresError) {
+        guard PQstatus(handle) != CONNECTION_BAD else { throw failure(.connectionFailed, prefix: "cannot connect") }
+        var polling = PGRES_POLLING_WRITING
+        while true {
+            switch polling {
+            case PGRES_POLLING_OK:
+                return
+            case PGRES_POLLING_FAILED:
+                throw failure(.connectionFailed, prefix: "cannot connect")
+            default:
+                let events = polling == PGRES_POLLING_READING ? POLLIN : POLLOUT
+                try waitForSocket(events: Int16(events), deadline: deadline, action: "connecting")
+                polling = PQconnectPoll(handle)
+            }
+        }
+    }
+
+    /// Runs one or more statements and returns the last statement's result.
+    ///
+    /// With `parameters`, `sql` must be a single statement using `$1`, `$2`, ...
+    @discardableResult
+    public func execute(
+        _ sql: String,
+        parameters: [String?] = [],
+        timeout: Duration? = nil
+    ) throws(PostgresError) -> QueryResult {
+        let sent: Int32
+        if parameters.isEmpty {
+            sent = PQsendQuery(handle, sql)
+        } else {
+            sent = withOptionalCStrings(parameters) { values in
+                PQsendQueryParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+            }
+        }
+        guard sent == 1 else { throw failure(.connectionLost, prefix: "cannot send query") }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while PQisBusy(handle) == 1 {
+            try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for a query")
+            guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
+        }
+        var last: QueryResult?
+        var firstError: PostgresError?
+        while let result = PQgetResult(handle) {
+            defer { PQclear(result) }
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+                last = Self.read(result)
+            default:
+                if firstError == nil { firstError = queryError(result) }
+            }
+            while PQisBusy(handle) == 1 {
+                try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for a query")
+                guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
+            }
+        }
+        if let firstError { throw firstError }
+        return last ?? QueryResult(columns: [], rows: [], affectedRows: nil)
+    }
+
+    /// Server notices and warnings received since the last call.
+    public func takeNotices() -> [Notice] {
+        defer { notices.notices.removeAll() }
+        return notices.notices
+    }
+
+    /// The backend process id, for `pg_terminate_backend` and logs.
+    public var backendPID: Int32 { PQbackendPID(handle) }
+
+    /// Where this connection actually went, without secrets.
+    public var endpointDescription: String {
+        let host = PQhost(handle).map { String(cString: $0) } ?? "?"
+        let port = PQport(handle).map { String(cString: $0) } ?? "?"
+        let database = PQdb(handle).map { String(cString: $0) } ?? "?"
+        let user = PQuser(handle).map { String(cString: $0) } ?? "?"
+        return "host=\(host) port=\(port) dbname=\(database) user=\(user)"
+    }
+
+    var socket: Int32 { PQsocket(handle) }
+
+    /// Quotes a name for use as an SQL identifier, with libpq's rules.
+    public func escapeIdentifier(_ name: String) throws(PostgresError) -> String {
+        guard let escaped = PQescapeIdentifier(handle, name, name.utf8.count) else {
+            throw failure(.queryFailed, prefix: "cannot quote identifier")
+        }
+        defer { PQfreemem(escaped) }
+        return String(cString: escaped)
+    }
+
+    func waitForSocket(events: Int16, deadline: ContinuousClock.Instant?, action: String) throws(PostgresError) {
+        let outcome = WakeSignal.wait(for: socket, events: events, wake: wake, until: deadline)
+        switch outcome {
+        case .ready: return
+        case .woken: throw PostgresError(.stopped, "stopped while \(action)")
+        case .timedOut: throw PostgresError(.timedOut, "timed out while \(action) (\(connectionString))")
+        }
+    }
+
+    func failure(_ code: PostgresError.Code, prefix: String) -> PostgresError {
+        let detail = PQerrorMessage(handle).map { String(cString: $0) } ?? ""
+        let message = PostgresError.oneLine(connectionString.redact(detail))
+        return PostgresError(code, message.isEmpty ? "\(prefix) (\(connectionString))" : "\(prefix) (\(connectionString)): \(message)")
+    }
+
+    private func queryError(_ result: OpaquePointer) -> PostgresError {
+        let field = { (code: UInt8) in PQresultErrorField(result, Int32(code)).map { String(cString: $0) } }
+        var message = field(UInt8(ascii: "M")) ?? "query failed"
+        if let detail = field(UInt8(ascii: "D")) { message += " (\(detail))" }
+        if let hint = field(UInt8(ascii: "H")) { message += "; hint: \(hint)" }
+        return PostgresError(
+            .queryFailed,
+            PostgresError.oneLine(connectionString.redact(message)),
+            sqlState: field(UInt8(ascii: "C"))
+        )
+    }
+
+    private static func read(_ result: OpaquePointer) -> QueryResult {
+        let columnCount = PQnfields(result)
+        let columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+        let rows = (0..<PQntuples(result)).map { row in
+            (0..<columnCount).map { column -> String? in
+                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+            }
+        }
+        let affected = Int(String(cString: PQcmdTuples(result)))
+        return QueryResult(columns: columns, rows: rows, affectedRows: affected)
+    }
+}
+
+/// Collects notices from libpq's C callback; touched only on the connection's thread.
+private final class NoticeBuffer {
+    var notices: [PostgresConnection.Notice] = []
+}
+
+private func withCStrings<Result>(
+    _ strings: [String],
+    _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result
+) -> Result {
+    withOptionalCStrings(strings, body)
+}
+
+private func withOptionalCStrings<Result>(
+    _ strings: [String?],
+    _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result
+) -> Result {
+    let copies = strings.map { $0.map { strdup($0) } ?? nil }
+    defer { copies.forEach { free($0) } }
+    let pointers = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

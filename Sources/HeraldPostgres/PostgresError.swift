@@ -1,0 +1,39 @@
+/// A PostgreSQL failure, with a one-line message that never contains a password.
+public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The conninfo string or URI could not be parsed. Fix `--db`.
+        case invalidConnectionString
+        /// The server could not be reached or refused the connection (including authentication).
+        case connectionFailed
+        /// Connecting or a query took longer than allowed.
+        case timedOut
+        /// The server rejected a statement; `sqlState` says why.
+        case queryFailed
+        /// An established connection broke.
+        case connectionLost
+        /// The operation was abandoned because the caller is shutting down.
+        case stopped
+    }
+
+    public var code: Code
+    /// Human-readable, single-line and redacted.
+    public var message: String
+    /// The SQLSTATE of a server error, when there is one.
+    public var sqlState: String?
+
+    public init(_ code: Code, _ message: String, sqlState: String? = nil) {
+        self.code = code
+        self.message = message
+        self.sqlState = sqlState
+    }
+
+    public var description: String { message }
+
+    /// Joins libpq's multi-line messages into one line.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingPrefix(while: \.isWhitespace) }
+            .filter { !$0.isEmpty }
+            .joined(separator: "; ")
+    }
+}

@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Herald
+public import Logging
+
+/// Writes one line per log record to standard error, in the chosen format,
+/// with the category on every line.
+///
+/// Under systemd (`JOURNAL_STREAM` set) each line starts with `<N>`, the
+/// syslog priority, so the journal keeps levels.
+public struct HeraldLogHandler: LogHandler {
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+    public let category: String
+    let format: LogFormat
+    let journalPrefix: Bool
+    let colour: Bool
+
+    public init(category: String, level: Logger.Level, format: LogFormat, journalPrefix: Bool, colour: Bool) {
+        self.category = category
+        self.logLevel = level
+        self.format = format
+        self.journalPrefix = journalPrefix
+        self.colour = colour
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        var line = journalPrefix ? "<\(Self.syslogPriority(event.level))>" : ""
+        line += render(level: event.level, message: event.message.description, metadata: merged, at: LogTimestamp.now())
+        line += "\n"
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+
+    func render(level: Logger.Level, message: String, metadata: Logger.Metadata, at timestamp: LogTimestamp) -> String {
+        let keys = metadata.keys.sorted()
+        switch format {
+        case .json:
+            var writer = JSONWriter()
+            writer.writeRaw(UInt8(ascii: "{"))
+            writer.writeKey("ts", first: true)
+            writer.write(string: timestamp.iso8601)
+            writer.writeKey("level")
+            writer.write(string: level.rawValue)
+            writer.writeKey("category")
+            writer.write(string: category)
+            writer.writeKey("msg")
+            writer.write(string: message)
+            for key in keys {
+                writer.writeRaw(UInt8(ascii: ","))
+                writer.write(string: key)
+                writer.writeRaw(UInt8(ascii: ":"))
+                writer.write(string: metadata[key]!.description)
+            }
+            writer.writeRaw(UInt8(ascii: "}"))
+            return String(decoding: writer.bytes, as: UTF8.self)
+        case .logfmt:
+            var fields = ["ts=\(timestamp.iso8601)", "level=\(level.rawValue)", "category=\(category)", "msg=\(Self.logfmtValue(message))"]
+            fields += keys.map { "\($0)=\(Self.logfmtValue(metadata[$0]!.description))" }
+            return fields.joined(separator: " ")
+        case .pretty:
+            let levelText = level.rawValue.uppercased().padding(to: 8)
+            let styledLevel = colour ? "\u{1B}[\(Self.colourCode(level))m\(levelText)\u{1B}[0m" : levelText
+            var line = "\(timestamp.timeOfDay) \(styledLevel) \(category.padding(to: 9)) \(message)"
+            for key in keys { line += " \(key)=\(Self.logfmtValue(metadata[key]!.description))" }
+            return line
+        }
+    }
+
+    static func logfmtValue(_ value: String) -> String {
+        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "=" || $0 == "\"" || $0.isNewline || $0 == "\\" }
+        guard needsQuotes else { return value }
+        var escaped = "\""
+        for character in value {
+            switch character {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            default: escaped.append(character)
+            }
+        }
+        return escaped + "\""
+    }
+
+    static func syslogPriority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: return 7
+        case .info: return 6
+        case .notice: return 5
+        case .warning: return 4
+        case .error: return 3
+        case .critical: return 2
+        }
+    }
+
+    private static func colourCode(_ level: Logger.Level) -> String {
+        switch level {
+        case .trace, .debug: return "2"
+        case .info: return "32"
+        case .notice: return "36"
+        case .warning: return "33"
+        case .error, .critical: return "31;1"
+        }
+    }
+}
+
+extension String {
+    fileprivate func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,69 @@
+import Herald
+
+/// Renders an event as one line for people:
+///
+///     12:00:00.123  #17 INSERT public.course id=11  short_code=ADA3M name=Drama
+///     12:00:01.004  #18 UPDATE public.course id=11  name: Drama → Theatre
+struct PrettyEventFormatter {
+    var colour: Bool
+
+    func line(for event: Event) -> String {
+        let time = event.at.count >= 23 ? String(event.at.dropFirst(11).prefix(12)) : event.at
+        var parts = [
+            style("2", time),
+            style("2", "#\(event.count)"),
+            style(Self.colourCode(event.operation), event.operation.rawValue),
+            style("1", event.table.description),
+        ]
+        if let key = event.primaryKey, !key.isEmpty { parts.append(Self.assignments(key)) }
+        var line = parts.joined(separator: " ")
+        if event.rowDataOmitted {
+            line += "  " + style("2", "(row too large to notify; data omitted)")
+        } else if let details = details(event) {
+            line += "  " + details
+        }
+        return line
+    }
+
+    private func details(_ event: Event) -> String? {
+        switch event.operation {
+        case .insert:
+            return event.new.map(Self.assignments)
+        case .update:
+            guard let new = event.new, let old = event.old else { return nil }
+            let changes = new.compactMap { column -> String? in
+                let before = old[column.key]
+                guard before != column.value else { return nil }
+                return "\(column.key): \(Self.text(before)) → \(Self.text(column.value))"
+            }
+            return changes.isEmpty ? style("2", "(no column changed)") : changes.joined(separator: " ")
+        case .delete, .truncate:
+            return nil
+        }
+    }
+
+    private func style(_ code: String, _ text: String) -> String {
+        colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
+    }
+
+    private static func assignments(_ object: JSONObject) -> String {
+        object.map { "\($0.key)=\(text($0.value))" }.joined(separator: " ")
+    }
+
+    private static func text(_ value: JSONValue?) -> String {
+        switch value {
+        case .string(let string)?: return string
+        case nil: return "∅"
+        case let value?: return value.jsonText
+        }
+    }
+
+    private static func colourCode(_ operation: Operation) -> String {
+        switch operation {
+        case .insert: return "32"
+        case .update: return "33"
+        case .delete: return "31"
+        case .truncate: return "35"
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import HeraldPostgres
+
+struct Install: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Install or upgrade the publishing triggers and list the watched tables.",
+        discussion: """
+            Applies sql/install.sql in one transaction. Safe to run again: it upgrades in place
+            and keeps earlier choices. Every table of the watched schemas gets the triggers, and
+            so do tables created later (that needs a superuser; otherwise run
+            SELECT pgherald.attach_all() after creating tables).
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(
+        name: .customLong("schema"),
+        help: "Schema to watch; repeat for several. Default: public on a first install, else the schemas watched before."
+    )
+    var schemas: [String] = []
+
+    func run() throws {
+        let connection = try PostgresConnection.connect(database.connectionString())
+        let tables = try Installer.install(on: connection, schemas: schemas)
+        for notice in connection.takeNotices() where notice.severity == "WARNING" {
+            FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))
+        }
+        print("pgherald publisher installed (\(connection.endpointDescription))")
+        print("watching \(tables.count) table\(tables.count == 1 ? "" : "s"):")
+        for table in tables { print("  \(table)") }
+    }
+}
