@@ -29,7 +29,6 @@ public final class PostgresConnection {
 
     /// Settings passed to libpq before the user's conninfo, which overrides them.
     static let defaultParameters: [(String, String)] = [
-        ("fallback_application_name", "pgherald"),
         // Notice a dead peer within about a minute rather than the kernel's two hours.
         ("keepalives_idle", "30"),
         ("keepalives_interval", "10"),
@@ -56,22 +55,29 @@ public final class PostgresConnection {
 
     /// Opens a connection.
     ///
-    /// - Parameter timeout: gives up after this long. libpq's own
-    ///   `connect_timeout` is not enforced by its non-blocking API, so this one is.
+    /// - Parameters:
+    ///   - timeout: gives up after this long. libpq's own `connect_timeout` is
+    ///     not enforced by its non-blocking API, so this one is.
+    ///   - applicationName: shown in `pg_stat_activity` unless the conninfo sets `application_name`.
     public static func connect(
         _ connectionString: ConnectionString,
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(10),
+        applicationName: String = "pgherald-admin"
     ) throws(PostgresError) -> PostgresConnection {
-        try connect(connectionString, timeout: timeout, wake: nil)
+        try connect(connectionString, timeout: timeout, applicationName: applicationName, wake: nil)
     }
 
     /// Opens a connection whose waits end with ``PostgresError/Code/stopped`` when `wake` fires.
     static func connect(
         _ connectionString: ConnectionString,
         timeout: Duration,
+        applicationName: String,
         wake: WakeSignal?
     ) throws(PostgresError) -> PostgresConnection {
-        let parameters = defaultParameters + [("dbname", connectionString.rawValue)]
+        let parameters = defaultParameters + [
+            ("fallback_application_name", applicationName),
+            ("dbname", connectionString.rawValue),
+        ]
         let handle = withCStrings(parameters.map(\.0)) { keywords in
             withCStrings(parameters.map(\.1)) { values in
                 PQconnectStartParams(keywords, values, 1)

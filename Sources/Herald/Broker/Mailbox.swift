@@ -65,7 +65,10 @@ final class Mailbox: Sendable {
     /// Returns an empty array when the stream has finished or the task was
     /// cancelled, and throws ``SubscriptionOverflowError`` once the buffered
     /// events of an overflowed mailbox have been taken.
-    func take(upTo limit: Int) async throws(SubscriptionOverflowError) -> [Event] {
+    func take(
+        upTo limit: Int,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(SubscriptionOverflowError) -> [Event] {
         while true {
             let outcome = state.withLock { state -> Result<[Event], SubscriptionOverflowError>? in
                 if !state.buffer.isEmpty {

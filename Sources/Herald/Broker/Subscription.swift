@@ -6,6 +6,7 @@
 /// Dropping the subscription unregisters it.
 public final class Subscription: AsyncSequence, Sendable {
     public typealias Element = Event
+    public typealias Failure = SubscriptionOverflowError
 
     /// Identifies the subscription within its broker.
     public let id: UInt64
@@ -32,8 +33,12 @@ public final class Subscription: AsyncSequence, Sendable {
     /// Waits for the next events and returns all that are buffered, up to `limit`.
     ///
     /// Batches let an output write many events with one system call.
-    /// Returns an empty array at the end of the stream.
-    public func nextBatch(limit: Int = 1024) async throws(SubscriptionOverflowError) -> [Event] {
+    /// Returns an empty array at the end of the stream. Runs on the caller's
+    /// actor, so a main-actor consumer does not hop executors per batch.
+    public func nextBatch(
+        limit: Int = 1024,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(SubscriptionOverflowError) -> [Event] {
         try await mailbox.take(upTo: limit)
     }
 
@@ -41,11 +46,15 @@ public final class Subscription: AsyncSequence, Sendable {
         let subscription: Subscription
         var pending: ArraySlice<Event> = []
 
-        public mutating func next() async throws -> Event? {
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SubscriptionOverflowError) -> Event? {
             if pending.isEmpty {
                 pending = try await subscription.nextBatch()[...]
             }
             return pending.popFirst()
+        }
+
+        public mutating func next() async throws(SubscriptionOverflowError) -> Event? {
+            try await next(isolation: nil)
         }
     }
 

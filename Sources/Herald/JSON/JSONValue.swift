@@ -44,8 +44,6 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     public init(_ value: Int64) { self.text = String(value) }
 
-    public init(_ value: UInt64) { self.text = String(value) }
-
     public var int64Value: Int64? { Int64(text) }
 
     public var doubleValue: Double? { Double(text) }

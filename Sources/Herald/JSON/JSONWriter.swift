@@ -90,3 +90,8 @@ extension JSONValue {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
+
+extension JSONObject {
+    /// The object as compact JSON text, members in their original order.
+    public var jsonText: String { JSONValue.object(self).jsonText }
+}

@@ -36,7 +36,7 @@ public final class ChangeNotifier {
     /// Counts `events` until the sequence ends or the task is cancelled.
     public func consume(_ events: some AsyncSequence<Event, some Error>) async throws {
         for try await _ in events {
-            recordChange()
+            recordChanges(1)
         }
     }
 
@@ -45,19 +45,23 @@ public final class ChangeNotifier {
     /// If the notifier ever falls too far behind, it counts that as a change
     /// (every view model refreshes) and subscribes again.
     public func run(broker: Broker, filter: EventFilter = .all) async {
+        var subscription = broker.subscribe(filter)
         while !Task.isCancelled {
             do {
-                try await consume(broker.subscribe(filter))
-                return
+                let batch = try await subscription.nextBatch()
+                if batch.isEmpty { return }
+                recordChanges(batch.count)
             } catch {
-                recordChange()
+                recordChanges(1)
+                subscription = broker.subscribe(filter)
             }
         }
     }
 
-    /// Counts one change and schedules a coalesced refresh.
-    public func recordChange() {
-        changeCount += 1
+    /// Counts changes and schedules a coalesced refresh.
+    public func recordChanges(_ count: Int) {
+        guard count > 0 else { return }
+        changeCount += UInt64(count)
         perform(coalescer.changeArrived(at: .now))
     }
 

@@ -10,12 +10,14 @@ public struct RefreshCoalescer: Sendable {
 
     /// Timing of coalesced refreshes.
     public struct Configuration: Sendable, Hashable {
-        /// How long changes must pause before a refresh starts. Default 10 ms.
+        /// How long changes must pause before a refresh starts. Default 25 ms:
+        /// long enough that a large transaction, which arrives in several
+        /// socket reads, counts as one burst on a busy machine.
         public var quietPeriod: Duration
         /// The longest a change waits for its refresh during a steady stream. Default 250 ms.
         public var maximumDelay: Duration
 
-        public init(quietPeriod: Duration = .milliseconds(10), maximumDelay: Duration = .milliseconds(250)) {
+        public init(quietPeriod: Duration = .milliseconds(25), maximumDelay: Duration = .milliseconds(250)) {
             self.quietPeriod = quietPeriod
             self.maximumDelay = maximumDelay
         }

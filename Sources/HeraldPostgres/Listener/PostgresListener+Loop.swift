@@ -60,7 +60,12 @@ extension PostgresListener {
     /// Connects and subscribes to the channel.
     private func openConnection() throws(PostgresError) -> PostgresConnection {
         let deadline = ContinuousClock.now + configuration.connectTimeout
-        let connection = try PostgresConnection.connect(configuration.connection, timeout: configuration.connectTimeout, wake: wake)
+        let connection = try PostgresConnection.connect(
+            configuration.connection,
+            timeout: configuration.connectTimeout,
+            applicationName: "pgherald",
+            wake: wake
+        )
         let channel = try connection.escapeIdentifier(configuration.channel)
         try connection.execute("LISTEN \(channel)", timeout: ContinuousClock.now.duration(to: deadline))
         logger.info("listening", metadata: [

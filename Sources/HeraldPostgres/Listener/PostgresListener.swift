@@ -9,8 +9,7 @@ import Synchronization
 /// The connection lives on a dedicated thread that only reads, decodes and
 /// publishes: it never waits on a subscriber. Reconnection follows
 /// ``ReconnectStateMachine``. Run it as a `Service`; graceful shutdown or
-/// cancellation stops the thread promptly. When the listener ends it shuts
-/// the broker down, so subscribers drain what they have and finish.
+/// cancellation stops the thread promptly.
 public final class PostgresListener: Service, Sendable {
     /// Listener settings.
     public struct Configuration: Sendable {
@@ -70,7 +69,6 @@ public final class PostgresListener: Service, Sendable {
 
     /// Runs until shutdown. Throws if the first connection fails.
     public func run() async throws {
-        defer { broker.shutdown() }
         let alreadyStarted = state.withLock { state in
             defer { state.started = true }
             return state.started

@@ -2,14 +2,16 @@
 import Glibc
 #endif
 import Dispatch
+import Synchronization
 public import Herald
 public import Logging
 public import ServiceLifecycle
 
 /// Prints every event to standard output, as JSON lines or readable one-liners.
 ///
-/// It subscribes when created, so it sees every event published after that,
-/// and it ends when the broker shuts down, after printing what it buffered.
+/// It subscribes when created, so it sees every event published after that.
+/// On graceful shutdown it prints what it has buffered, then ends; run it
+/// before the listener in a `ServiceGroup` so the listener stops first.
 /// Whatever is buffered is written with one system call, on a queue of its
 /// own, so a slow reader of stdout never blocks the async runtime.
 public final class StdoutOutput: Service, Sendable {
@@ -17,7 +19,8 @@ public final class StdoutOutput: Service, Sendable {
     let format: StdoutFormat
     let formatter: PrettyEventFormatter
     let logger: Logger
-    let subscription: Subscription
+    /// Replaced after an overflow; graceful shutdown cancels whichever is current.
+    let subscription: Mutex<Subscription>
     private let queue = DispatchQueue(label: "pgherald.stdout")
 
     /// - Parameter colour: colour the pretty format; `nil` means "when stdout is a terminal and NO_COLOR is unset".
@@ -26,22 +29,30 @@ public final class StdoutOutput: Service, Sendable {
         self.format = format
         self.formatter = PrettyEventFormatter(colour: colour ?? (isatty(STDOUT_FILENO) == 1 && getenv("NO_COLOR") == nil))
         self.logger = logger
-        self.subscription = broker.subscribe()
+        self.subscription = Mutex(broker.subscribe())
     }
 
     public func run() async throws {
-        var subscription = self.subscription
+        try await withGracefulShutdownHandler {
+            try await printEvents()
+        } onGracefulShutdown: {
+            self.subscription.withLock { $0 }.cancel()
+        }
+    }
+
+    private func printEvents() async throws {
         while true {
             do {
-                let batch = try await subscription.nextBatch()
+                let batch = try await subscription.withLock { $0 }.nextBatch()
                 if batch.isEmpty { return }
                 guard await write(render(batch)) else {
                     logger.error("stdout is closed; no longer printing events")
                     return
                 }
             } catch {
+                if Task.isShuttingDownGracefully { return }
                 logger.error("stdout fell behind and missed events; continuing with new ones", metadata: ["error": "\(error)"])
-                subscription = broker.subscribe()
+                subscription.withLock { $0 = broker.subscribe() }
             }
         }
     }

@@ -1,0 +1,55 @@
+import Herald
+import HeraldPostgres
+import Testing
+
+@MainActor
+final class EnrolmentsByCourseViewModel: RefreshableViewModel {
+    let database: TestDatabase
+    var refreshes = 0
+    var enrolledInFunctions = 0
+
+    init(database: TestDatabase) { self.database = database }
+
+    func refresh() async {
+        refreshes += 1
+        let result = try? database.execute("SELECT count(*) FROM enrols_in WHERE course_id = 2")
+        enrolledInFunctions = Int(result?.rows.first?.first??.description ?? "") ?? -1
+    }
+}
+
+@Suite(.enabled(if: TestDatabase.isAvailable, "needs PGHERALD_TEST_CONNINFO (scripts/test)"))
+@MainActor
+struct ChangeNotifierIntegrationTests {
+    @Test func aThousandRowTransactionRefreshesTheViewModelOnce() async throws {
+        let database = try TestDatabase.create()
+        try database.execute("CREATE TABLE mark (id int PRIMARY KEY, score int)")
+        try database.execute("INSERT INTO mark SELECT g, 0 FROM generate_series(1, 1000) g")
+        let daemon = try await RunningListener(database: database)
+        _ = try await daemon.inbox.take(0)
+        let notifier = ChangeNotifier()
+        let viewModel = EnrolmentsByCourseViewModel(database: database)
+        notifier.register(viewModel)
+        let following = Task { await notifier.run(broker: daemon.broker) }
+        try await waitUntil { daemon.broker.statistics.subscriberCount == 2 }
+
+        try database.execute("UPDATE mark SET score = score + 1")
+        try await waitUntil(seconds: 10) { notifier.changeCount == 1000 && notifier.refreshCount == 1 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(viewModel.refreshes == 1)
+
+        try database.execute("DELETE FROM enrols_in WHERE student_id = 1 AND course_id = 2")
+        try await waitUntil(seconds: 10) { viewModel.enrolledInFunctions == 2 }
+        #expect(viewModel.refreshes == 2)
+        following.cancel()
+        try await daemon.stop()
+    }
+}
+
+@MainActor
+func waitUntil(seconds: Double = 5, _ condition: @MainActor () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw InboxTimeout(expected: 1, received: 0, seconds: seconds) }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// Runs the built `pgherald` executable.
+struct DaemonProcess {
+    static var executable: URL {
+        if let path = ProcessInfo.processInfo.environment["PGHERALD_BINARY"] { return URL(fileURLWithPath: path) }
+        // The test bundle sits next to the package's executables in the build directory.
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appending(path: "pgherald")
+    }
+
+    let process = Process()
+    let stdout = Pipe()
+    let stderr = Pipe()
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+    }
+
+    /// Waits for exit (killing the process after `seconds`) and returns status and output.
+    func finish(within seconds: Double = 20) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        // Read while waiting, so a chatty process cannot fill the pipe and stall.
+        async let out = Self.readAll(stdout)
+        async let err = Self.readAll(stderr)
+        while process.isRunning {
+            if ContinuousClock.now > deadline { process.terminate() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return (process.terminationStatus, await out, await err)
+    }
+
+    func signal(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Reads stdout line by line until one satisfies `predicate`.
+    /// After `seconds` the process is terminated, which ends the read with an error.
+    func readLine(within seconds: Double = 10, where predicate: @escaping @Sendable (String) -> Bool) async throws -> String {
+        let handle = stdout.fileHandleForReading
+        let process = self.process
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(seconds))
+            process.terminate()
+        }
+        defer { watchdog.cancel() }
+        let line = await Task.detached { () -> String? in
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return nil }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    if predicate(line) { return line }
+                }
+            }
+        }.value
+        guard let line else { throw ProcessTimeout(description: "no matching stdout line within \(seconds) s") }
+        return line
+    }
+
+    private static func readAll(_ pipe: Pipe) async -> String {
+        await Task.detached { String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }.value
+    }
+}
+
+struct ProcessTimeout: Error, CustomStringConvertible {
+    var description: String
+}

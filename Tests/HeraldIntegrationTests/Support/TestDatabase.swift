@@ -1,0 +1,43 @@
+import Foundation
+import HeraldPostgres
+import Testing
+
+/// A fresh database in the throwaway cluster that scripts/test starts.
+///
+/// Each test gets its own database, so tests run in parallel without seeing
+/// each other's notifications (NOTIFY is scoped to one database).
+struct TestDatabase {
+    /// Conninfo of the cluster's `postgres` database, from scripts/test.
+    static let clusterConnInfo = ProcessInfo.processInfo.environment["PGHERALD_TEST_CONNINFO"]
+    static var isAvailable: Bool { clusterConnInfo != nil }
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    let name: String
+    let connInfo: String
+
+    /// Creates a database, loads the enrolment example and installs the publisher.
+    static func create(enrolment: Bool = true, install: Bool = true) throws -> TestDatabase {
+        let cluster = try #require(clusterConnInfo, "PGHERALD_TEST_CONNINFO is not set; run scripts/test")
+        let name = "herald_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = try PostgresConnection.connect(ConnectionString(cluster))
+        try admin.execute("CREATE DATABASE \(name)")
+        let database = TestDatabase(name: name, connInfo: "\(cluster) dbname=\(name)")
+        let connection = try database.connect()
+        if enrolment {
+            try connection.execute(String(contentsOf: repositoryRoot.appending(path: "sql/examples/enrolment.sql"), encoding: .utf8))
+        }
+        if install { try Installer.install(on: connection) }
+        return database
+    }
+
+    func connect() throws -> PostgresConnection {
+        try PostgresConnection.connect(ConnectionString(connInfo))
+    }
+
+    /// Runs statements on a new connection.
+    @discardableResult
+    func execute(_ sql: String, parameters: [String?] = []) throws -> PostgresConnection.QueryResult {
+        try connect().execute(sql, parameters: parameters)
+    }
+}

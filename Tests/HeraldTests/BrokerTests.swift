@@ -1,0 +1,125 @@
+import Testing
+@testable import Herald
+
+@Suite struct BrokerTests {
+    @Test func stampsGlobalCountsAndCountsPerTable() {
+        let broker = Broker()
+        let stamped = broker.publish([makeEvent(1, table: "course"), makeEvent(2, table: "student"), makeEvent(3, table: "course")])
+        #expect(stamped.map(\.count) == [1, 2, 3])
+        #expect(broker.publish(makeEvent(4, table: "student")).count == 4)
+        let statistics = broker.statistics
+        #expect(statistics.changeCount == 4)
+        #expect(statistics.tableCounts == [TableName(name: "course"): 2, TableName(name: "student"): 2])
+    }
+
+    @Test func encodesEachEventOnceWithItsCount() {
+        let broker = Broker()
+        let event = broker.publish(makeEvent(9))
+        #expect(event.encodedJSON != nil)
+        #expect(event.jsonText.hasPrefix(#"{"id":"9","count":1,"op":"INSERT""#))
+    }
+
+    @Test func deliversInOrderToMatchingSubscribersOnly() async throws {
+        let broker = Broker()
+        let everything = broker.subscribe()
+        let courses = broker.subscribe(EventFilter(tables: [TableName(name: "course")]))
+        let deletes = broker.subscribe(EventFilter(operations: .delete))
+        broker.publish([
+            makeEvent(1, table: "course"),
+            makeEvent(2, table: "student"),
+            makeEvent(3, table: "course", operation: .delete),
+            makeEvent(4, table: "student", operation: .delete),
+        ])
+        broker.shutdown()
+        #expect(try await collectAll(everything).map(\.id) == ["1", "2", "3", "4"])
+        #expect(try await collectAll(courses).map(\.id) == ["1", "3"])
+        #expect(try await collectAll(deletes).map(\.count) == [3, 4])
+    }
+
+    @Test func slowSubscriberOverflowsWithoutAffectingOthers() async throws {
+        let broker = Broker(configuration: .init(mailboxCapacity: 10))
+        let stalled = broker.subscribe()
+        let reader = broker.subscribe(capacity: 1000)
+        // The publisher never waits: 500 events go out although one subscriber reads nothing.
+        broker.publish((1...500).map { makeEvent($0) })
+        broker.shutdown()
+
+        var received: [Event] = []
+        await #expect(throws: SubscriptionOverflowError(capacity: 10)) {
+            for try await event in stalled { received.append(event) }
+        }
+        #expect(received.map(\.count) == Array(1...10))
+        #expect(try await collectAll(reader).count == 500)
+        #expect(broker.statistics.overflowCount == 1)
+    }
+
+    @Test func overflowedSubscriberIsRemoved() {
+        let broker = Broker(configuration: .init(mailboxCapacity: 2))
+        let subscription = broker.subscribe()
+        broker.publish((1...3).map { makeEvent($0) })
+        #expect(broker.statistics.subscriberCount == 0)
+        withExtendedLifetime(subscription) {}
+    }
+
+    @Test func droppingOrCancellingASubscriptionUnregistersIt() async throws {
+        let broker = Broker()
+        var subscription: Subscription? = broker.subscribe(EventFilter(tables: [TableName(name: "a"), TableName(name: "b")]))
+        #expect(broker.statistics.subscriberCount == 1)
+        subscription = nil
+        #expect(broker.statistics.subscriberCount == 0)
+        _ = subscription
+
+        let cancelled = broker.subscribe()
+        cancelled.cancel()
+        #expect(broker.statistics.subscriberCount == 0)
+        #expect(try await cancelled.nextBatch().isEmpty)
+    }
+
+    @Test func cancellingTheConsumingTaskEndsTheStream() async throws {
+        let broker = Broker()
+        let subscription = broker.subscribe()
+        let consumer = Task {
+            var count = 0
+            for try await _ in subscription { count += 1 }
+            return count
+        }
+        broker.publish(makeEvent(1))
+        try await Task.sleep(for: .milliseconds(50))
+        consumer.cancel()
+        let count = try await withTimeout(seconds: 5) { try await consumer.value }
+        #expect(count == 1)
+    }
+
+    @Test func subscribingAfterShutdownEndsAtOnce() async throws {
+        let broker = Broker()
+        broker.shutdown()
+        #expect(try await collectAll(broker.subscribe()).isEmpty)
+    }
+
+    @Test func concurrentConsumersEachSeeEveryEventInOrder() async throws {
+        let broker = Broker()
+        let subscriptions = (0..<50).map { _ in broker.subscribe() }
+        let results = Task {
+            try await withThrowingTaskGroup(of: [UInt64].self) { group in
+                for subscription in subscriptions {
+                    group.addTask { try await collectAll(subscription).map(\.count) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        for batch in 0..<20 {
+            broker.publish((1...50).map { makeEvent(batch * 50 + $0) })
+            await Task.yield()
+        }
+        broker.shutdown()
+        let all = try await withTimeout(seconds: 10) { try await results.value }
+        #expect(all.count == 50)
+        for counts in all { #expect(counts == Array(1...1000)) }
+    }
+}
+
+func collectAll(_ subscription: Subscription) async throws -> [Event] {
+    var events: [Event] = []
+    for try await event in subscription { events.append(event) }
+    return events
+}

@@ -1,0 +1,43 @@
+import Testing
+@testable import Herald
+
+@Suite struct EventFilterTests {
+    @Test func emptyFilterMatchesEverything() {
+        for operation in Operation.allCases {
+            #expect(EventFilter.all.matches(makeEvent(1, table: "x", schema: "y", operation: operation)))
+        }
+    }
+
+    @Test func conditionsCombineWithAnd() {
+        let filter = EventFilter(
+            tables: [TableName(name: "course"), TableName(schema: "school", name: "student")],
+            schemas: ["public"],
+            operations: [.insert, .delete]
+        )
+        #expect(filter.matches(makeEvent(1, table: "course", operation: .insert)))
+        #expect(filter.matches(makeEvent(1, table: "course", operation: .delete)))
+        #expect(!filter.matches(makeEvent(1, table: "course", operation: .update)))
+        #expect(!filter.matches(makeEvent(1, table: "enrols_in", operation: .insert)))
+        // Named table, but its schema is not in the schema list.
+        #expect(!filter.matches(makeEvent(1, table: "student", schema: "school", operation: .insert)))
+    }
+
+    @Test func schemaOnlyFilter() {
+        let filter = EventFilter(schemas: ["audit"])
+        #expect(filter.matches(makeEvent(1, table: "log", schema: "audit")))
+        #expect(!filter.matches(makeEvent(1, table: "log", schema: "public")))
+    }
+
+    @Test(arguments: [
+        ("course", TableName(schema: "public", name: "course")),
+        ("school.student", TableName(schema: "school", name: "student")),
+    ])
+    func parsesTableNames(text: String, expected: TableName) {
+        #expect(TableName(parsing: text) == expected)
+    }
+
+    @Test(arguments: ["", ".", "a.", ".b"])
+    func rejectsMalformedTableNames(text: String) {
+        #expect(TableName(parsing: text) == nil)
+    }
+}
