@@ -4,16 +4,25 @@ import Glibc
 #endif
 
 extension PostgresConnection {
-    /// Reads whatever the server has sent, without blocking.
-    func consumeInput() throws(PostgresError) {
+    /// Waits for input (at most until `deadline`), reads everything available
+    /// and hands each notification to `body` in arrival order.
+    ///
+    /// The payload points into libpq's buffer and is valid only during the call.
+    /// Throws `timedOut` at the deadline, `connectionLost` when the connection
+    /// breaks, and `stopped` when the connection's wake signal fires.
+    /// Whether the server has sent data that has not been read yet.
+    var hasWaitingInput: Bool {
+        WakeSignal.wait(for: socket, wake: nil, until: .now) == .ready
+    }
+
+    public func receiveNotifications(
+        until deadline: ContinuousClock.Instant? = nil,
+        _ body: (_ channel: UnsafePointer<CChar>, _ payload: UnsafeBufferPointer<UInt8>, _ senderPID: Int32) -> Void
+    ) throws(PostgresError) {
+        try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for notifications")
         guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
             throw failure(.connectionLost, prefix: "connection lost")
         }
-    }
-
-    /// Hands each received notification's payload to `body`, in arrival order,
-    /// straight from libpq's buffer (valid only during the call).
-    func drainNotifications(_ body: (_ channel: UnsafePointer<CChar>, _ payload: UnsafeBufferPointer<UInt8>, _ senderPID: Int32) -> Void) {
         while let notification = PQnotifies(handle) {
             defer { PQfreemem(notification) }
             let extra = notification.pointee.extra!

@@ -44,3 +44,18 @@ import Testing
         }
     }
 }
+
+@Suite struct RawJSONTests {
+    @Test func minifiesWithoutTouchingStrings() throws {
+        var text = #" { "id" : 11 , "name" : "a  b\" : c" , "tags" : [ 1 , 2.5e3 , true , null ] } "#
+        let raw = try text.withUTF8 { try RawJSON(validating: $0) }
+        #expect(raw.description == #"{"id":11,"name":"a  b\" : c","tags":[1,2.5e3,true,null]}"#)
+        #expect(raw.value["name"] == .string("a  b\" : c"))
+    }
+
+    @Test(arguments: [#"{"a":1"#, #"{"a":"\ud800"}"#, #"{"a":01}"#, #"{"a":"x"} extra"#, "[1,,2]"])
+    func rejectsWhatTheTreeParserRejects(_ text: String) {
+        var text = text
+        #expect(throws: JSONParsingError.self) { try text.withUTF8 { try RawJSON(validating: $0) } }
+    }
+}

@@ -70,26 +70,36 @@ public final class Broker: Sendable {
 
     /// Counts and delivers events, in order. Never blocks on a subscriber.
     ///
+    /// Each subscriber receives its share of `events` with one mailbox
+    /// operation, so a burst costs one lock and one wake-up per subscriber.
     /// - Returns: the events as delivered, each stamped with its change count.
     @discardableResult
     public func publish(_ events: some Sequence<Event>) -> [Event] {
         state.withLock { state in
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
-            var dropped: [(id: UInt64, overflowed: Bool)] = []
+            var deliveries = Deliveries()
             for var event in events {
                 state.changeCount += 1
                 state.tableCounts[event.table, default: 0] += 1
                 event.count = state.changeCount
                 event.encodedJSON = event.encodeJSON()
                 if let subscribers = state.subscribersByTable[event.table] {
-                    Self.deliver(event, to: subscribers, dropped: &dropped)
+                    deliveries.add(event, for: subscribers)
                 }
-                Self.deliver(event, to: state.subscribersForAllTables, dropped: &dropped)
+                deliveries.add(event, for: state.subscribersForAllTables)
                 stamped.append(event)
             }
-            for (id, overflowed) in dropped where state.remove(id: id) != nil && overflowed {
-                state.overflowCount += 1
+            for delivery in deliveries.pending {
+                switch delivery.subscriber.mailbox.offer(delivery.events) {
+                case .accepted:
+                    break
+                case .overflowed:
+                    if state.remove(id: delivery.id) != nil { state.overflowCount += 1 }
+                case .closed:
+                    // The consumer was cancelled; forget it.
+                    _ = state.remove(id: delivery.id)
+                }
             }
             return stamped
         }
@@ -100,17 +110,19 @@ public final class Broker: Sendable {
         publish(CollectionOfOne(event))[0]
     }
 
-    private static func deliver(
-        _ event: Event,
-        to subscribers: [UInt64: Subscriber],
-        dropped: inout [(id: UInt64, overflowed: Bool)]
-    ) {
-        for (id, subscriber) in subscribers where subscriber.filter.matches(event) {
-            switch subscriber.mailbox.offer(event) {
-            case .accepted: break
-            case .overflowed: dropped.append((id, true))
-            // The consumer was cancelled; forget it.
-            case .closed: dropped.append((id, false))
+    /// The events of one publish, grouped per subscriber in publish order.
+    private struct Deliveries {
+        var pending: [(id: UInt64, subscriber: Subscriber, events: [Event])] = []
+        private var positions: [UInt64: Int] = [:]
+
+        mutating func add(_ event: Event, for subscribers: [UInt64: Subscriber]) {
+            for (id, subscriber) in subscribers where subscriber.filter.matches(event) {
+                if let position = positions[id] {
+                    pending[position].events.append(event)
+                } else {
+                    positions[id] = pending.count
+                    pending.append((id, subscriber, [event]))
+                }
             }
         }
     }

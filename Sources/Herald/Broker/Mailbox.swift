@@ -33,13 +33,17 @@ final class Mailbox: Sendable {
         self.capacity = capacity
     }
 
-    func offer(_ event: Event) -> OfferResult {
+    /// Appends events in order. If they do not all fit, those that fit are
+    /// kept and the mailbox closes with an overflow.
+    func offer(_ events: [Event]) -> OfferResult {
         let (result, waiter) = state.withLock { state -> (OfferResult, CheckedContinuation<Void, Never>?) in
             guard state.termination == nil else { return (.closed, nil) }
-            if state.buffer.count >= capacity {
+            let room = capacity - state.buffer.count
+            if events.count > room {
+                state.buffer.append(contentsOf: events.prefix(room))
                 state.termination = .overflowed
             } else {
-                state.buffer.append(event)
+                state.buffer.append(contentsOf: events)
             }
             let waiter = state.waiter
             state.waiter = nil

@@ -27,16 +27,34 @@ public struct EventDecodingError: Error, Hashable, CustomStringConvertible {
 extension Event {
     /// Decodes a notification payload written by pgherald's trigger.
     ///
+    /// The whole payload is validated; row data is kept as compact raw JSON.
     /// Unknown members are ignored so that newer triggers stay readable.
     /// Anything else that deviates from the event shape is rejected.
     public init(payload bytes: UnsafeBufferPointer<UInt8>) throws(EventDecodingError) {
-        let value: JSONValue
+        let read: [(key: String, value: JSONParser.ShallowValue)]?
         do {
-            value = try JSONParser.parse(bytes)
+            read = try JSONParser.readObject(bytes)
         } catch {
             throw EventDecodingError(code: .invalidJSON, detail: error.description)
         }
-        try self.init(json: value)
+        guard let members = read else { throw EventDecodingError(code: .notAnObject, detail: "") }
+        let fields = Fields(members)
+        let opName = try fields.requiredString("op")
+        guard let operation = Operation(rawValue: opName) else {
+            throw EventDecodingError(code: .unknownOperation, detail: String(opName.prefix(32)))
+        }
+        self.init(
+            id: try fields.requiredString("id"),
+            operation: operation,
+            table: TableName(schema: try fields.requiredString("schema"), name: try fields.requiredString("table")),
+            primaryKeyJSON: try fields.optionalObject("pk"),
+            newJSON: try fields.optionalObject("new"),
+            oldJSON: try fields.optionalObject("old"),
+            transactionID: try fields.requiredString("txid"),
+            at: try fields.requiredString("at"),
+            rowDataOmitted: try fields.flag("omitted")
+        )
+        try validateRows()
     }
 
     public init(payload: String) throws(EventDecodingError) {
@@ -48,34 +66,7 @@ extension Event {
     }
 
     public init(json value: JSONValue) throws(EventDecodingError) {
-        guard case .object(let object) = value else {
-            throw EventDecodingError(code: .notAnObject, detail: "")
-        }
-        let opName = try Self.requiredString("op", in: object)
-        guard let operation = Operation(rawValue: opName) else {
-            throw EventDecodingError(code: .unknownOperation, detail: String(opName.prefix(32)))
-        }
-        let omitted: Bool
-        switch object["omitted"] {
-        case nil, .null?: omitted = false
-        case .bool(let flag)?: omitted = flag
-        default: throw EventDecodingError(code: .wrongType, detail: "\"omitted\" must be a boolean")
-        }
-        self.init(
-            id: try Self.requiredString("id", in: object),
-            operation: operation,
-            table: TableName(
-                schema: try Self.requiredString("schema", in: object),
-                name: try Self.requiredString("table", in: object)
-            ),
-            primaryKey: try Self.optionalObject("pk", in: object),
-            new: try Self.optionalObject("new", in: object),
-            old: try Self.optionalObject("old", in: object),
-            transactionID: try Self.requiredString("txid", in: object),
-            at: try Self.requiredString("at", in: object),
-            rowDataOmitted: omitted
-        )
-        try validateRows()
+        try self.init(payload: value.jsonText)
     }
 
     private func validateRows() throws(EventDecodingError) {
@@ -87,7 +78,7 @@ extension Event {
         case .delete: expected = (false, true)
         case .truncate: expected = (false, false)
         }
-        guard (new != nil) == expected.new, (old != nil) == expected.old else {
+        guard (newJSON != nil) == expected.new, (oldJSON != nil) == expected.old else {
             throw EventDecodingError(
                 code: .inconsistentRows,
                 detail: "\(operation) must carry \(expected.new ? "a" : "no") new row and \(expected.old ? "an" : "no") old row"
@@ -95,19 +86,40 @@ extension Event {
         }
     }
 
-    private static func requiredString(_ key: String, in object: JSONObject) throws(EventDecodingError) -> String {
-        switch object[key] {
-        case .string(let string)? where !string.isEmpty: return string
-        case nil, .null?: throw EventDecodingError(code: .missingField, detail: key)
-        default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be a non-empty string")
-        }
-    }
+    /// The members of a payload object, looked up by name.
+    private struct Fields {
+        let members: [(key: String, value: JSONParser.ShallowValue)]
 
-    private static func optionalObject(_ key: String, in object: JSONObject) throws(EventDecodingError) -> JSONObject? {
-        switch object[key] {
-        case nil, .null?: return nil
-        case .object(let member)?: return member
-        default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be an object or null")
+        init(_ members: [(key: String, value: JSONParser.ShallowValue)]) {
+            self.members = members
+        }
+
+        func value(_ key: String) -> JSONParser.ShallowValue? {
+            members.first { $0.key == key }?.value
+        }
+
+        func requiredString(_ key: String) throws(EventDecodingError) -> String {
+            switch value(key) {
+            case .string(let string)? where !string.isEmpty: return string
+            case nil, .null?: throw EventDecodingError(code: .missingField, detail: key)
+            default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be a non-empty string")
+            }
+        }
+
+        func optionalObject(_ key: String) throws(EventDecodingError) -> RawJSON? {
+            switch value(key) {
+            case nil, .null?: return nil
+            case .object(let raw)?: return raw
+            default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be an object or null")
+            }
+        }
+
+        func flag(_ key: String) throws(EventDecodingError) -> Bool {
+            switch value(key) {
+            case nil, .null?: return false
+            case .bool(let flag)?: return flag
+            default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be a boolean")
+            }
         }
     }
 }
@@ -123,7 +135,7 @@ extension Event {
 
     /// Encodes the event; the broker calls this once per event.
     func encodeJSON() -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 256)
+        var writer = JSONWriter(reservingCapacity: 512)
         writer.writeRaw(UInt8(ascii: "{"))
         writer.writeKey("id", first: true)
         writer.write(string: id)
@@ -136,11 +148,11 @@ extension Event {
         writer.writeKey("table")
         writer.write(string: table.name)
         writer.writeKey("pk")
-        writer.write(primaryKey.map(JSONValue.object))
+        writer.write(raw: primaryKeyJSON)
         writer.writeKey("new")
-        writer.write(new.map(JSONValue.object))
+        writer.write(raw: newJSON)
         writer.writeKey("old")
-        writer.write(old.map(JSONValue.object))
+        writer.write(raw: oldJSON)
         writer.writeKey("txid")
         writer.write(string: transactionID)
         writer.writeKey("at")

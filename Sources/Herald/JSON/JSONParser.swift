@@ -15,11 +15,11 @@ public struct JSONParser: ~Copyable {
     /// Nesting deeper than this is rejected, so crafted input cannot exhaust the stack.
     public static let maximumDepth = 256
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
     private var depth = 0
 
-    private init(bytes: UnsafeBufferPointer<UInt8>) {
+    init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
@@ -48,11 +48,11 @@ public struct JSONParser: ~Copyable {
         return try result.get()
     }
 
-    private func error(_ reason: String) -> JSONParsingError {
+    func error(_ reason: String) -> JSONParsingError {
         JSONParsingError(offset: index, reason: reason)
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): index += 1
@@ -61,7 +61,7 @@ public struct JSONParser: ~Copyable {
         }
     }
 
-    private mutating func parseValue() throws(JSONParsingError) -> JSONValue {
+    mutating func parseValue() throws(JSONParsingError) -> JSONValue {
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -75,7 +75,7 @@ public struct JSONParser: ~Copyable {
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParsingError) {
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParsingError) {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw error("unexpected end of input") }
         let matches = literal.withUTF8Buffer { expected in
@@ -85,7 +85,7 @@ public struct JSONParser: ~Copyable {
         index += count
     }
 
-    private mutating func enterContainer() throws(JSONParsingError) {
+    mutating func enterContainer() throws(JSONParsingError) {
         depth += 1
         guard depth <= Self.maximumDepth else { throw error("nesting deeper than \(Self.maximumDepth)") }
         index += 1
@@ -150,6 +150,11 @@ public struct JSONParser: ~Copyable {
 
     private mutating func parseNumber() throws(JSONParsingError) -> JSONNumber {
         let start = index
+        try scanNumber()
+        return JSONNumber(validatedText: String(decoding: bytes[start..<index], as: UTF8.self))
+    }
+
+    private mutating func scanNumber() throws(JSONParsingError) {
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count, isDigit(bytes[index]) else { throw error("expected a digit") }
         if bytes[index] == UInt8(ascii: "0") {
@@ -168,7 +173,6 @@ public struct JSONParser: ~Copyable {
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("expected a digit in the exponent") }
             skipDigits()
         }
-        return JSONNumber(validatedText: String(decoding: bytes[start..<index], as: UTF8.self))
     }
 
     private func isDigit(_ byte: UInt8) -> Bool {
@@ -179,7 +183,7 @@ public struct JSONParser: ~Copyable {
         while index < bytes.count, isDigit(bytes[index]) { index += 1 }
     }
 
-    private mutating func parseString() throws(JSONParsingError) -> String {
+    mutating func parseString() throws(JSONParsingError) -> String {
         index += 1  // opening quote
         let start = index
         // Fast path: most strings hold no escapes and can be decoded in place.
@@ -243,6 +247,151 @@ public struct JSONParser: ~Copyable {
         default:
             throw error("invalid escape")
         }
+    }
+
+    /// A member value read without building a tree below it.
+    enum ShallowValue {
+        case null
+        case bool(Bool)
+        case string(String)
+        case object(RawJSON)
+        /// An array or a number.
+        case other(RawJSON)
+    }
+
+    /// Reads a top-level object's members, keeping nested values as raw JSON.
+    ///
+    /// Returns nil when the document is valid JSON but not an object.
+    static func readObject(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParsingError) -> [(key: String, value: ShallowValue)]? {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipWhitespace()
+        guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
+            _ = try parse(bytes)
+            return nil
+        }
+        try parser.enterContainer()
+        var members: [(key: String, value: ShallowValue)] = []
+        if parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "}") {
+            parser.index += 1
+        } else {
+            while true {
+                guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "\"") else {
+                    throw parser.error("expected a member name")
+                }
+                let key = try parser.parseString()
+                parser.skipWhitespace()
+                guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: ":") else { throw parser.error("expected ':'") }
+                parser.index += 1
+                parser.skipWhitespace()
+                members.append((key, try parser.readShallowValue()))
+                parser.skipWhitespace()
+                guard parser.index < bytes.count else { throw parser.error("unterminated object") }
+                if bytes[parser.index] == UInt8(ascii: ",") {
+                    parser.index += 1
+                    parser.skipWhitespace()
+                } else if bytes[parser.index] == UInt8(ascii: "}") {
+                    parser.index += 1
+                    break
+                } else {
+                    throw parser.error("expected ',' or '}'")
+                }
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected data after the document") }
+        return members
+    }
+
+    private mutating func readShallowValue() throws(JSONParsingError) -> ShallowValue {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case let first:
+            var output: [UInt8] = []
+            try copyValue(into: &output)
+            let raw = RawJSON(validatedBytes: output)
+            return first == UInt8(ascii: "{") ? .object(raw) : .other(raw)
+        }
+    }
+
+    /// Validates one value and appends it to `output` without insignificant
+    /// whitespace; escapes inside strings are kept as written.
+    mutating func copyValue(into output: inout [UInt8]) throws(JSONParsingError) {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): try copyContainer(close: UInt8(ascii: "}"), keyed: true, into: &output)
+        case UInt8(ascii: "["): try copyContainer(close: UInt8(ascii: "]"), keyed: false, into: &output)
+        case UInt8(ascii: "\""): try copyString(into: &output)
+        case UInt8(ascii: "t"): try expectLiteral("true"); output.append(contentsOf: "true".utf8)
+        case UInt8(ascii: "f"): try expectLiteral("false"); output.append(contentsOf: "false".utf8)
+        case UInt8(ascii: "n"): try expectLiteral("null"); output.append(contentsOf: "null".utf8)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let start = index
+            try scanNumber()
+            output.append(contentsOf: bytes[start..<index])
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func copyContainer(close: UInt8, keyed: Bool, into output: inout [UInt8]) throws(JSONParsingError) {
+        output.append(bytes[index])
+        try enterContainer()
+        defer { depth -= 1 }
+        if index < bytes.count, bytes[index] == close {
+            index += 1
+            output.append(close)
+            return
+        }
+        while true {
+            if keyed {
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
+                try copyString(into: &output)
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+                index += 1
+                output.append(UInt8(ascii: ":"))
+                skipWhitespace()
+            }
+            try copyValue(into: &output)
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unterminated container") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                output.append(UInt8(ascii: ","))
+                skipWhitespace()
+            } else if bytes[index] == close {
+                index += 1
+                output.append(close)
+                return
+            } else {
+                throw error(keyed ? "expected ',' or '}'" : "expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func copyString(into output: inout [UInt8]) throws(JSONParsingError) {
+        let start = index
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                output.append(contentsOf: bytes[start..<index])
+                return
+            }
+            if byte == UInt8(ascii: "\\") {
+                index += 1
+                var discarded: [UInt8] = []
+                try parseEscape(into: &discarded)
+                continue
+            }
+            guard byte >= 0x20 else { throw error("control character in string") }
+            index += 1
+        }
+        throw error("unterminated string")
     }
 
     private mutating func parseHexQuad() throws(JSONParsingError) -> UInt32 {

@@ -58,12 +58,11 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     public typealias Member = (key: String, value: JSONValue)
 
-    public private(set) var keys: [String]
-    public private(set) var values: [JSONValue]
+    /// One array for keys and values: one allocation per object.
+    private var members: [Member]
 
     public init() {
-        keys = []
-        values = []
+        members = []
     }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
@@ -71,38 +70,46 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         for (key, value) in elements { self[key] = value }
     }
 
-    public var count: Int { keys.count }
+    public var count: Int { members.count }
 
-    public var isEmpty: Bool { keys.isEmpty }
+    public var isEmpty: Bool { members.isEmpty }
+
+    public var keys: [String] { members.map(\.key) }
 
     /// The value of the first member named `key`; setting appends or replaces it.
     public subscript(key: String) -> JSONValue? {
-        get {
-            guard let index = keys.firstIndex(of: key) else { return nil }
-            return values[index]
-        }
+        get { members.first { $0.key == key }?.value }
         set {
-            if let index = keys.firstIndex(of: key) {
+            if let index = members.firstIndex(where: { $0.key == key }) {
                 if let newValue {
-                    values[index] = newValue
+                    members[index].value = newValue
                 } else {
-                    keys.remove(at: index)
-                    values.remove(at: index)
+                    members.remove(at: index)
                 }
             } else if let newValue {
-                keys.append(key)
-                values.append(newValue)
+                members.append((key, newValue))
             }
         }
     }
 
     /// Appends a member without checking for an existing one of the same name.
     mutating func append(key: String, value: JSONValue) {
-        keys.append(key)
-        values.append(value)
+        members.append((key, value))
     }
 
-    public func makeIterator() -> some IteratorProtocol<Member> {
-        zip(keys, values).lazy.map { (key: $0.0, value: $0.1) }.makeIterator()
+    public func makeIterator() -> IndexingIterator<[Member]> {
+        members.makeIterator()
+    }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.elementsEqual(rhs.members) { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members.count)
+        for member in members {
+            hasher.combine(member.key)
+            hasher.combine(member.value)
+        }
     }
 }

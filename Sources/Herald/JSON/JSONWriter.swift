@@ -25,11 +25,13 @@ public struct JSONWriter {
             bytes.append(UInt8(ascii: "]"))
         case .object(let object):
             bytes.append(UInt8(ascii: "{"))
-            for position in 0..<object.count {
-                if position > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(string: object.keys[position])
+            var first = true
+            for member in object {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                write(string: member.key)
                 bytes.append(UInt8(ascii: ":"))
-                write(object.values[position])
+                write(member.value)
             }
             bytes.append(UInt8(ascii: "}"))
         }
@@ -40,25 +42,42 @@ public struct JSONWriter {
         if let value { write(value) } else { writeRaw("null") }
     }
 
+    /// Copies already-encoded JSON, or writes `null` when it is absent.
+    public mutating func write(raw: RawJSON?) {
+        if let raw { bytes.append(contentsOf: raw.bytes) } else { writeRaw("null") }
+    }
+
     public mutating func write(string: String) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): writeRaw("\\\"")
-            case UInt8(ascii: "\\"): writeRaw("\\\\")
-            case 0x0A: writeRaw("\\n")
-            case 0x0D: writeRaw("\\r")
-            case 0x09: writeRaw("\\t")
-            case 0x08: writeRaw("\\b")
-            case 0x0C: writeRaw("\\f")
-            case ..<0x20:
-                writeRaw("\\u00")
-                bytes.append(Self.hexDigits[Int(byte >> 4)])
-                bytes.append(Self.hexDigits[Int(byte & 0x0F)])
-            default: bytes.append(byte)
+        var string = string
+        string.withUTF8 { utf8 in
+            // Most strings need no escaping; copy those in one go.
+            if !utf8.contains(where: Self.needsEscaping) {
+                bytes.append(contentsOf: utf8)
+                return
+            }
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): writeRaw("\\\"")
+                case UInt8(ascii: "\\"): writeRaw("\\\\")
+                case 0x0A: writeRaw("\\n")
+                case 0x0D: writeRaw("\\r")
+                case 0x09: writeRaw("\\t")
+                case 0x08: writeRaw("\\b")
+                case 0x0C: writeRaw("\\f")
+                case ..<0x20:
+                    writeRaw("\\u00")
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+                default: bytes.append(byte)
+                }
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func needsEscaping(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
     }
 
     /// Writes the start of an object member: the separator when needed, the key and the colon.

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Herald
 import Logging
 
@@ -78,27 +75,30 @@ extension PostgresListener {
 
     /// Reads, decodes and publishes until the connection fails or the listener is stopped.
     ///
-    /// Everything that arrived together is published as one batch, so the
-    /// broker takes its lock once per read rather than once per event.
+    /// A burst (a large transaction) arrives in many socket reads; reading on
+    /// while more input is already waiting lets one publish, and one wake-up
+    /// of each subscriber, carry it. Nothing waits for input that is not there.
     private func receive(on connection: PostgresConnection) -> PostgresError {
         var batch: [Event] = []
+        let decode = { (payload: UnsafeBufferPointer<UInt8>, senderPID: Int32) in
+            do {
+                batch.append(try Event(payload: payload))
+            } catch {
+                self.logger.warning("skipped a notification that is not a pgherald event", metadata: [
+                    "reason": "\(error)",
+                    "sender_pid": "\(senderPID)",
+                    "payload": "\(String(decoding: payload.prefix(160), as: UTF8.self))",
+                ])
+            }
+        }
         while true {
             do throws(PostgresError) {
-                try connection.waitForSocket(events: Int16(POLLIN), deadline: nil, action: "listening")
-                try connection.consumeInput()
+                try connection.receiveNotifications { _, payload, senderPID in decode(payload, senderPID) }
+                while batch.count < Self.maximumBatch, connection.hasWaitingInput {
+                    try connection.receiveNotifications { _, payload, senderPID in decode(payload, senderPID) }
+                }
             } catch {
                 return error
-            }
-            connection.drainNotifications { channel, payload, senderPID in
-                do {
-                    batch.append(try Event(payload: payload))
-                } catch {
-                    logger.warning("skipped a notification that is not a pgherald event", metadata: [
-                        "reason": "\(error)",
-                        "sender_pid": "\(senderPID)",
-                        "payload": "\(String(decoding: payload.prefix(160), as: UTF8.self))",
-                    ])
-                }
             }
             if !batch.isEmpty {
                 broker.publish(batch)
@@ -106,4 +106,7 @@ extension PostgresListener {
             }
         }
     }
+
+    /// Caps how many events wait for one publish during a long burst.
+    static let maximumBatch = 4096
 }
