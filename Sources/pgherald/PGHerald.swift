@@ -6,10 +6,10 @@ struct PGHerald: AsyncParsableCommand {
         commandName: "pgherald",
         abstract: "Realtime change notifications for PostgreSQL.",
         discussion: """
-            Triggers publish every row change with pg_notify; `pgherald serve` LISTENs,
+            Triggers publish every row change with pg_notify; `pgherald serve` LISTENs, \
             counts each change and fans it out to subscribers.
 
-            Connection strings are handed to libpq: key=value conninfo, postgresql:// URIs,
+            Connection strings are handed to libpq: key=value conninfo, postgresql:// URIs, \
             PG* environment variables, .pgpass and service files all work.
             """,
         version: "0.1.0",

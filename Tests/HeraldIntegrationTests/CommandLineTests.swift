@@ -34,6 +34,19 @@ struct CommandLineTests {
         #expect(ContinuousClock.now - started < .seconds(10))
     }
 
+    @Test func underSystemdEveryLogLineCarriesItsSyslogPriority() async throws {
+        let daemon = try DaemonProcess(
+            ["serve", "--db", "host=127.0.0.1 port=1", "--log-format", "logfmt", "--log-level", "debug,lifecycle=info"],
+            environment: ["JOURNAL_STREAM": "8:12345"]
+        )
+        let result = try await daemon.finish()
+        let logLines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("Error:") }
+        #expect(!logLines.isEmpty)
+        #expect(logLines.allSatisfy { $0.hasPrefix("<") })
+        #expect(logLines.contains { $0.hasPrefix("<6>") && $0.contains("category=lifecycle msg=starting") })
+        #expect(!logLines.contains { $0.contains("category=lifecycle") && $0.contains("level=debug") })
+    }
+
     @Test func invalidConnectionStringIsRejected() async throws {
         let result = try await DaemonProcess(["serve", "--db", "host=x password=se cret"]).finish()
         #expect(result.status != 0)

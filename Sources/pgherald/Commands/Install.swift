@@ -6,9 +6,9 @@ struct Install: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Install or upgrade the publishing triggers and list the watched tables.",
         discussion: """
-            Applies sql/install.sql in one transaction. Safe to run again: it upgrades in place
-            and keeps earlier choices. Every table of the watched schemas gets the triggers, and
-            so do tables created later (that needs a superuser; otherwise run
+            Applies sql/install.sql in one transaction. Safe to run again: it upgrades in place \
+            and keeps earlier choices. Every table of the watched schemas gets the triggers, and \
+            so do tables created later (that needs a superuser; otherwise run \
             SELECT pgherald.attach_all() after creating tables).
             """
     )

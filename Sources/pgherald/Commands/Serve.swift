@@ -9,9 +9,9 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "LISTEN for changes and deliver them to subscribers.",
         discussion: """
-            Connects once, LISTENs on the channel the triggers notify (see `pgherald install`),
-            and fans every event out. If the first connection fails, serve exits with an error;
-            once running, it reconnects with capped exponential backoff (0.25 s doubling to 30 s,
+            Connects once, LISTENs on the channel the triggers notify (see `pgherald install`), \
+            and fans every event out. If the first connection fails, serve exits with an error; \
+            once running, it reconnects with capped exponential backoff (0.25 s doubling to 30 s, \
             with jitter). SIGINT or SIGTERM shut it down after delivering what it has received.
             """
     )
