@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import Herald
 
@@ -122,4 +123,54 @@ func collectAll(_ subscription: Subscription) async throws -> [Event] {
     var events: [Event] = []
     for try await event in subscription { events.append(event) }
     return events
+}
+
+@Suite struct BrokerSubscriberTests {
+    @Test func heartbeatsWakeOnlyIdleSubscribersThatAskedForThem() async throws {
+        let broker = Broker()
+        let listening = broker.subscribe(kind: "sse", wantsHeartbeats: true)
+        let quiet = broker.subscribe(kind: "stdout")
+        broker.requestHeartbeat()
+        guard case .heartbeat = try await listening.nextDelivery() else {
+            Issue.record("expected a heartbeat")
+            return
+        }
+        broker.publish(makeEvent(1))
+        broker.requestHeartbeat()
+        // Buffered events win over a heartbeat.
+        guard case .events(let events) = try await listening.nextDelivery() else {
+            Issue.record("expected events")
+            return
+        }
+        #expect(events.map(\.id) == ["1"])
+        #expect(try await quiet.nextBatch().map(\.id) == ["1"])
+    }
+
+    @Test func overflowCallbackRunsOnceAndStatisticsCountKinds() {
+        let broker = Broker()
+        let calls = CallCounter()
+        let slow = broker.subscribe(capacity: 2, kind: "sse", onOverflow: { calls.increment() })
+        let other = broker.subscribe(kind: "ndjson")
+        let third = broker.subscribe(EventFilter(tables: [TableName(name: "a"), TableName(name: "b")]), kind: "sse")
+        #expect(broker.statistics.subscribersByKind == ["sse": 2, "ndjson": 1])
+        broker.publish((1...5).map { makeEvent($0) })
+        broker.publish((6...9).map { makeEvent($0) })
+        #expect(calls.count == 1)
+        #expect(broker.statistics.subscribersByKind == ["sse": 1, "ndjson": 1])
+        withExtendedLifetime((slow, other, third)) {}
+    }
+
+    @Test func predicatesFilterAtTheBroker() async throws {
+        let broker = Broker()
+        let evens = broker.subscribe(EventFilter(predicates: [ColumnPredicate(column: "id", comparison: .in, operand: .list(["2", "4"]))]))
+        broker.publish((1...5).map { makeEvent($0) })
+        broker.shutdown()
+        #expect(try await collectAll(evens).map(\.id) == ["2", "4"])
+    }
+}
+
+final class CallCounter: Sendable {
+    private let value = Mutex(0)
+    func increment() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
 }

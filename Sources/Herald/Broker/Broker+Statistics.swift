@@ -7,18 +7,20 @@ extension Broker {
         public var tableCounts: [TableName: UInt64]
         /// Subscribers registered now.
         public var subscriberCount: Int
+        /// Subscribers registered now, by the kind they subscribed with.
+        public var subscribersByKind: [String: Int]
         /// Subscribers dropped because their mailbox overflowed.
         public var overflowCount: UInt64
     }
 
     public var statistics: Statistics {
         state.withLock { state in
-            var ids = Set(state.subscribersForAllTables.keys)
-            for subscribers in state.subscribersByTable.values { ids.formUnion(subscribers.keys) }
+            let subscribers = state.allSubscribers
             return Statistics(
                 changeCount: state.changeCount,
                 tableCounts: state.tableCounts,
-                subscriberCount: ids.count,
+                subscriberCount: subscribers.count,
+                subscribersByKind: subscribers.reduce(into: [:]) { $0[$1.kind, default: 0] += 1 },
                 overflowCount: state.overflowCount
             )
         }

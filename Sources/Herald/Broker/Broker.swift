@@ -20,6 +20,8 @@ public final class Broker: Sendable {
     struct Subscriber {
         let filter: EventFilter
         let mailbox: Mailbox
+        let kind: String
+        let onOverflow: (@Sendable () -> Void)?
     }
 
     struct State {
@@ -44,10 +46,20 @@ public final class Broker: Sendable {
     /// Registers a subscriber and returns its live stream.
     ///
     /// The stream sees every event published after this call returns.
-    /// - Parameter capacity: mailbox size for this subscriber; defaults to the broker's.
-    public func subscribe(_ filter: EventFilter = .all, capacity: Int? = nil) -> Subscription {
-        let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity)
-        let subscriber = Subscriber(filter: filter, mailbox: mailbox)
+    /// - Parameters:
+    ///   - capacity: mailbox size for this subscriber; defaults to the broker's.
+    ///   - kind: a label for statistics, such as `sse` or `stdout`.
+    ///   - wantsHeartbeats: wake the consumer on ``requestHeartbeat()`` (see ``Subscription/nextDelivery(limit:isolation:)``).
+    ///   - onOverflow: called once, without the broker's lock, when the subscriber is dropped for falling behind.
+    public func subscribe(
+        _ filter: EventFilter = .all,
+        capacity: Int? = nil,
+        kind: String = "in-process",
+        wantsHeartbeats: Bool = false,
+        onOverflow: (@Sendable () -> Void)? = nil
+    ) -> Subscription {
+        let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity, wantsHeartbeats: wantsHeartbeats)
+        let subscriber = Subscriber(filter: filter, mailbox: mailbox, kind: kind, onOverflow: onOverflow)
         let id = state.withLock { state -> UInt64 in
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
@@ -75,7 +87,7 @@ public final class Broker: Sendable {
     /// - Returns: the events as delivered, each stamped with its change count.
     @discardableResult
     public func publish(_ events: some Sequence<Event>) -> [Event] {
-        state.withLock { state in
+        let (stamped, overflowed) = state.withLock { state -> ([Event], [Subscriber]) in
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
             var deliveries = Deliveries()
@@ -84,25 +96,32 @@ public final class Broker: Sendable {
                 state.tableCounts[event.table, default: 0] += 1
                 event.count = state.changeCount
                 event.encodedJSON = event.encodeJSON()
+                var row = LazyRow(event: event)
                 if let subscribers = state.subscribersByTable[event.table] {
-                    deliveries.add(event, for: subscribers)
+                    deliveries.add(event, row: &row, for: subscribers)
                 }
-                deliveries.add(event, for: state.subscribersForAllTables)
+                deliveries.add(event, row: &row, for: state.subscribersForAllTables)
                 stamped.append(event)
             }
+            var overflowed: [Subscriber] = []
             for delivery in deliveries.pending {
                 switch delivery.subscriber.mailbox.offer(delivery.events) {
                 case .accepted:
                     break
                 case .overflowed:
-                    if state.remove(id: delivery.id) != nil { state.overflowCount += 1 }
+                    if let subscriber = state.remove(id: delivery.id) {
+                        state.overflowCount += 1
+                        overflowed.append(subscriber)
+                    }
                 case .closed:
                     // The consumer was cancelled; forget it.
                     _ = state.remove(id: delivery.id)
                 }
             }
-            return stamped
+            return (stamped, overflowed)
         }
+        for subscriber in overflowed { subscriber.onOverflow?() }
+        return stamped
     }
 
     @discardableResult
@@ -115,8 +134,8 @@ public final class Broker: Sendable {
         var pending: [(id: UInt64, subscriber: Subscriber, events: [Event])] = []
         private var positions: [UInt64: Int] = [:]
 
-        mutating func add(_ event: Event, for subscribers: [UInt64: Subscriber]) {
-            for (id, subscriber) in subscribers where subscriber.filter.matches(event) {
+        mutating func add(_ event: Event, row: inout LazyRow, for subscribers: [UInt64: Subscriber]) {
+            for (id, subscriber) in subscribers where subscriber.filter.matches(event, row: &row) {
                 if let position = positions[id] {
                     pending[position].events.append(event)
                 } else {
@@ -127,12 +146,20 @@ public final class Broker: Sendable {
         }
     }
 
+    /// Wakes every idle subscriber that asked for heartbeats, so that it can
+    /// show its peer the stream is alive.
+    public func requestHeartbeat() {
+        let mailboxes = state.withLock { state in
+            state.allSubscribers.filter(\.mailbox.wantsHeartbeats).map(\.mailbox)
+        }
+        for mailbox in mailboxes { mailbox.requestHeartbeat() }
+    }
+
     /// Ends every subscription after its buffered events; later subscriptions end at once.
     public func shutdown() {
         let subscribers = state.withLock { state -> [Subscriber] in
             state.isShutDown = true
-            let all = Array(state.subscribersForAllTables.values)
-                + state.subscribersByTable.values.flatMap(\.values)
+            let all = state.allSubscribers
             state.subscribersForAllTables = [:]
             state.subscribersByTable = [:]
             return all
@@ -142,6 +169,18 @@ public final class Broker: Sendable {
 }
 
 extension Broker.State {
+    /// Every registered subscriber once, including those indexed under several tables.
+    var allSubscribers: [Broker.Subscriber] {
+        var seen = Set(subscribersForAllTables.keys)
+        var all = Array(subscribersForAllTables.values)
+        for subscribers in subscribersByTable.values {
+            for (id, subscriber) in subscribers where seen.insert(id).inserted {
+                all.append(subscriber)
+            }
+        }
+        return all
+    }
+
     /// Removes a subscriber from every index it is in.
     mutating func remove(id: UInt64) -> Broker.Subscriber? {
         if let subscriber = subscribersForAllTables.removeValue(forKey: id) { return subscriber }

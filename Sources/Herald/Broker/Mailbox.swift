@@ -23,14 +23,38 @@ final class Mailbox: Sendable {
         var buffer: Deque<Event> = []
         var waiter: CheckedContinuation<Void, Never>?
         var termination: Termination?
+        var heartbeatDue = false
+    }
+
+    /// What a wait for events ended with.
+    enum Take {
+        case events([Event])
+        /// A heartbeat was requested while nothing was buffered.
+        case heartbeat
+        case finished
     }
 
     let capacity: Int
+    /// Whether ``requestHeartbeat()`` wakes this mailbox's consumer.
+    let wantsHeartbeats: Bool
     private let state = Mutex(State())
 
-    init(capacity: Int) {
+    init(capacity: Int, wantsHeartbeats: Bool = false) {
         precondition(capacity > 0, "a mailbox needs room for at least one event")
         self.capacity = capacity
+        self.wantsHeartbeats = wantsHeartbeats
+    }
+
+    /// Wakes an idle consumer with ``Take/heartbeat``; a busy one is left alone.
+    func requestHeartbeat() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.buffer.isEmpty, state.termination == nil else { return nil }
+            state.heartbeatDue = true
+            let waiter = state.waiter
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
     }
 
     /// Appends events in order. If they do not all fit, those that fit are
@@ -66,26 +90,32 @@ final class Mailbox: Sendable {
 
     /// Takes up to `limit` buffered events, waiting while the buffer is empty.
     ///
-    /// Returns an empty array when the stream has finished or the task was
+    /// Ends with ``Take/finished`` when the stream has finished or the task was
     /// cancelled, and throws ``SubscriptionOverflowError`` once the buffered
     /// events of an overflowed mailbox have been taken.
     func take(
         upTo limit: Int,
         isolation: isolated (any Actor)? = #isolation
-    ) async throws(SubscriptionOverflowError) -> [Event] {
+    ) async throws(SubscriptionOverflowError) -> Take {
         while true {
-            let outcome = state.withLock { state -> Result<[Event], SubscriptionOverflowError>? in
+            let outcome = state.withLock { state -> Result<Take, SubscriptionOverflowError>? in
                 if !state.buffer.isEmpty {
                     let count = min(limit, state.buffer.count)
                     let events = Array(state.buffer.prefix(count))
                     state.buffer.removeFirst(count)
-                    return .success(events)
+                    state.heartbeatDue = false
+                    return .success(.events(events))
                 }
                 switch state.termination {
-                case .finished?: return .success([])
+                case .finished?: return .success(.finished)
                 case .overflowed?: return .failure(SubscriptionOverflowError(capacity: capacity))
-                case nil: return nil
+                case nil: break
                 }
+                if state.heartbeatDue {
+                    state.heartbeatDue = false
+                    return .success(.heartbeat)
+                }
+                return nil
             }
             if let outcome { return try outcome.get() }
             if Task.isCancelled {
@@ -96,7 +126,7 @@ final class Mailbox: Sendable {
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
                         precondition(state.waiter == nil, "a subscription has a single consumer")
-                        if !state.buffer.isEmpty || state.termination != nil { return true }
+                        if !state.buffer.isEmpty || state.termination != nil || state.heartbeatDue { return true }
                         state.waiter = continuation
                         return false
                     }

@@ -39,7 +39,35 @@ public final class Subscription: AsyncSequence, Sendable {
         limit: Int = 1024,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(SubscriptionOverflowError) -> [Event] {
-        try await mailbox.take(upTo: limit)
+        while true {
+            switch try await mailbox.take(upTo: limit) {
+            case .events(let events): return events
+            case .finished: return []
+            case .heartbeat: continue
+            }
+        }
+    }
+
+    /// What ``nextDelivery(limit:isolation:)`` waited for.
+    public enum Delivery: Sendable {
+        case events([Event])
+        /// The broker asked idle subscribers to show they are alive (see ``Broker/requestHeartbeat()``).
+        case heartbeat
+        /// The stream has ended.
+        case finished
+    }
+
+    /// Like ``nextBatch(limit:isolation:)``, but also returns when a heartbeat
+    /// is due while nothing is buffered. Needs `wantsHeartbeats` at subscribe.
+    public func nextDelivery(
+        limit: Int = 1024,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(SubscriptionOverflowError) -> Delivery {
+        switch try await mailbox.take(upTo: limit) {
+        case .events(let events): return .events(events)
+        case .heartbeat: return .heartbeat
+        case .finished: return .finished
+        }
     }
 
     public struct AsyncIterator: AsyncIteratorProtocol {

@@ -1,0 +1,80 @@
+/// A condition on one column of an event's row (the new row, or the old row for DELETE).
+///
+/// Written `COLUMN.OP.VALUE` in a query, e.g. `name.eq.Drama`, `id.gte.10`,
+/// `short_code.in.(ICS3U,MCR3U)`, `teacher.is.null`. Comparisons follow the
+/// column's JSON type: numbers compare numerically, strings by Unicode order,
+/// and a null column matches only `is.null` (as in SQL).
+public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
+    public enum Comparison: String, Sendable, CaseIterable {
+        case eq, neq, lt, lte, gt, gte, `in`, `is`
+    }
+
+    public enum Operand: Sendable, Hashable {
+        case value(String)
+        case list([String])
+        case null
+        case `true`
+        case `false`
+    }
+
+    public var column: String
+    public var comparison: Comparison
+    public var operand: Operand
+
+    public init(column: String, comparison: Comparison, operand: Operand) {
+        self.column = column
+        self.comparison = comparison
+        self.operand = operand
+    }
+
+    public func matches(_ row: JSONObject?) -> Bool {
+        guard let row, let value = row[column] else { return false }
+        switch (comparison, operand) {
+        case (.is, .null): return value.isNull
+        case (.is, .true): return value == .bool(true)
+        case (.is, .false): return value == .bool(false)
+        case (.in, .list(let candidates)): return candidates.contains { Self.compare(value, $0) == .equal }
+        case (.eq, .value(let text)): return Self.compare(value, text) == .equal
+        case (.neq, .value(let text)): return Self.compare(value, text).map { $0 != .equal } ?? false
+        case (.lt, .value(let text)): return Self.compare(value, text) == .less
+        case (.lte, .value(let text)): return [.less, .equal].contains(Self.compare(value, text))
+        case (.gt, .value(let text)): return Self.compare(value, text) == .greater
+        case (.gte, .value(let text)): return [.greater, .equal].contains(Self.compare(value, text))
+        default: return false
+        }
+    }
+
+    enum Order { case less, equal, greater }
+
+    /// Orders a column value against query text; nil when they cannot be compared.
+    static func compare(_ value: JSONValue, _ text: String) -> Order? {
+        switch value {
+        case .string(let string):
+            return string < text ? .less : string == text ? .equal : .greater
+        case .number(let number):
+            if number.text == text { return .equal }
+            guard let left = number.doubleValue, let right = Double(text), right.isFinite else { return nil }
+            return left < right ? .less : left == right ? .equal : .greater
+        case .bool(let flag):
+            guard let other = Bool(text) else { return nil }
+            return flag == other ? .equal : nil
+        case .null:
+            return nil
+        case .array, .object:
+            return value.jsonText == text ? .equal : nil
+        }
+    }
+
+    /// The predicate as written in a query: `COLUMN.OP.VALUE`.
+    public var description: String {
+        let operandText: String
+        switch operand {
+        case .value(let text): operandText = text
+        case .list(let items): operandText = "(" + items.map(FilterQuery.quoteListItem).joined(separator: ",") + ")"
+        case .null: operandText = "null"
+        case .true: operandText = "true"
+        case .false: operandText = "false"
+        }
+        return "\(column).\(comparison.rawValue).\(operandText)"
+    }
+}

@@ -1,0 +1,60 @@
+/// Which events a subscriber wants. All given conditions must hold.
+public struct EventFilter: Sendable, Hashable {
+    /// Only events on these tables; `nil` means every table.
+    public var tables: Set<TableName>?
+    /// Only events on tables in these schemas; `nil` means every schema.
+    public var schemas: Set<String>?
+    /// Only these operations.
+    public var operations: OperationSet
+    /// Conditions on the row's columns.
+    public var predicates: [ColumnPredicate]
+
+    public init(
+        tables: Set<TableName>? = nil,
+        schemas: Set<String>? = nil,
+        operations: OperationSet = .all,
+        predicates: [ColumnPredicate] = []
+    ) {
+        self.tables = tables
+        self.schemas = schemas
+        self.operations = operations
+        self.predicates = predicates
+    }
+
+    /// Every event.
+    public static let all = EventFilter()
+
+    public func matches(_ event: Event) -> Bool {
+        var row = LazyRow(event: event)
+        return matches(event, row: &row)
+    }
+
+    /// Matches with a row that is parsed at most once, however many filters look at it.
+    func matches(_ event: Event, row: inout LazyRow) -> Bool {
+        guard operations.contains(event.operation) else { return false }
+        if let tables, !tables.contains(event.table) { return false }
+        if let schemas, !schemas.contains(event.table.schema) { return false }
+        if predicates.isEmpty { return true }
+        let parsed = row.value
+        return predicates.allSatisfy { $0.matches(parsed) }
+    }
+}
+
+/// An event's row, parsed on first use.
+struct LazyRow {
+    let event: Event
+    private var parsed: JSONObject??
+
+    init(event: Event) {
+        self.event = event
+    }
+
+    var value: JSONObject? {
+        mutating get {
+            if let parsed { return parsed }
+            let row = event.row
+            parsed = .some(row)
+            return row
+        }
+    }
+}

@@ -1,0 +1,216 @@
+/// Why a subscription's filter was refused. Nothing is subscribed.
+public struct FilterError: Error, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The parameter's syntax is wrong.
+        case malformed = "malformed_filter"
+        /// A parameter pgherald does not know (often a typo).
+        case unknownParameter = "unknown_parameter"
+        /// The filter names a table that does not exist.
+        case unknownTable = "unknown_table"
+        /// The filter names a column that none of its tables has.
+        case unknownColumn = "unknown_column"
+    }
+
+    public var code: Code
+    /// The query parameter at fault.
+    public var parameter: String
+    public var message: String
+
+    public init(_ code: Code, parameter: String, _ message: String) {
+        self.code = code
+        self.parameter = parameter
+        self.message = message
+    }
+
+    public var description: String { "\(parameter): \(message)" }
+}
+
+/// The query-string form of an ``EventFilter``, shared by the socket server and its clients.
+///
+/// - `table=course` or `table=school.student`; repeat it or separate with commas.
+/// - `op=INSERT,DELETE` (case-insensitive).
+/// - `where=COLUMN.OP.VALUE`, repeatable, with OP one of eq, neq, lt, lte, gt,
+///   gte, in (`in.(a,b,"c,d")`) and is (`is.null`, `is.true`, `is.false`).
+///
+/// Conditions combine with AND.
+public enum FilterQuery {
+    /// Query parameters this parser understands.
+    public static let parameterNames: Set<String> = ["table", "op", "where"]
+
+    /// Limits that keep a hostile query cheap to refuse.
+    public static let maximumTables = 100
+    public static let maximumPredicates = 32
+    public static let maximumValueLength = 1024
+    /// PostgreSQL's identifier limit (NAMEDATALEN - 1).
+    public static let maximumNameLength = 63
+
+    /// Parses decoded query items. Items named in `ignoring` belong to the caller.
+    public static func parse(
+        _ items: [(name: String, value: String)],
+        ignoring: Set<String> = []
+    ) throws(FilterError) -> EventFilter {
+        var tables: Set<TableName> = []
+        var operations: OperationSet = []
+        var predicates: [ColumnPredicate] = []
+        for (name, value) in items where !ignoring.contains(name) {
+            switch name {
+            case "table":
+                for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    tables.insert(try parseTable(item))
+                }
+                guard tables.count <= maximumTables else {
+                    throw FilterError(.malformed, parameter: "table", "more than \(maximumTables) tables")
+                }
+            case "op":
+                for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let operation = Operation(name: item.trimmingPrefix(while: \.isWhitespace)) else {
+                        throw FilterError(.malformed, parameter: "op", "\(quoted(item)) is not INSERT, UPDATE, DELETE or TRUNCATE")
+                    }
+                    operations.insert(OperationSet(operation))
+                }
+            case "where":
+                predicates.append(try parsePredicate(value))
+                guard predicates.count <= maximumPredicates else {
+                    throw FilterError(.malformed, parameter: "where", "more than \(maximumPredicates) conditions")
+                }
+            default:
+                throw FilterError(.unknownParameter, parameter: String(name.prefix(64)), "unknown parameter (known: table, op, where)")
+            }
+        }
+        return EventFilter(
+            tables: tables.isEmpty ? nil : tables,
+            operations: operations.isEmpty ? .all : operations,
+            predicates: predicates
+        )
+    }
+
+    /// The filter as query items; `parse` turns them back into the same filter.
+    public static func queryItems(for filter: EventFilter) -> [(name: String, value: String)] {
+        var items: [(name: String, value: String)] = []
+        if let tables = filter.tables {
+            items += tables.sorted().map { ("table", "\($0.schema).\($0.name)") }
+        }
+        if filter.operations != .all {
+            let names = Operation.allCases.filter { filter.operations.contains($0) }.map(\.rawValue)
+            items.append(("op", names.joined(separator: ",")))
+        }
+        items += filter.predicates.map { ("where", $0.description) }
+        return items
+    }
+
+    static func parseTable(_ text: Substring) throws(FilterError) -> TableName {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let table = TableName(parsing: text) else {
+            throw FilterError(.malformed, parameter: "table", "\(quoted(text)) is not TABLE or SCHEMA.TABLE")
+        }
+        try checkName(table.schema, parameter: "table")
+        try checkName(table.name, parameter: "table")
+        return table
+    }
+
+    static func parsePredicate(_ text: String) throws(FilterError) -> ColumnPredicate {
+        guard text.utf8.count <= maximumNameLength + maximumValueLength + 8 else {
+            throw FilterError(.malformed, parameter: "where", "condition longer than \(maximumValueLength) bytes")
+        }
+        let parts = text.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw FilterError(.malformed, parameter: "where", "\(quoted(text)) is not COLUMN.OP.VALUE")
+        }
+        let column = String(parts[0])
+        try checkName(column, parameter: "where")
+        guard let comparison = ColumnPredicate.Comparison(rawValue: String(parts[1])) else {
+            throw FilterError(
+                .malformed, parameter: "where",
+                "unknown operator \(quoted(parts[1])) (known: \(ColumnPredicate.Comparison.allCases.map(\.rawValue).joined(separator: ", ")))"
+            )
+        }
+        let operandText = parts[2]
+        let operand: ColumnPredicate.Operand
+        switch comparison {
+        case .is:
+            switch operandText {
+            case "null": operand = .null
+            case "true": operand = .true
+            case "false": operand = .false
+            default: throw FilterError(.malformed, parameter: "where", "is takes null, true or false, not \(quoted(operandText))")
+            }
+        case .in:
+            operand = .list(try parseList(operandText))
+        default:
+            operand = .value(String(operandText))
+        }
+        return ColumnPredicate(column: column, comparison: comparison, operand: operand)
+    }
+
+    /// Parses `(a,b,"c,d")`; inside quotes, `\"` and `\\` stand for themselves.
+    static func parseList(_ text: Substring) throws(FilterError) -> [String] {
+        guard text.first == "(", text.last == ")", text.count >= 2 else {
+            throw FilterError(.malformed, parameter: "where", "in takes a list like (a,b,c), not \(quoted(text))")
+        }
+        var items: [String] = []
+        var current = ""
+        var inQuotes = false
+        var escaping = false
+        var wasQuoted = false
+        for character in text.dropFirst().dropLast() {
+            if escaping {
+                current.append(character)
+                escaping = false
+            } else if inQuotes {
+                switch character {
+                case "\\": escaping = true
+                case "\"": inQuotes = false
+                default: current.append(character)
+                }
+            } else {
+                switch character {
+                case "\"" where current.isEmpty && !wasQuoted:
+                    inQuotes = true
+                    wasQuoted = true
+                case ",":
+                    items.append(current)
+                    current = ""
+                    wasQuoted = false
+                default:
+                    guard !wasQuoted else {
+                        throw FilterError(.malformed, parameter: "where", "text after a closing quote in \(quoted(text))")
+                    }
+                    current.append(character)
+                }
+            }
+        }
+        guard !inQuotes, !escaping else { throw FilterError(.malformed, parameter: "where", "unterminated quote in \(quoted(text))") }
+        items.append(current)
+        guard items.count <= maximumTables else {
+            throw FilterError(.malformed, parameter: "where", "in takes at most \(maximumTables) values")
+        }
+        return items
+    }
+
+    static func quoteListItem(_ item: String) -> String {
+        let needsQuotes = item.isEmpty || item.contains { ",()\"\\".contains($0) }
+        guard needsQuotes else { return item }
+        var quoted = "\""
+        for character in item {
+            if character == "\"" || character == "\\" { quoted.append("\\") }
+            quoted.append(character)
+        }
+        return quoted + "\""
+    }
+
+    private static func checkName(_ name: String, parameter: String) throws(FilterError) {
+        guard !name.isEmpty else { throw FilterError(.malformed, parameter: parameter, "empty name") }
+        guard name.utf8.count <= maximumNameLength else {
+            throw FilterError(.malformed, parameter: parameter, "name longer than \(maximumNameLength) bytes")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw FilterError(.malformed, parameter: parameter, "control character in name")
+        }
+    }
+
+    /// Quotes user text for an error message, shortened so a huge input cannot bloat the reply.
+    private static func quoted(_ text: some StringProtocol) -> String {
+        let shown = text.count > 40 ? text.prefix(40) + "…" : Substring(text)
+        return "'\(shown)'"
+    }
+}

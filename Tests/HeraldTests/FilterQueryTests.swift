@@ -1,0 +1,129 @@
+import Testing
+@testable import Herald
+
+@Suite struct FilterQueryTests {
+    @Test func parsesEveryParameterKind() throws {
+        let filter = try FilterQuery.parse([
+            ("table", "course,school.student"), ("table", "enrols_in"),
+            ("op", "insert,UPDATE"), ("op", "Delete"),
+            ("where", "name.eq.Drama"), ("where", "id.in.(1,2,\"3,4\")"), ("where", "teacher.is.null"),
+        ])
+        #expect(filter.tables == [TableName(name: "course"), TableName(schema: "school", name: "student"), TableName(name: "enrols_in")])
+        #expect(filter.operations == [.insert, .update, .delete])
+        #expect(filter.predicates == [
+            ColumnPredicate(column: "name", comparison: .eq, operand: .value("Drama")),
+            ColumnPredicate(column: "id", comparison: .in, operand: .list(["1", "2", "3,4"])),
+            ColumnPredicate(column: "teacher", comparison: .is, operand: .null),
+        ])
+    }
+
+    @Test func emptyQueryMeansEverything() throws {
+        #expect(try FilterQuery.parse([]) == .all)
+    }
+
+    @Test func valuesMayContainDotsAndUnicode() throws {
+        let filter = try FilterQuery.parse([("where", "price.gte.10.50"), ("where", "name.eq.Zoë ☕.x")])
+        #expect(filter.predicates.map(\.operand) == [.value("10.50"), .value("Zoë ☕.x")])
+    }
+
+    @Test func roundTripsThroughQueryItems() throws {
+        let filter = EventFilter(
+            tables: [TableName(name: "course"), TableName(schema: "s", name: "t")],
+            operations: [.delete, .truncate],
+            predicates: [
+                ColumnPredicate(column: "name", comparison: .in, operand: .list(["a,b", "q\"uote", "back\\slash", ""])),
+                ColumnPredicate(column: "n", comparison: .lt, operand: .value("3")),
+                ColumnPredicate(column: "flag", comparison: .is, operand: .true),
+            ]
+        )
+        #expect(try FilterQuery.parse(FilterQuery.queryItems(for: filter)) == filter)
+    }
+
+    @Test(arguments: [
+        ("table", ""), ("table", "a,,b"), ("table", "a.b.c"), ("table", ".x"), ("table", "x."),
+        ("table", String(repeating: "t", count: 64)), ("table", "bad\u{0}name"), ("table", "new\nline"),
+        ("op", "UPSERT"), ("op", ""), ("op", "insert,"),
+        ("where", "name"), ("where", "name.eq"), ("where", ".eq.x"), ("where", "name.like.x"),
+        ("where", "name.is.maybe"), ("where", "id.in.1,2"), ("where", "id.in.(1,\"2)"), ("where", "id.in.(\"a\"b)"),
+        ("where", "id.in.(1,2\\"), ("where", "n.eq." + String(repeating: "9", count: 5000)),
+        ("where", String(repeating: "c", count: 100) + ".eq.1"),
+        ("where", "col\u{7}.eq.1"), ("verbose", "1"), ("tabel", "course"),
+    ])
+    func rejectsMalformedAndHostileInput(name: String, value: String) {
+        #expect(throws: FilterError.self) { try FilterQuery.parse([(name, value)]) }
+    }
+
+    @Test func errorsNameTheParameterAndStayShort() {
+        #expect {
+            try FilterQuery.parse([("where", "name.like." + String(repeating: "x", count: 900))])
+        } throws: { error in
+            guard let error = error as? FilterError else { return false }
+            return error.parameter == "where" && error.code == .malformed && error.message.count < 200
+        }
+        #expect(throws: FilterError(.unknownParameter, parameter: "tabel", "unknown parameter (known: table, op, where)")) {
+            try FilterQuery.parse([("tabel", "course")])
+        }
+    }
+
+    @Test func tooManyConditionsAreRefused() {
+        let items = (0...FilterQuery.maximumPredicates).map { (name: "where", value: "c\($0).eq.1") }
+        #expect(throws: FilterError.self) { try FilterQuery.parse(items) }
+        let tables = (0...FilterQuery.maximumTables).map { "t\($0)" }.joined(separator: ",")
+        #expect(throws: FilterError.self) { try FilterQuery.parse([("table", tables)]) }
+    }
+
+    @Test func callerParametersAreIgnored() throws {
+        #expect(try FilterQuery.parse([("format", "ndjson")], ignoring: ["format"]) == .all)
+    }
+}
+
+@Suite struct ColumnPredicateTests {
+    let row: JSONObject = [
+        "id": .number(JSONNumber(11)), "price": .number(JSONNumber(validatedText: "10.50")),
+        "name": .string("Drama"), "teacher": .null, "active": .bool(true),
+    ]
+
+    func check(_ text: String) throws -> Bool {
+        try FilterQuery.parsePredicate(text).matches(row)
+    }
+
+    @Test func numbersCompareNumerically() throws {
+        #expect(try check("id.eq.11"))
+        #expect(try check("id.eq.11.0"))
+        #expect(try check("id.gt.9"))
+        #expect(try !check("id.gt.100"))
+        #expect(try check("id.lte.11"))
+        #expect(try check("price.lt.10.6"))
+        #expect(try check("price.neq.10"))
+        #expect(try !check("id.eq.eleven"))
+        #expect(try !check("id.neq.eleven"))
+    }
+
+    @Test func stringsBoolsAndNulls() throws {
+        #expect(try check("name.eq.Drama"))
+        #expect(try check("name.neq.Music"))
+        #expect(try check("name.lt.E"))
+        #expect(try check("name.in.(Art,Drama)"))
+        #expect(try !check("name.in.(Art,Music)"))
+        #expect(try check("teacher.is.null"))
+        #expect(try !check("name.is.null"))
+        #expect(try !check("teacher.eq.null"))
+        #expect(try !check("teacher.neq.x"))
+        #expect(try check("active.is.true"))
+        #expect(try check("active.eq.true"))
+        #expect(try !check("active.is.false"))
+    }
+
+    @Test func missingColumnsNeverMatch() throws {
+        #expect(try !check("nope.eq.1"))
+        #expect(try !check("nope.is.null"))
+        #expect(try !FilterQuery.parsePredicate("id.eq.1").matches(nil))
+    }
+
+    @Test func deletesAreMatchedOnTheOldRow() throws {
+        let filter = EventFilter(predicates: [try FilterQuery.parsePredicate("id.eq.7")])
+        #expect(filter.matches(makeEvent(7, operation: .delete)))
+        #expect(!filter.matches(makeEvent(8, operation: .delete)))
+        #expect(!filter.matches(makeEvent(7, operation: .truncate)))
+    }
+}
