@@ -13,12 +13,16 @@ let package = Package(
         .executable(name: "pgherald", targets: ["pgherald"]),
         .library(name: "Herald", targets: ["Herald"]),
         .library(name: "HeraldPostgres", targets: ["HeraldPostgres"]),
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
     ],
     targets: [
         .systemLibrary(
@@ -50,13 +54,28 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
-        // Outputs and process plumbing: logging, stdout.
+        // Outputs and process plumbing: logging, stdout, the Unix-socket server.
         .target(
             name: "HeraldServer",
             dependencies: [
                 "Herald",
+                "HeraldPostgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // Swift client for the socket: event streams with reconnect, statistics.
+        .target(
+            name: "HeraldClient",
+            dependencies: [
+                "Herald",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictConcurrency
         ),
@@ -66,6 +85,7 @@ let package = Package(
                 "Herald",
                 "HeraldPostgres",
                 "HeraldServer",
+                "HeraldClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -84,7 +104,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "HeraldPostgres", "HeraldServer"],
+            dependencies: ["Herald", "HeraldPostgres", "HeraldServer", "HeraldClient"],
             swiftSettings: strictConcurrency
         ),
         .testTarget(
@@ -93,7 +113,9 @@ let package = Package(
                 "Herald",
                 "HeraldPostgres",
                 "HeraldServer",
+                "HeraldClient",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strictConcurrency
         ),

@@ -25,7 +25,8 @@ public struct EventDecodingError: Error, Hashable, CustomStringConvertible {
 }
 
 extension Event {
-    /// Decodes a notification payload written by pgherald's trigger.
+    /// Decodes a notification payload written by pgherald's trigger, or an
+    /// event as the daemon sends it (then `count` is kept).
     ///
     /// The whole payload is validated; row data is kept as compact raw JSON.
     /// Unknown members are ignored so that newer triggers stay readable.
@@ -54,6 +55,7 @@ extension Event {
             at: try fields.requiredString("at"),
             rowDataOmitted: try fields.flag("omitted")
         )
+        count = try fields.count()
         try validateRows()
     }
 
@@ -111,6 +113,15 @@ extension Event {
             case nil, .null?: return nil
             case .object(let raw)?: return raw
             default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be an object or null")
+            }
+        }
+
+        func count() throws(EventDecodingError) -> UInt64 {
+            switch value("count") {
+            case nil, .null?: return 0
+            case .other(let raw)? where UInt64(raw.description) != nil:
+                return UInt64(raw.description)!
+            default: throw EventDecodingError(code: .wrongType, detail: "\"count\" must be a non-negative integer")
             }
         }
 

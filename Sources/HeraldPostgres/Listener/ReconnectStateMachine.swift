@@ -1,3 +1,5 @@
+public import Herald
+
 /// The listener's connection life cycle as a pure state machine.
 ///
 /// The first connection must succeed: a wrong conninfo or password at start

@@ -1,13 +1,17 @@
-import Herald
+public import Herald
 
 /// Renders an event as one line for people:
 ///
 ///     12:00:00.123  #17 INSERT public.course id=11  short_code=ADA3M name=Drama
 ///     12:00:01.004  #18 UPDATE public.course id=11  name: Drama → Theatre
-struct PrettyEventFormatter {
-    var colour: Bool
+public struct PrettyEventFormatter: Sendable {
+    public var colour: Bool
 
-    func line(for event: Event) -> String {
+    public init(colour: Bool) {
+        self.colour = colour
+    }
+
+    public func line(for event: Event) -> String {
         let time = event.at.count >= 23 ? String(event.at.dropFirst(11).prefix(12)) : event.at
         var parts = [
             style("2", time),

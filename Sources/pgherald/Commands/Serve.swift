@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Herald
 import HeraldPostgres
 import HeraldServer
@@ -35,9 +36,32 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds allowed for connecting and running LISTEN.")
     var connectTimeout = 10.0
 
+    @OptionGroup(title: "Socket") var socketPath: SocketPathOption
+
+    @Flag(help: "Do not serve the Unix socket.")
+    var noSocket = false
+
+    @Option(help: "Permissions of the socket file, in octal.")
+    var socketMode = "660"
+
+    @Option(help: "Group to own the socket file, so its members may connect. Default: the daemon's group.")
+    var socketGroup: String?
+
+    @Option(help: "Concurrent event streams on the socket; more get 503.")
+    var maxSubscribers = 10_000
+
+    @Option(help: "Events a socket stream may fall behind before it gets `event: overflow` and is closed.")
+    var subscriberBuffer = 4096
+
     func validate() throws {
         guard mailboxCapacity > 0 else { throw ValidationError("--mailbox-capacity must be at least 1") }
         guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
+        guard let mode = mode_t(socketMode, radix: 8), mode <= 0o777 else {
+            throw ValidationError("--socket-mode must be octal permissions such as 660, not '\(socketMode)'")
+        }
+        guard mode & 0o600 == 0o600 else { throw ValidationError("--socket-mode must let the owner read and write (at least 600)") }
+        guard maxSubscribers > 0 else { throw ValidationError("--max-subscribers must be at least 1") }
+        guard subscriberBuffer > 0 else { throw ValidationError("--subscriber-buffer must be at least 1") }
     }
 
     func run() async throws {
@@ -56,12 +80,31 @@ struct Serve: AsyncParsableCommand {
             let output = StdoutOutput(broker: broker, format: format, logger: LogCategory.broker.logger)
             services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
         }
-        // Last, so that on shutdown it stops first and the outputs drain after it.
         let listener = PostgresListener(
             configuration: .init(connection: connection, channel: channel, connectTimeout: .seconds(connectTimeout)),
             broker: broker,
             logger: LogCategory.database.logger
         )
+        if !noSocket {
+            // Files the daemon creates are not for other users; the socket's mode is set explicitly.
+            umask(0o007)
+            let server = SocketServer(
+                configuration: SocketConfiguration(
+                    path: socketPath.path,
+                    mode: mode_t(socketMode, radix: 8)!,
+                    group: socketGroup,
+                    maximumSubscribers: maxSubscribers,
+                    subscriberBuffer: subscriberBuffer
+                ),
+                broker: broker,
+                listener: listener,
+                catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
+                version: PGHerald.configuration.version,
+                logger: LogCategory.socket.logger
+            )
+            services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        // Last, so that on shutdown it stops first and the outputs drain after it.
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
 
         let group = ServiceGroup(

@@ -1,0 +1,132 @@
+import AsyncHTTPClient
+import Foundation
+import Herald
+import Logging
+import NIOCore
+
+extension HeraldClient {
+    /// A reconnecting `GET /events` stream. Pull-based: while nobody reads,
+    /// nothing is buffered beyond the socket, and the daemon eventually drops
+    /// the stream with an overflow, after which it reconnects.
+    public struct EventStream: AsyncSequence, Sendable {
+        public typealias Element = Message
+
+        let client: HeraldClient
+        let filter: EventFilter
+
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(client: client, filter: filter)
+        }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            let client: HeraldClient
+            let filter: EventFilter
+            private var body: HTTPClientResponse.Body.AsyncIterator?
+            private var parser = ServerSentEventParser()
+            private var pending: [Message] = []
+            private var pendingIndex = 0
+            private var failedAttempts = 0
+            private var hasConnected = false
+
+            init(client: HeraldClient, filter: EventFilter) {
+                self.client = client
+                self.filter = filter
+            }
+
+            public mutating func next() async throws -> Message? {
+                while true {
+                    if pendingIndex < pending.count {
+                        defer { pendingIndex += 1 }
+                        return pending[pendingIndex]
+                    }
+                    pending.removeAll(keepingCapacity: true)
+                    pendingIndex = 0
+                    try Task.checkCancellation()
+                    if body == nil {
+                        try await connect()
+                        continue
+                    }
+                    do {
+                        guard let chunk = try await nextChunk() else {
+                            client.logger.info("event stream ended; reconnecting")
+                            body = nil
+                            continue
+                        }
+                        for message in try parser.feed(chunk.readableBytesView) {
+                            try handle(message)
+                        }
+                    } catch let error as HeraldClientError {
+                        throw error
+                    } catch {
+                        if Task.isCancelled { throw CancellationError() }
+                        client.logger.info("event stream broke; reconnecting", metadata: ["error": "\(error)"])
+                        body = nil
+                    }
+                }
+            }
+
+            private mutating func nextChunk() async throws -> ByteBuffer? {
+                try await body!.next()
+            }
+
+            private mutating func handle(_ message: ServerSentEvent) throws {
+                switch message.type {
+                case "INSERT", "UPDATE", "DELETE", "TRUNCATE":
+                    do {
+                        pending.append(.event(try Event(payload: message.data)))
+                    } catch {
+                        throw HeraldClientError(code: .protocolError, message: "the daemon sent an event that does not decode: \(error)")
+                    }
+                case "overflow":
+                    client.logger.warning("fell behind the daemon and was dropped; reconnecting")
+                    body = nil
+                default:
+                    break
+                }
+            }
+
+            private mutating func connect() async throws {
+                if failedAttempts > 0 {
+                    try await Task.sleep(for: client.configuration.backoff.delay(beforeAttempt: failedAttempts, random: .random(in: 0..<1)))
+                }
+                let query = FilterQuery.queryItems(for: filter)
+                    .map { "\(Self.encode($0.name))=\(Self.encode($0.value))" }
+                    .joined(separator: "&")
+                var request = try client.request(path: query.isEmpty ? "/events" : "/events?\(query)")
+                request.headers.add(name: "Accept", value: "text/event-stream")
+                let response: HTTPClientResponse
+                do {
+                    response = try await client.httpClient.execute(request, deadline: .distantFuture, logger: client.logger)
+                } catch {
+                    if Task.isCancelled { throw CancellationError() }
+                    failedAttempts += 1
+                    client.logger.debug("cannot connect to the daemon", metadata: ["attempt": "\(failedAttempts)", "error": "\(error)"])
+                    return
+                }
+                switch response.status {
+                case .ok:
+                    body = response.body.makeAsyncIterator()
+                    parser = ServerSentEventParser()
+                    failedAttempts = 0
+                    if hasConnected { pending.append(.reconnected) }
+                    hasConnected = true
+                case .badRequest:
+                    let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
+                    throw HeraldClientError(code: .rejected, message: "the daemon rejected the subscription: \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                default:
+                    failedAttempts += 1
+                    client.logger.info("the daemon refused the stream for now", metadata: ["status": "\(response.status.code)"])
+                }
+            }
+
+            private static func encode(_ text: String) -> String {
+                text.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed) ?? text
+            }
+        }
+    }
+}
+
+extension CharacterSet {
+    /// Characters that may stand unescaped in a query name or value.
+    static let urlQueryValueAllowed = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+;#"))
+}

@@ -1,0 +1,107 @@
+public import AsyncHTTPClient
+import Foundation
+public import Herald
+public import Logging
+import NIOCore
+import NIOFoundationCompat
+
+/// A client for a pgherald daemon's Unix socket.
+///
+/// ```swift
+/// let client = HeraldClient(socketPath: "/run/pgherald/pgherald.sock")
+/// for try await event in client.events(EventFilter(tables: [TableName(name: "course")])) {
+///     print(event.count, event.operation, event.table)
+/// }
+/// ```
+///
+/// Event streams reconnect by themselves when the daemon restarts or the
+/// stream is dropped, with capped exponential backoff.
+public struct HeraldClient: Sendable {
+    /// Client settings.
+    public struct Configuration: Sendable {
+        public var socketPath: String
+        /// Delays between reconnect attempts. Default 100 ms doubling to 5 s.
+        public var backoff: BackoffPolicy
+
+        public init(
+            socketPath: String,
+            backoff: BackoffPolicy = BackoffPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(5))
+        ) {
+            self.socketPath = socketPath
+            self.backoff = backoff
+        }
+    }
+
+    /// The process-wide HTTP client for daemon sockets. A stream that brings
+    /// nothing, not even a heartbeat, for 45 s (three heartbeats) is
+    /// considered dead and reconnected.
+    public static let sharedHTTPClient = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(45)))
+    )
+
+    public let configuration: Configuration
+    let httpClient: HTTPClient
+    let logger: Logger
+
+    public init(configuration: Configuration, httpClient: HTTPClient = sharedHTTPClient, logger: Logger = Logger(label: "socket")) {
+        self.configuration = configuration
+        self.httpClient = httpClient
+        self.logger = logger
+    }
+
+    public init(socketPath: String) {
+        self.init(configuration: Configuration(socketPath: socketPath))
+    }
+
+    /// Live events that match `filter`, reconnecting as needed. Ends only on
+    /// cancellation or when the daemon rejects the filter (``HeraldClientError/Code/rejected``).
+    public func events(_ filter: EventFilter = .all) -> some AsyncSequence<Event, any Error> {
+        messages(filter).compactMap { message in
+            if case .event(let event) = message { return event }
+            return nil
+        }
+    }
+
+    /// What a stream carries: events, and the points where some may have been missed.
+    public enum Message: Sendable {
+        case event(Event)
+        /// The stream was re-established after a drop or an overflow; events
+        /// in between are not replayed, so refetch what you show.
+        case reconnected
+    }
+
+    /// Events and reconnect markers that match `filter`.
+    public func messages(_ filter: EventFilter = .all) -> EventStream {
+        EventStream(client: self, filter: filter)
+    }
+
+    /// `GET /stats`.
+    public func statistics() async throws -> DaemonStatistics {
+        let (status, body) = try await fetch("/stats")
+        guard status == 200 else {
+            throw HeraldClientError(code: .protocolError, message: "GET /stats answered \(status)")
+        }
+        return try JSONDecoder().decode(DaemonStatistics.self, from: body)
+    }
+
+    func request(path: String) throws -> HTTPClientRequest {
+        guard let url = URL(httpURLWithSocketPath: configuration.socketPath, uri: path) else {
+            throw HeraldClientError(code: .unavailable, message: "invalid socket path \(configuration.socketPath)")
+        }
+        return HTTPClientRequest(url: url.absoluteString)
+    }
+
+    /// Fetches a small document; returns the status code and body.
+    private func fetch(_ path: String) async throws -> (UInt, Data) {
+        do {
+            let response = try await httpClient.execute(try request(path: path), timeout: .seconds(10), logger: logger)
+            let body = try await response.body.collect(upTo: 16 << 20)
+            return (response.status.code, Data(buffer: body))
+        } catch let error as HeraldClientError {
+            throw error
+        } catch {
+            throw HeraldClientError(code: .unavailable, message: "cannot reach pgherald at \(configuration.socketPath): \(error)")
+        }
+    }
+}

@@ -1,0 +1,16 @@
+/// Why the client gave up on a request.
+public struct HeraldClientError: Error, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The daemon refused the subscription (HTTP 400): fix the filter; retrying will not help.
+        case rejected
+        /// The daemon answered with something that is not what pgherald sends.
+        case protocolError
+        /// The daemon could not be reached.
+        case unavailable
+    }
+
+    public var code: Code
+    public var message: String
+
+    public var description: String { message }
+}

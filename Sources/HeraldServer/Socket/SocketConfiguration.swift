@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+public import Glibc
+#endif
+
+/// Settings of the Unix-socket server.
+public struct SocketConfiguration: Sendable {
+    /// Where the socket file lives. Default: see ``defaultPath(environment:)``.
+    public var path: String
+    /// Permissions of the socket file. Default 0660: owner and group may connect.
+    public var mode: mode_t
+    /// Group to own the socket file, so its members may connect. Default: the daemon's group.
+    public var group: String?
+    /// Concurrent event streams allowed; more get 503. Default 10,000.
+    public var maximumSubscribers: Int
+    /// Events a stream may fall behind before it gets `event: overflow` and is closed. Default 4096.
+    public var subscriberBuffer: Int
+    /// How often idle streams get a heartbeat comment. Default 15 s.
+    public var heartbeatInterval: Duration
+
+    public init(
+        path: String,
+        mode: mode_t = 0o660,
+        group: String? = nil,
+        maximumSubscribers: Int = 10_000,
+        subscriberBuffer: Int = 4096,
+        heartbeatInterval: Duration = .seconds(15)
+    ) {
+        self.path = path
+        self.mode = mode
+        self.group = group
+        self.maximumSubscribers = maximumSubscribers
+        self.subscriberBuffer = subscriberBuffer
+        self.heartbeatInterval = heartbeatInterval
+    }
+
+    /// `$RUNTIME_DIRECTORY/pgherald.sock` under systemd, else
+    /// `$XDG_RUNTIME_DIR/pgherald.sock`, else `./pgherald.sock`.
+    public static func defaultPath(environment: [String: String]) -> String {
+        // systemd may list several runtime directories, separated by colons.
+        if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, !runtime.isEmpty {
+            return "\(runtime)/pgherald.sock"
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return "\(runtime)/pgherald.sock"
+        }
+        return "./pgherald.sock"
+    }
+}

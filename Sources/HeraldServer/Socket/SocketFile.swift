@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the socket file cannot be used.
+public struct SocketFileError: Error, Hashable, CustomStringConvertible {
+    public var description: String
+}
+
+/// The socket file's life cycle: refuse a live one, replace a stale one,
+/// set its permissions, and remove it only if it is still ours.
+enum SocketFile {
+    /// Makes `path` free for binding.
+    ///
+    /// A socket that accepts connections belongs to a running daemon and is
+    /// never taken over. One that refuses them was left by a crash and is
+    /// removed. Anything that is not a socket is left alone.
+    /// - Returns: whether a stale socket was removed.
+    static func prepare(_ path: String) throws(SocketFileError) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return false }
+            throw SocketFileError(description: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFSOCK else {
+            throw SocketFileError(description: "\(path) exists and is not a socket; refusing to replace it")
+        }
+        switch probe(path) {
+        case 0:
+            throw SocketFileError(description: "another process is serving \(path) (is pgherald already running?); not taking it over")
+        case ECONNREFUSED:
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw SocketFileError(description: "cannot remove stale socket \(path): \(String(cString: strerror(errno)))")
+            }
+            return true
+        case let error:
+            throw SocketFileError(description: "cannot check whether \(path) is in use: \(String(cString: strerror(error)))")
+        }
+    }
+
+    /// Sets mode and, if given, group; returns the file's inode for ``remove(_:inode:)``.
+    static func applyPermissions(_ path: String, mode: mode_t, group: String?) throws(SocketFileError) -> ino_t {
+        if let group {
+            guard let entry = getgrnam(group) else {
+                throw SocketFileError(description: "unknown group '\(group)' for the socket")
+            }
+            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0 else {
+                throw SocketFileError(description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
+            }
+        }
+        guard chmod(path, mode) == 0 else {
+            throw SocketFileError(description: "cannot set mode of \(path): \(String(cString: strerror(errno)))")
+        }
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw SocketFileError(description: "cannot inspect \(path): \(String(cString: strerror(errno)))")
+        }
+        return status.st_ino
+    }
+
+    /// Removes the socket file if it is the one this process created.
+    static func remove(_ path: String, inode: ino_t) {
+        var status = stat()
+        if lstat(path, &status) == 0, status.st_ino == inode {
+            unlink(path)
+        }
+    }
+
+    /// Tries to connect; returns 0 on success, else the errno.
+    private static func probe(_ path: String) -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return errno }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else { return ENAMETOOLONG }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: path.utf8)
+            buffer[path.utf8.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return result == 0 ? 0 : errno
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Herald
+import HeraldPostgres
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+extension SocketServer {
+    func addRoutes(to router: Router<SocketRequestContext>) {
+        router.get("events") { request, context in
+            try await self.events(request, context: context)
+        }
+        router.get("stats") { _, _ in
+            self.jsonResponse(.ok, self.statistics())
+        }
+        router.get("healthz") { _, _ in
+            let listener = self.listenerState()
+            return self.jsonResponse(listener.state == "listening" ? .ok : .serviceUnavailable, listener)
+        }
+    }
+
+    func statistics() -> DaemonStatistics {
+        let broker = self.broker.statistics
+        return DaemonStatistics(
+            version: version,
+            changeCount: broker.changeCount,
+            tables: Dictionary(uniqueKeysWithValues: broker.tableCounts.map { ($0.key.description, $0.value) }),
+            subscribers: broker.subscribersByKind,
+            overflows: broker.overflowCount,
+            uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
+            listener: listenerState()
+        )
+    }
+
+    func listenerState() -> DaemonStatistics.Listener {
+        switch listener.status {
+        case .notStarted, .connecting: return .init(state: "connecting", reason: "connecting to PostgreSQL")
+        case .listening: return .init(state: "listening")
+        case .reconnecting(let attempt, let lastError):
+            return .init(state: "reconnecting", reason: "attempt \(attempt): \(lastError)")
+        case .stopped: return .init(state: "stopped", reason: "the listener has stopped")
+        }
+    }
+
+    /// `GET /events`: validates the filter, subscribes, then streams.
+    ///
+    /// The subscription exists before the response headers leave, so an
+    /// event committed after a client has the headers is always delivered.
+    func events(_ request: Request, context: SocketRequestContext) async throws -> Response {
+        let items = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
+        let format: StreamFormat
+        do {
+            format = try streamFormat(items: items, accept: request.headers[.accept])
+        } catch {
+            return jsonResponse(.badRequest, ErrorBody(error))
+        }
+        let filter: EventFilter
+        do {
+            filter = try FilterQuery.parse(items, ignoring: ["format"])
+        } catch {
+            return jsonResponse(.badRequest, ErrorBody(error))
+        }
+        do {
+            if let problem = try await catalog.validate(filter) {
+                return jsonResponse(.badRequest, ErrorBody(problem))
+            }
+        } catch {
+            return jsonResponse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
+        }
+        guard let slot = reserveStream() else {
+            logger.warning("refused a stream: subscriber limit reached", metadata: ["limit": "\(configuration.maximumSubscribers)"])
+            return jsonResponse(.serviceUnavailable, ErrorBody(code: "too_many_subscribers", message: "the daemon serves at most \(configuration.maximumSubscribers) streams"))
+        }
+
+        let channel = context.channel
+        let subscription = broker.subscribe(
+            filter,
+            capacity: configuration.subscriberBuffer,
+            kind: format.rawValue,
+            wantsHeartbeats: true,
+            onOverflow: {
+                // A client that stopped reading never gets to the overflow frame; close it.
+                channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+            }
+        )
+        logger.debug("stream opened", metadata: ["format": "\(format.rawValue)", "filter": "\(FilterQuery.queryItems(for: filter))"])
+        var headers = HTTPFields()
+        headers[.contentType] = format.contentType
+        headers[.cacheControl] = "no-cache"
+        return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
+            try await withGracefulShutdownHandler {
+                try await Self.stream(subscription, as: format, to: &writer, allocator: channel.allocator)
+            } onGracefulShutdown: {
+                subscription.cancel()
+            }
+            withExtendedLifetime(slot) {}
+            logger.debug("stream closed", metadata: ["format": "\(format.rawValue)"])
+        })
+    }
+
+    private static func stream(
+        _ subscription: Subscription,
+        as format: StreamFormat,
+        to writer: inout any ResponseBodyWriter,
+        allocator: ByteBufferAllocator
+    ) async throws {
+        if format == .sse {
+            // Sends the headers at once and tells clients how soon to reconnect.
+            try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+        }
+        while true {
+            let delivery: Subscription.Delivery
+            do {
+                delivery = try await subscription.nextDelivery(limit: 512)
+            } catch {
+                try await writer.write(ByteBuffer(string: format.overflowFrame(capacity: error.capacity)))
+                break
+            }
+            switch delivery {
+            case .events(let events):
+                var buffer = allocator.buffer(capacity: events.count * 400)
+                format.append(events, to: &buffer)
+                try await writer.write(buffer)
+            case .heartbeat:
+                try await writer.write(ByteBuffer(staticString: format.heartbeat))
+            case .finished:
+                try await writer.finish(nil)
+                return
+            }
+        }
+        try await writer.finish(nil)
+    }
+
+    private func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {
+        if let requested = items.last(where: { $0.name == "format" })?.value {
+            guard let format = StreamFormat(rawValue: requested) else {
+                throw FilterError(.malformed, parameter: "format", "format is sse or ndjson, not '\(requested.prefix(40))'")
+            }
+            return format
+        }
+        if let accept, accept.contains("application/x-ndjson") { return .ndjson }
+        return .sse
+    }
+
+    func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(body)) ?? Data("{}".utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data + [UInt8(ascii: "\n")])))
+    }
+}
+
+/// The JSON body of a refused request.
+struct ErrorBody: Encodable {
+    var error: String
+    var parameter: String?
+    var message: String
+
+    init(_ filterError: FilterError) {
+        error = filterError.code.rawValue
+        parameter = filterError.parameter
+        message = filterError.message
+    }
+
+    init(code: String, message: String) {
+        error = code
+        self.message = message
+    }
+}

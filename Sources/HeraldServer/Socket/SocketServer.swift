@@ -1,0 +1,118 @@
+import Foundation
+public import Herald
+public import HeraldPostgres
+import Hummingbird
+public import Logging
+import NIOCore
+public import ServiceLifecycle
+import Synchronization
+
+/// Serves event streams, statistics and health over HTTP/1.1 on a Unix socket.
+///
+/// - `GET /events`: SSE (default) or NDJSON (`Accept: application/x-ndjson` or
+///   `?format=ndjson`), filtered by `table`, `op` and `where` (see ``FilterQuery``).
+/// - `GET /stats`: ``DaemonStatistics`` as JSON.
+/// - `GET /healthz`: 200 while listening, 503 with a reason otherwise.
+///
+/// `curl -N --unix-socket PATH 'http://localhost/events?table=course'` works.
+public final class SocketServer: Service, Sendable {
+    public let configuration: SocketConfiguration
+    let broker: Broker
+    let listener: PostgresListener
+    let catalog: SchemaCatalog
+    let logger: Logger
+    let version: String
+    let started = ContinuousClock.now
+    let openStreams = Mutex(0)
+
+    public init(
+        configuration: SocketConfiguration,
+        broker: Broker,
+        listener: PostgresListener,
+        catalog: SchemaCatalog,
+        version: String,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.broker = broker
+        self.listener = listener
+        self.catalog = catalog
+        self.version = version
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let path = configuration.path
+        if try SocketFile.prepare(path) {
+            logger.notice("replaced a stale socket file left by an earlier daemon", metadata: ["path": "\(path)"])
+        }
+        let inode = Mutex<ino_t?>(nil)
+        defer { inode.withLock { $0 }.map { SocketFile.remove(path, inode: $0) } }
+
+        let router = Router(context: SocketRequestContext.self)
+        addRoutes(to: router)
+        let application = Application(
+            router: router,
+            configuration: .init(address: .unixDomainSocket(path: path), serverName: "pgherald"),
+            services: [HeartbeatTicker(broker: broker, interval: configuration.heartbeatInterval)],
+            onServerRunning: { [configuration, logger] _ in
+                do {
+                    let created = try SocketFile.applyPermissions(path, mode: configuration.mode, group: configuration.group)
+                    inode.withLock { $0 = created }
+                    logger.info("serving", metadata: [
+                        "socket": "\(path)", "mode": "\(String(configuration.mode, radix: 8))",
+                        "group": "\(configuration.group ?? "(daemon's)")",
+                    ])
+                } catch {
+                    // The socket exists with the wrong permissions: stop rather than serve it.
+                    logger.critical("\(error)")
+                    exit(1)
+                }
+            },
+            logger: logger
+        )
+        try await application.run()
+    }
+
+    /// Takes a stream slot, or returns nil when `maximumSubscribers` are open.
+    func reserveStream() -> StreamSlot? {
+        let granted = openStreams.withLock { count -> Bool in
+            guard count < configuration.maximumSubscribers else { return false }
+            count += 1
+            return true
+        }
+        return granted ? StreamSlot(server: self) : nil
+    }
+
+    /// One open stream; returns its slot when released.
+    final class StreamSlot: Sendable {
+        let server: SocketServer
+
+        init(server: SocketServer) {
+            self.server = server
+        }
+
+        deinit {
+            server.openStreams.withLock { $0 -= 1 }
+        }
+    }
+}
+
+/// Asks idle streams for a heartbeat at a fixed interval.
+struct HeartbeatTicker: Service {
+    let broker: Broker
+    let interval: Duration
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    try await Task.sleep(for: interval)
+                } catch {
+                    return
+                }
+                broker.requestHeartbeat()
+            }
+        }
+    }
+}

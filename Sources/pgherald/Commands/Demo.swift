@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import Herald
+import HeraldClient
+import HeraldPostgres
+
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A live view of the enrolment example's \"enrolments by course\".",
+        discussion: """
+            Needs a database with sql/examples/enrolment.sql and a running `pgherald serve`. \
+            The view model reloads whenever the daemon reports a change over its socket, so \
+            inserting into enrols_in or course from psql updates the table by itself. On a \
+            terminal the view redraws in place; otherwise each refresh prints a snapshot.
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var socket: SocketPathOption
+
+    @MainActor
+    func run() async throws {
+        let connection = try database.connectionString()
+        let socketPath = socket.path
+        let terminal = isatty(STDOUT_FILENO) == 1
+        let notifier = ChangeNotifier()
+        let viewModel = EnrolmentsByCourseViewModel(connectionString: connection) { viewModel in
+            Self.render(viewModel, changeCount: notifier.changeCount, socket: socketPath, redraw: terminal)
+        }
+        notifier.register(viewModel)
+        await viewModel.refresh()
+        try await notifier.follow(HeraldClient(socketPath: socketPath), filter: EventFilter(tables: [
+            TableName(name: "course"), TableName(name: "student"), TableName(name: "enrols_in"),
+        ]))
+    }
+
+    @MainActor
+    static func render(_ viewModel: EnrolmentsByCourseViewModel, changeCount: UInt64, socket: String, redraw: Bool) {
+        var lines = ["Enrolments by course (refresh \(viewModel.refreshes), changeCount \(changeCount))", ""]
+        let width = viewModel.rows.map(\.name.count).max() ?? 0
+        for row in viewModel.rows {
+            let count = String(row.enrolled)
+            lines.append("  \(row.shortCode.padding(toLength: 6, withPad: " ", startingAt: 0))  \(row.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(String(repeating: " ", count: max(0, 3 - count.count)))\(count)")
+        }
+        if let error = viewModel.lastError { lines += ["", "  (cannot refresh: \(error))"] }
+        if redraw {
+            lines += ["", "Live over \(socket). Change course or enrols_in from psql; Ctrl-C to quit."]
+            print("\u{1B}[H\u{1B}[2J" + lines.joined(separator: "\n"))
+        } else {
+            print(lines.joined(separator: "\n") + "\n")
+        }
+        fflush(nil)
+    }
+}
