@@ -6,8 +6,10 @@ extension ChangeNotifier {
     /// may have been missed in between and view models should refetch.
     public func follow(_ client: HeraldClient, filter: EventFilter = .all) async throws {
         for try await message in client.messages(filter) {
-            recordChanges(1)
-            _ = message
+            switch message {
+            case .event(let event): recordChange(transaction: event.transactionID)
+            case .reconnected: recordChange(transaction: nil)
+            }
         }
     }
 }

@@ -34,6 +34,11 @@ extension HeraldClient {
             }
 
             public mutating func next() async throws -> Message? {
+                try await next(isolation: nil)
+            }
+
+            /// Runs on the caller's actor, so a main-actor consumer does not hop per message.
+            public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Message? {
                 while true {
                     if pendingIndex < pending.count {
                         defer { pendingIndex += 1 }
@@ -65,8 +70,8 @@ extension HeraldClient {
                 }
             }
 
-            private mutating func nextChunk() async throws -> ByteBuffer? {
-                try await body!.next()
+            private mutating func nextChunk(isolation actor: isolated (any Actor)? = #isolation) async throws -> ByteBuffer? {
+                try await body!.next(isolation: actor)
             }
 
             private mutating func handle(_ message: ServerSentEvent) throws {
@@ -85,7 +90,7 @@ extension HeraldClient {
                 }
             }
 
-            private mutating func connect() async throws {
+            private mutating func connect(isolation actor: isolated (any Actor)? = #isolation) async throws {
                 if failedAttempts > 0 {
                     try await Task.sleep(for: client.configuration.backoff.delay(beforeAttempt: failedAttempts, random: .random(in: 0..<1)))
                 }

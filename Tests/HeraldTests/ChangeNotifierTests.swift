@@ -42,10 +42,10 @@ final class CountingViewModel: RefreshableViewModel {
         let viewModel = CountingViewModel()
         viewModel.delay = .milliseconds(100)
         notifier.register(viewModel)
-        notifier.recordChanges(1)
+        notifier.recordChange(transaction: nil)
         try await waitUntil { viewModel.running }
-        notifier.recordChanges(1)
-        notifier.recordChanges(1)
+        notifier.recordChange(transaction: nil)
+        notifier.recordChange(transaction: nil)
         try await waitUntil { viewModel.refreshes == 2 }
         try await Task.sleep(for: .milliseconds(150))
         #expect(viewModel.refreshes == 2)
@@ -60,7 +60,7 @@ final class CountingViewModel: RefreshableViewModel {
         notifier.register(viewModel!)
         viewModel = nil
         #expect(weakViewModel == nil)
-        notifier.recordChanges(1)
+        notifier.recordChange(transaction: nil)
         try await waitUntil { notifier.refreshCount == 1 }
     }
 }

@@ -1,3 +1,4 @@
+import Herald
 import Testing
 @testable import HeraldPostgres
 

@@ -35,8 +35,8 @@ public final class ChangeNotifier {
 
     /// Counts `events` until the sequence ends or the task is cancelled.
     public func consume(_ events: some AsyncSequence<Event, some Error>) async throws {
-        for try await _ in events {
-            recordChanges(1)
+        for try await event in events {
+            recordChange(transaction: event.transactionID)
         }
     }
 
@@ -50,19 +50,19 @@ public final class ChangeNotifier {
             do {
                 let batch = try await subscription.nextBatch()
                 if batch.isEmpty { return }
-                recordChanges(batch.count)
+                for event in batch { recordChange(transaction: event.transactionID) }
             } catch {
-                recordChanges(1)
+                recordChange(transaction: nil)
                 subscription = broker.subscribe(filter)
             }
         }
     }
 
-    /// Counts changes and schedules a coalesced refresh.
-    public func recordChanges(_ count: Int) {
-        guard count > 0 else { return }
-        changeCount += UInt64(count)
-        perform(coalescer.changeArrived(at: .now))
+    /// Counts one change and schedules a coalesced refresh.
+    /// - Parameter transaction: the change's transaction id, if known.
+    public func recordChange(transaction: String?) {
+        changeCount += 1
+        perform(coalescer.changeArrived(at: .now, transaction: transaction))
     }
 
     private func perform(_ action: RefreshCoalescer.Action) {

@@ -2,22 +2,26 @@
 /// (a 1000-row transaction) causes one refresh rather than one per row.
 ///
 /// A pure state machine: feed it what happened and carry out the action it
-/// returns. A refresh starts once changes have been quiet for `quietPeriod`,
-/// or `maximumDelay` after the first unrefreshed change if they never go
-/// quiet. Refreshes never overlap; changes during one schedule exactly one more.
+/// returns. A refresh starts once changes have been quiet for `quietPeriod`.
+/// If they never go quiet because transaction after transaction keeps
+/// coming, it starts `maximumDelay` after the first unrefreshed change; a
+/// single transaction, however long it takes to arrive, is never cut short
+/// that way. Refreshes never overlap; changes during one schedule exactly one more.
 public struct RefreshCoalescer: Sendable {
     public typealias Instant = ContinuousClock.Instant
 
     /// Timing of coalesced refreshes.
     public struct Configuration: Sendable, Hashable {
-        /// How long changes must pause before a refresh starts. Default 25 ms:
+        /// How long changes must pause before a refresh starts. Default 50 ms:
         /// long enough that a large transaction, which arrives in several
-        /// socket reads, counts as one burst on a busy machine.
+        /// batches, counts as one burst on a busy machine, and short enough
+        /// that people do not notice.
         public var quietPeriod: Duration
-        /// The longest a change waits for its refresh during a steady stream. Default 250 ms.
+        /// The longest a change waits for its refresh while other transactions
+        /// keep arriving. Default 250 ms.
         public var maximumDelay: Duration
 
-        public init(quietPeriod: Duration = .milliseconds(25), maximumDelay: Duration = .milliseconds(250)) {
+        public init(quietPeriod: Duration = .milliseconds(50), maximumDelay: Duration = .milliseconds(250)) {
             self.quietPeriod = quietPeriod
             self.maximumDelay = maximumDelay
         }
@@ -33,7 +37,8 @@ public struct RefreshCoalescer: Sendable {
 
     enum State: Sendable, Hashable {
         case idle
-        case pending(firstChange: Instant, lastChange: Instant)
+        /// `transaction` is that of the first pending change; `mixed` says a later one differed.
+        case pending(firstChange: Instant, lastChange: Instant, transaction: String?, mixed: Bool)
         case refreshing(changedSinceStart: Bool)
     }
 
@@ -44,13 +49,16 @@ public struct RefreshCoalescer: Sendable {
         self.configuration = configuration
     }
 
-    public mutating func changeArrived(at now: Instant) -> Action {
+    /// - Parameter transaction: the change's transaction id; nil when unknown
+    ///   (such a change never counts as part of another's transaction).
+    public mutating func changeArrived(at now: Instant, transaction: String?) -> Action {
         switch state {
         case .idle:
-            state = .pending(firstChange: now, lastChange: now)
+            state = .pending(firstChange: now, lastChange: now, transaction: transaction, mixed: transaction == nil)
             return .startTimer(now + configuration.quietPeriod)
-        case .pending(let first, _):
-            state = .pending(firstChange: first, lastChange: now)
+        case .pending(let first, _, let pendingTransaction, let mixed):
+            let differs = transaction == nil || transaction != pendingTransaction
+            state = .pending(firstChange: first, lastChange: now, transaction: pendingTransaction, mixed: mixed || differs)
             return .none
         case .refreshing:
             state = .refreshing(changedSinceStart: true)
@@ -59,8 +67,9 @@ public struct RefreshCoalescer: Sendable {
     }
 
     public mutating func timerFired(at now: Instant) -> Action {
-        guard case .pending(let first, let last) = state else { return .none }
-        let due = min(last + configuration.quietPeriod, first + configuration.maximumDelay)
+        guard case .pending(let first, let last, _, let mixed) = state else { return .none }
+        let quiet = last + configuration.quietPeriod
+        let due = mixed ? min(quiet, first + configuration.maximumDelay) : quiet
         if now >= due {
             state = .refreshing(changedSinceStart: false)
             return .refresh
@@ -71,7 +80,7 @@ public struct RefreshCoalescer: Sendable {
     public mutating func refreshFinished(at now: Instant) -> Action {
         guard case .refreshing(let changed) = state else { return .none }
         if changed {
-            state = .pending(firstChange: now, lastChange: now)
+            state = .pending(firstChange: now, lastChange: now, transaction: nil, mixed: true)
             return .startTimer(now + configuration.quietPeriod)
         }
         state = .idle

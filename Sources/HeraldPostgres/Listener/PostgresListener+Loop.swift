@@ -75,12 +75,13 @@ extension PostgresListener {
 
     /// Reads, decodes and publishes until the connection fails or the listener is stopped.
     ///
-    /// A burst (a large transaction) arrives in many socket reads; reading on
-    /// while more input is already waiting lets one publish, and one wake-up
-    /// of each subscriber, carry it. Nothing waits for input that is not there.
+    /// A burst (a large transaction) arrives in many socket reads. Reading on
+    /// while input is already waiting lets one publish carry many events, so
+    /// subscribers wake once per batch; batches never exceed ``maximumBatch``.
     private func receive(on connection: PostgresConnection) -> PostgresError {
         var batch: [Event] = []
-        let decode = { (payload: UnsafeBufferPointer<UInt8>, senderPID: Int32) in
+        batch.reserveCapacity(Self.maximumBatch)
+        let decode: PostgresConnection.NotificationHandler = { _, payload, senderPID in
             do {
                 batch.append(try Event(payload: payload))
             } catch {
@@ -93,20 +94,33 @@ extension PostgresListener {
         }
         while true {
             do throws(PostgresError) {
-                try connection.receiveNotifications { _, payload, senderPID in decode(payload, senderPID) }
-                while batch.count < Self.maximumBatch, connection.hasWaitingInput {
-                    try connection.receiveNotifications { _, payload, senderPID in decode(payload, senderPID) }
+                try connection.awaitInput()
+                while true {
+                    let room = Self.maximumBatch - batch.count
+                    if connection.takeNotifications(limit: room, decode) == room {
+                        publish(&batch)
+                    } else if connection.hasWaitingInput {
+                        try connection.readInput()
+                    } else {
+                        break
+                    }
                 }
             } catch {
                 return error
             }
-            if !batch.isEmpty {
-                broker.publish(batch)
-                batch.removeAll(keepingCapacity: true)
-            }
+            publish(&batch)
         }
     }
 
-    /// Caps how many events wait for one publish during a long burst.
-    static let maximumBatch = 4096
+    private func publish(_ batch: inout [Event]) {
+        guard !batch.isEmpty else { return }
+        broker.publish(batch)
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    /// The most events handed to the broker at once. Subscriber buffers must
+    /// hold at least this many, or a fast subscriber could overflow on a
+    /// burst it never had the chance to read. Small batches also get the
+    /// first events of a burst out sooner.
+    public static let maximumBatch = 128
 }

@@ -38,13 +38,18 @@ enum SocketFile {
         }
     }
 
+    /// The id of the group that should own the socket.
+    static func groupID(_ group: String) throws(SocketFileError) -> gid_t {
+        guard let entry = getgrnam(group) else {
+            throw SocketFileError(description: "unknown group '\(group)' for the socket")
+        }
+        return entry.pointee.gr_gid
+    }
+
     /// Sets mode and, if given, group; returns the file's inode for ``remove(_:inode:)``.
     static func applyPermissions(_ path: String, mode: mode_t, group: String?) throws(SocketFileError) -> ino_t {
         if let group {
-            guard let entry = getgrnam(group) else {
-                throw SocketFileError(description: "unknown group '\(group)' for the socket")
-            }
-            guard chown(path, uid_t.max, entry.pointee.gr_gid) == 0 else {
+            guard chown(path, uid_t.max, try groupID(group)) == 0 else {
                 throw SocketFileError(description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
             }
         }

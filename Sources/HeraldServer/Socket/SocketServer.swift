@@ -43,6 +43,7 @@ public final class SocketServer: Service, Sendable {
 
     public func run() async throws {
         let path = configuration.path
+        if let group = configuration.group { _ = try SocketFile.groupID(group) }
         if try SocketFile.prepare(path) {
             logger.notice("replaced a stale socket file left by an earlier daemon", metadata: ["path": "\(path)"])
         }
@@ -65,7 +66,7 @@ public final class SocketServer: Service, Sendable {
                     ])
                 } catch {
                     // The socket exists with the wrong permissions: stop rather than serve it.
-                    logger.critical("\(error)")
+                    logger.critical("cannot secure the socket; exiting", metadata: ["error": "\(error)"])
                     exit(1)
                 }
             },

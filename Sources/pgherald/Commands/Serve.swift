@@ -53,15 +53,24 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Events a socket stream may fall behind before it gets `event: overflow` and is closed.")
     var subscriberBuffer = 4096
 
+    @Option(help: "Seconds between heartbeats on idle socket streams.")
+    var heartbeatInterval = 15.0
+
     func validate() throws {
-        guard mailboxCapacity > 0 else { throw ValidationError("--mailbox-capacity must be at least 1") }
+        let batch = PostgresListener.maximumBatch
+        guard mailboxCapacity >= batch else {
+            throw ValidationError("--mailbox-capacity must be at least \(batch): the listener hands over up to \(batch) events at once")
+        }
         guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
         guard let mode = mode_t(socketMode, radix: 8), mode <= 0o777 else {
             throw ValidationError("--socket-mode must be octal permissions such as 660, not '\(socketMode)'")
         }
         guard mode & 0o600 == 0o600 else { throw ValidationError("--socket-mode must let the owner read and write (at least 600)") }
         guard maxSubscribers > 0 else { throw ValidationError("--max-subscribers must be at least 1") }
-        guard subscriberBuffer > 0 else { throw ValidationError("--subscriber-buffer must be at least 1") }
+        guard subscriberBuffer >= batch else {
+            throw ValidationError("--subscriber-buffer must be at least \(batch): the listener hands over up to \(batch) events at once")
+        }
+        guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
     }
 
     func run() async throws {
@@ -88,13 +97,15 @@ struct Serve: AsyncParsableCommand {
         if !noSocket {
             // Files the daemon creates are not for other users; the socket's mode is set explicitly.
             umask(0o007)
+            raiseOpenFileLimit(toServe: maxSubscribers, logger: lifecycle)
             let server = SocketServer(
                 configuration: SocketConfiguration(
                     path: socketPath.path,
                     mode: mode_t(socketMode, radix: 8)!,
                     group: socketGroup,
                     maximumSubscribers: maxSubscribers,
-                    subscriberBuffer: subscriberBuffer
+                    subscriberBuffer: subscriberBuffer,
+                    heartbeatInterval: .milliseconds(Int64(heartbeatInterval * 1000))
                 ),
                 broker: broker,
                 listener: listener,
@@ -113,5 +124,22 @@ struct Serve: AsyncParsableCommand {
         lifecycle.info("starting", metadata: ["database": "\(connection)", "channel": "\(channel)", "version": "\(PGHerald.configuration.version)"])
         try await group.run()
         lifecycle.info("stopped", metadata: ["events": "\(broker.statistics.changeCount)"])
+    }
+}
+
+/// Each stream holds a descriptor; raise the soft limit as far as the hard
+/// limit allows, and say so when even that is too low.
+private func raiseOpenFileLimit(toServe streams: Int, logger: Logger) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    let wanted = rlim_t(streams + 256)
+    if limit.rlim_cur < wanted {
+        limit.rlim_cur = min(wanted, limit.rlim_max)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    if limit.rlim_cur < wanted {
+        logger.warning("the open-file limit is below what --max-subscribers needs", metadata: [
+            "limit": "\(limit.rlim_cur)", "needed": "\(wanted)",
+        ])
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Runs the built `pgherald` executable.
+/// Runs the built `pgherald` executable; the process is terminated when the
+/// last copy of this value goes away, so no test leaves a daemon behind.
 struct DaemonProcess {
     static var executable: URL {
         if let path = ProcessInfo.processInfo.environment["PGHERALD_BINARY"] { return URL(fileURLWithPath: path) }
@@ -11,6 +12,7 @@ struct DaemonProcess {
     let process = Process()
     let stdout = Pipe()
     let stderr = Pipe()
+    private let reaper: Reaper
 
     init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = Self.executable
@@ -19,6 +21,23 @@ struct DaemonProcess {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
+        reaper = Reaper(process: process)
+    }
+
+    /// Terminates the process, if it still runs, when the test is done with it.
+    private final class Reaper: Sendable {
+        let process: Process
+
+        init(process: Process) {
+            self.process = process
+        }
+
+        deinit {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
     }
 
     /// Waits for exit (killing the process after `seconds`) and returns status and output.

@@ -1,0 +1,184 @@
+import Foundation
+import Herald
+import HeraldClient
+import Testing
+
+extension IntegrationTests {
+    /// `GET /events` over the real socket: framing, filters, refusals, limits.
+    @Suite
+    struct SocketStreamTests {
+        @Test func sseAndNDJSONFramingParseBackToTheSameEvents() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            let sse = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course")
+            let ndjson = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course&format=ndjson")
+            let negotiated = try await RawStream(
+                socketPath: daemon.socketPath, path: "/events?table=course", headers: [("Accept", "application/x-ndjson")]
+            )
+            #expect(sse.contentType.hasPrefix("text/event-stream"))
+            #expect(ndjson.contentType == "application/x-ndjson")
+            #expect(negotiated.contentType == "application/x-ndjson")
+
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('ADA3M', 'Drama \"and\" Theatre')")
+            try database.execute("UPDATE course SET name = 'Zoë ☕' WHERE short_code = 'ADA3M'")
+            try database.execute("DELETE FROM course WHERE short_code = 'ADA3M'")
+
+            let sseText = try await sse.text { $0.components(separatedBy: "\n\n").count >= 5 }
+            var parser = ServerSentEventParser()
+            let messages = try parser.feed(Array(sseText.utf8))
+            #expect(sseText.hasPrefix("retry: 1000\n\n"))
+            #expect(messages.map(\.type) == ["INSERT", "UPDATE", "DELETE"])
+            let sseEvents = try messages.map { try Event(payload: $0.data) }
+            #expect(messages.map(\.id) == sseEvents.map(\.id))
+            #expect(sseEvents.map(\.count) == [1, 2, 3])
+            #expect(sseEvents[1].new?["name"] == .string("Zoë ☕"))
+            #expect(sseEvents[0].new?["name"] == .string("Drama \"and\" Theatre"))
+
+            for stream in [ndjson, negotiated] {
+                let text = try await stream.text { $0.split(separator: "\n").count >= 3 }
+                let lines = text.split(separator: "\n")
+                #expect(try lines.map { try Event(payload: String($0)) } == sseEvents)
+            }
+        }
+
+        @Test func everyFilterKindSelectsExactlyItsEvents() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE SCHEMA school; CREATE TABLE school.room (number int PRIMARY KEY, floor int, name text, open boolean)")
+            try database.execute("SELECT pgherald.watch('{school}')")
+            let daemon = try await SocketDaemon(database: database)
+            let filters: [String: String] = [
+                "bare table": "table=course",
+                "qualified tables": "table=school.room,public.student",
+                "repeated tables": "table=course&table=student",
+                "op": "op=delete,TRUNCATE",
+                "eq": "table=school.room&where=name.eq.Lab%20A",
+                "neq": "table=school.room&where=floor.neq.1",
+                "lt": "where=floor.lt.2",
+                "lte": "where=floor.lte.2",
+                "gt": "where=number.gt.101",
+                "gte": "table=school.room&where=number.gte.102",
+                "in": "where=name.in.(Gym,%22Lab%20A%22)",
+                "is": "where=open.is.false",
+                "combined": "table=school.room&op=UPDATE&where=floor.gte.2&where=open.is.true",
+            ]
+            var streams: [String: RawStream] = [:]
+            for (name, query) in filters {
+                streams[name] = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&\(query)")
+            }
+            try database.execute("""
+                INSERT INTO school.room VALUES (101, 1, 'Lab A', true), (102, 2, 'Gym', false), (103, 3, 'Library', true);
+                INSERT INTO course (short_code, name) VALUES ('ADA3M', 'Drama');
+                INSERT INTO student (first_name, last_name) VALUES ('Ada', 'Lovelace');
+                UPDATE school.room SET floor = 4 WHERE number = 103;
+                DELETE FROM school.room WHERE number = 101;
+                TRUNCATE enrols_in;
+                """)
+            // 9 events in all; id order = commit order.
+            let expected: [String: [String]] = [
+                "bare table": ["INSERT course"],
+                "qualified tables": ["INSERT room", "INSERT room", "INSERT room", "INSERT student", "UPDATE room", "DELETE room"],
+                "repeated tables": ["INSERT course", "INSERT student"],
+                "op": ["DELETE room", "TRUNCATE enrols_in"],
+                "eq": ["INSERT room", "DELETE room"],
+                "neq": ["INSERT room", "INSERT room", "UPDATE room"],
+                "lt": ["INSERT room", "DELETE room"],
+                "lte": ["INSERT room", "INSERT room", "DELETE room"],
+                "gt": ["INSERT room", "INSERT room", "UPDATE room"],
+                "gte": ["INSERT room", "INSERT room", "UPDATE room"],
+                "in": ["INSERT room", "INSERT room", "DELETE room"],
+                "is": ["INSERT room"],
+                "combined": ["UPDATE room"],
+            ]
+            // A last event, published after all the others: once a stream that
+            // sees it has it, every stream has been offered everything before it.
+            try database.execute("INSERT INTO school.room VALUES (999, 1, 'Lab A', false)")
+            _ = try await streams["qualified tables"]!.text { $0.contains(#""number":999"#) }
+            try await Task.sleep(for: .milliseconds(300))
+            for (name, stream) in streams {
+                let count = expected[name]!.count
+                let text = try await stream.text { $0.split(separator: "\n").count >= count }
+                let events = try text.split(separator: "\n").map { try Event(payload: String($0)) }
+                    .filter { $0.new?["number"] != .number(JSONNumber(999)) }
+                #expect(events.map { "\($0.operation) \($0.table.name)" } == expected[name], "filter \(name)")
+            }
+        }
+
+        @Test(arguments: [
+            ("table=nope", "unknown_table", "table"),
+            ("table=school.course", "unknown_table", "table"),
+            ("where=nocolumn.eq.1", "unknown_column", "where"),
+            ("table=course&where=first_name.eq.Ada", "unknown_column", "where"),
+            ("where=name.like.x", "malformed_filter", "where"),
+            ("where=name", "malformed_filter", "where"),
+            ("op=UPSERT", "malformed_filter", "op"),
+            ("tabel=course", "unknown_parameter", "tabel"),
+            ("format=xml", "malformed_filter", "format"),
+            ("where=name.eq.%ZZ%00%ff", "unknown_column", "where"),
+            ("table=" + String(repeating: "x", count: 5000), "malformed_filter", "table"),
+        ])
+        func badFiltersGet400AndSubscribeNothing(query: String, error: String, parameter: String) async throws {
+            let database = try TestDatabase.create(enrolment: true)
+            try database.execute("ALTER TABLE course RENAME COLUMN name TO title")
+            let daemon = try await SocketDaemon(database: database)
+            let (status, body) = try await daemon.get("/events?\(query)")
+            #expect(status == 400)
+            let json = try #require(try JSONParser.parse(body).objectValue)
+            #expect(json["error"] == .string(error))
+            #expect(json["parameter"] == .string(parameter))
+            #expect(json["message"]?.stringValue?.isEmpty == false)
+            #expect(try await daemon.statistics().subscribers.isEmpty)
+            _ = try await daemon.stop()
+        }
+
+        @Test func subscriberLimitAnswers503() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--max-subscribers", "2"])
+            let first = try await RawStream(socketPath: daemon.socketPath, path: "/events")
+            let second = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson")
+            let (status, body) = try await daemon.get("/events")
+            #expect(status == 503)
+            #expect(body.contains("too_many_subscribers"))
+            withExtendedLifetime((first, second)) {}
+        }
+
+        @Test func idleStreamsGetHeartbeats() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--heartbeat-interval", "0.2"])
+            let sse = try await RawStream(socketPath: daemon.socketPath, path: "/events")
+            let text = try await sse.text(within: 5) { $0.components(separatedBy: ": heartbeat\n\n").count >= 3 }
+            #expect(!text.contains("event:"))
+        }
+
+        @Test func statsAndHealthReportTheDaemon() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('A', 'a'), ('B', 'b')")
+            _ = try await stream.text { $0.split(separator: "\n").count == 2 }
+            let statistics = try await daemon.statistics()
+            #expect(statistics.changeCount == 2)
+            #expect(statistics.tables == ["public.course": 2])
+            #expect(statistics.subscribers == ["ndjson": 1])
+            #expect(statistics.listener == .init(state: "listening"))
+            #expect(statistics.uptimeSeconds > 0)
+
+            // Block reconnects, cut the listener: health turns 503 with a reason, then recovers.
+            try PostgresAdmin.execute("ALTER DATABASE \(database.name) ALLOW_CONNECTIONS false")
+            try PostgresAdmin.execute("""
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = '\(database.name)' AND application_name = 'pgherald'
+                """)
+            var health = try await daemon.get("/healthz")
+            let deadline = ContinuousClock.now + .seconds(10)
+            while health.status == 200, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                health = try await daemon.get("/healthz")
+            }
+            #expect(health.status == 503)
+            #expect(health.body.contains(#""state":"reconnecting""#))
+            #expect(health.body.contains("reason"))
+            try PostgresAdmin.execute("ALTER DATABASE \(database.name) ALLOW_CONNECTIONS true")
+            try await daemon.waitUntilHealthy()
+        }
+    }
+}

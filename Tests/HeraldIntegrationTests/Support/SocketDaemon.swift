@@ -1,0 +1,206 @@
+import Synchronization
+import AsyncHTTPClient
+import Foundation
+import Herald
+import HeraldClient
+import NIOCore
+import NIOFoundationCompat
+import Testing
+
+/// A `pgherald serve` process with its socket in a temporary directory.
+final class SocketDaemon: Sendable {
+    let database: TestDatabase
+    let socketPath: String
+    let process: DaemonProcess
+
+    /// Starts the daemon and waits until `/healthz` says it is listening.
+    init(database: TestDatabase, socketPath: String? = nil, arguments: [String] = []) async throws {
+        self.database = database
+        self.socketPath = socketPath ?? Self.temporarySocketPath()
+        process = try DaemonProcess(["serve", "--db", database.connInfo, "--socket", self.socketPath, "--log-format", "json"] + arguments)
+        try await waitUntilHealthy()
+    }
+
+    static func temporarySocketPath() -> String {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.appending(path: "pgherald.sock").path
+    }
+
+    func waitUntilHealthy(within seconds: Double = 20) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if let (status, _) = try? await get("/healthz"), status == 200 { return }
+            guard process.process.isRunning else {
+                let result = try await process.finish()
+                throw ProcessTimeout(description: "daemon exited with \(result.status): \(result.stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessTimeout(description: "daemon not healthy within \(seconds) s")
+    }
+
+    var client: HeraldClient { HeraldClient(socketPath: socketPath) }
+
+    /// GET a small document from the daemon.
+    func get(_ path: String, headers: [(String, String)] = []) async throws -> (status: UInt, body: String) {
+        var request = HTTPClientRequest(url: URL(httpURLWithSocketPath: socketPath, uri: path)!.absoluteString)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await TestHTTP.client.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (response.status.code, String(buffer: body))
+    }
+
+    func statistics() async throws -> DaemonStatistics {
+        try await client.statistics()
+    }
+
+    /// Waits until the daemon reports `count` subscribers of `kind`.
+    func waitForSubscribers(_ count: Int, kind: String, within seconds: Double = 20) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while try await statistics().subscribers[kind, default: 0] != count {
+            guard ContinuousClock.now < deadline else {
+                throw ProcessTimeout(description: "expected \(count) \(kind) subscribers")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Resident memory of the daemon, in bytes.
+    var residentBytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+
+    func stop() async throws -> (status: Int32, stdout: String, stderr: String) {
+        process.signal(SIGTERM)
+        return try await process.finish()
+    }
+}
+
+enum TestHTTP {
+    /// Enough connections for the 1000-subscriber test; reads never time out.
+    static let client = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: HTTPClient.Configuration(
+            timeout: .init(connect: .seconds(10)),
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 2000)
+        )
+    )
+}
+
+/// A raw `GET /events` that reads the response as it arrives, for checking framing byte by byte.
+final class RawStream: Sendable {
+    private let task: Task<Void, Never>
+    private let received = ReceivedBytes()
+
+    init(socketPath: String, path: String, headers: [(String, String)] = []) async throws {
+        var request = HTTPClientRequest(url: URL(httpURLWithSocketPath: socketPath, uri: path)!.absoluteString)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await TestHTTP.client.execute(request, deadline: .distantFuture)
+        try #require(response.status == .ok, "GET \(path) answered \(response.status)")
+        contentType = response.headers.first(name: "content-type") ?? ""
+        let received = self.received
+        task = Task {
+            do {
+                for try await chunk in response.body { received.append(chunk) }
+            } catch {}
+            received.finish()
+        }
+    }
+
+    let contentType: String
+
+    deinit { task.cancel() }
+
+    /// Waits until the text received so far satisfies `condition`, then returns it.
+    func text(within seconds: Double = 10, until condition: @escaping @Sendable (String) -> Bool) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while true {
+            let text = received.text
+            if condition(text) { return text }
+            guard ContinuousClock.now < deadline else {
+                throw ProcessTimeout(description: "stream did not deliver in time; have \(text.suffix(300))")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    var isFinished: Bool { received.isFinished }
+
+    /// Waits until at least `count` lines have arrived.
+    func waitForLines(_ count: Int, within seconds: Double = 30) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while received.lineCount < count {
+            guard ContinuousClock.now < deadline else {
+                throw ProcessTimeout(description: "expected \(count) lines, have \(received.lineCount)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    var lines: [Substring] { received.text.split(separator: "\n") }
+}
+
+final class ReceivedBytes: Sendable {
+    private let state = Mutex((bytes: [UInt8](), lines: 0, finished: false))
+    func append(_ buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { raw in
+            // memchr, not a byte loop: the tests run unoptimised.
+            var lines = 0
+            if var cursor = raw.baseAddress {
+                var remaining = raw.count
+                while remaining > 0, let found = memchr(cursor, Int32(UInt8(ascii: "\n")), remaining) {
+                    lines += 1
+                    let next = UnsafeRawPointer(found) + 1
+                    remaining -= next - cursor
+                    cursor = next
+                }
+            }
+            state.withLock {
+                $0.bytes.append(contentsOf: raw)
+                $0.lines += lines
+            }
+        }
+    }
+    func finish() { state.withLock { $0.finished = true } }
+    var lineCount: Int { state.withLock { $0.lines } }
+    var text: String { state.withLock { String(decoding: $0.bytes, as: UTF8.self) } }
+    var isFinished: Bool { state.withLock { $0.finished } }
+}
+
+/// A client that connects to the socket, asks for events and never reads a byte.
+final class StalledClient {
+    let descriptor: Int32
+
+    init(socketPath: String, path: String = "/events") throws {
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var small: Int32 = 4096
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: socketPath.utf8)
+            buffer[socketPath.utf8.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(connected == 0, "connect failed: errno \(errno)")
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    }
+
+    /// Whether the daemon has closed the connection (reads the little that is buffered, then EOF).
+    var isClosedByPeer: Bool {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count == 0 { return true }
+            if count < 0 { return errno != EAGAIN && errno != EWOULDBLOCK }
+        }
+    }
+
+    deinit { close(descriptor) }
+}
