@@ -102,6 +102,17 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // Socket load client used by scripts/bench-socket: many NDJSON streams on one NIO thread.
+        .executableTarget(
+            name: "HeraldSocketBench",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         .testTarget(
             name: "HeraldTests",
             dependencies: ["Herald", "HeraldPostgres", "HeraldServer", "HeraldClient"],

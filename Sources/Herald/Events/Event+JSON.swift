@@ -40,22 +40,22 @@ extension Event {
         }
         guard let members = read else { throw EventDecodingError(code: .notAnObject, detail: "") }
         let fields = Fields(members)
-        let opName = try fields.requiredString("op")
+        let opName = try Fields.requiredString(fields.op, "op")
         guard let operation = Operation(rawValue: opName) else {
             throw EventDecodingError(code: .unknownOperation, detail: String(opName.prefix(32)))
         }
         self.init(
-            id: try fields.requiredString("id"),
+            id: try Fields.requiredString(fields.id, "id"),
             operation: operation,
-            table: TableName(schema: try fields.requiredString("schema"), name: try fields.requiredString("table")),
-            primaryKeyJSON: try fields.optionalObject("pk"),
-            newJSON: try fields.optionalObject("new"),
-            oldJSON: try fields.optionalObject("old"),
-            transactionID: try fields.requiredString("txid"),
-            at: try fields.requiredString("at"),
-            rowDataOmitted: try fields.flag("omitted")
+            table: TableName(schema: try Fields.requiredString(fields.schema, "schema"), name: try Fields.requiredString(fields.table, "table")),
+            primaryKeyJSON: try Fields.optionalObject(fields.pk, "pk"),
+            newJSON: try Fields.optionalObject(fields.new, "new"),
+            oldJSON: try Fields.optionalObject(fields.old, "old"),
+            transactionID: try Fields.requiredString(fields.txid, "txid"),
+            at: try Fields.requiredString(fields.at, "at"),
+            rowDataOmitted: try fields.isOmitted()
         )
-        count = try fields.count()
+        count = try fields.changeCount()
         try validateRows()
     }
 
@@ -88,36 +88,47 @@ extension Event {
         }
     }
 
-    /// The members of a payload object, looked up by name.
+    /// The members of a payload object, sorted into their fields in one pass.
     private struct Fields {
-        let members: [(key: String, value: JSONParser.ShallowValue)]
+        var id, op, schema, table, txid, at, pk, new, old, count, omitted: JSONParser.ShallowValue?
 
         init(_ members: [(key: String, value: JSONParser.ShallowValue)]) {
-            self.members = members
+            for (key, value) in members {
+                switch key {
+                case "id": id = value
+                case "op": op = value
+                case "schema": schema = value
+                case "table": table = value
+                case "txid": txid = value
+                case "at": at = value
+                case "pk": pk = value
+                case "new": new = value
+                case "old": old = value
+                case "count": count = value
+                case "omitted": omitted = value
+                default: break
+                }
+            }
         }
 
-        func value(_ key: String) -> JSONParser.ShallowValue? {
-            members.first { $0.key == key }?.value
-        }
-
-        func requiredString(_ key: String) throws(EventDecodingError) -> String {
-            switch value(key) {
+        static func requiredString(_ value: JSONParser.ShallowValue?, _ key: String) throws(EventDecodingError) -> String {
+            switch value {
             case .string(let string)? where !string.isEmpty: return string
             case nil, .null?: throw EventDecodingError(code: .missingField, detail: key)
             default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be a non-empty string")
             }
         }
 
-        func optionalObject(_ key: String) throws(EventDecodingError) -> RawJSON? {
-            switch value(key) {
+        static func optionalObject(_ value: JSONParser.ShallowValue?, _ key: String) throws(EventDecodingError) -> RawJSON? {
+            switch value {
             case nil, .null?: return nil
             case .object(let raw)?: return raw
             default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be an object or null")
             }
         }
 
-        func count() throws(EventDecodingError) -> UInt64 {
-            switch value("count") {
+        func changeCount() throws(EventDecodingError) -> UInt64 {
+            switch count {
             case nil, .null?: return 0
             case .other(let raw)? where UInt64(raw.description) != nil:
                 return UInt64(raw.description)!
@@ -125,11 +136,11 @@ extension Event {
             }
         }
 
-        func flag(_ key: String) throws(EventDecodingError) -> Bool {
-            switch value(key) {
+        func isOmitted() throws(EventDecodingError) -> Bool {
+            switch omitted {
             case nil, .null?: return false
             case .bool(let flag)?: return flag
-            default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be a boolean")
+            default: throw EventDecodingError(code: .wrongType, detail: "\"omitted\" must be a boolean")
             }
         }
     }
