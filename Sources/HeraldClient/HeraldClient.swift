@@ -34,10 +34,14 @@ public struct HeraldClient: Sendable {
 
     /// The process-wide HTTP client for daemon sockets. A stream that brings
     /// nothing, not even a heartbeat, for 45 s (three heartbeats) is
-    /// considered dead and reconnected.
+    /// considered dead and reconnected. Each open stream holds a connection,
+    /// so the pool allows many more than AsyncHTTPClient's default of 8.
     public static let sharedHTTPClient = HTTPClient(
         eventLoopGroupProvider: .singleton,
-        configuration: HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(45)))
+        configuration: HTTPClient.Configuration(
+            timeout: .init(connect: .seconds(5), read: .seconds(45)),
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 1024)
+        )
     )
 
     public let configuration: Configuration

@@ -77,15 +77,7 @@ extension IntegrationTests {
 
         static func bindUnixSocket(_ path: String, listening: Bool) throws -> Int32 {
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-                buffer.copyBytes(from: path.utf8)
-                buffer[path.utf8.count] = 0
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
+            let bound = withUnixSocketAddress(path) { bind(descriptor, $0, $1) }
             try #require(bound == 0, "bind failed: errno \(errno)")
             if listening { listen(descriptor, 8) }
             return descriptor

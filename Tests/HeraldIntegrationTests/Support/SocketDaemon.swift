@@ -178,15 +178,7 @@ final class StalledClient {
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var small: Int32 = 4096
         setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer.copyBytes(from: socketPath.utf8)
-            buffer[socketPath.utf8.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let connected = withUnixSocketAddress(socketPath) { connect(descriptor, $0, $1) }
         try #require(connected == 0, "connect failed: errno \(errno)")
         let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
