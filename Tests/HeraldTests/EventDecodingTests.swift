@@ -18,8 +18,7 @@ import Testing
     }
 
     @Test func encodesTheSharedShape() throws {
-        var event = try Event(payload: Self.triggerPayload)
-        event.count = 17
+        let event = try Event(payload: Self.triggerPayload).stamped(count: 17)
         #expect(event.jsonText == #"{"id":"1","count":17,"op":"UPDATE","schema":"public","table":"enrols_in","pk":{"student_id":1,"course_id":5},"new":{"student_id":1,"course_id":5},"old":{"student_id":1,"course_id":4},"txid":"753","at":"2026-11-21T13:09:41.415345Z"}"#)
     }
 

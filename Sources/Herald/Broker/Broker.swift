@@ -91,11 +91,10 @@ public final class Broker: Sendable {
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
             var deliveries = Deliveries()
-            for var event in events {
+            for decoded in events {
                 state.changeCount += 1
-                state.tableCounts[event.table, default: 0] += 1
-                event.count = state.changeCount
-                event.encodedJSON = event.encodeJSON()
+                state.tableCounts[decoded.table, default: 0] += 1
+                let event = decoded.stamped(count: state.changeCount)
                 var row = LazyRow(event: event)
                 if let subscribers = state.subscribersByTable[event.table] {
                     deliveries.add(event, row: &row, for: subscribers)

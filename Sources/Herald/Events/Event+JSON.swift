@@ -40,12 +40,14 @@ extension Event {
         }
         guard let members = read else { throw EventDecodingError(code: .notAnObject, detail: "") }
         let fields = Fields(members)
+        let count = try fields.changeCount()
         let opName = try Fields.requiredString(fields.op, "op")
         guard let operation = Operation(rawValue: opName) else {
             throw EventDecodingError(code: .unknownOperation, detail: String(opName.prefix(32)))
         }
         self.init(
             id: try Fields.requiredString(fields.id, "id"),
+            count: count,
             operation: operation,
             table: TableName(schema: try Fields.requiredString(fields.schema, "schema"), name: try Fields.requiredString(fields.table, "table")),
             primaryKeyJSON: try Fields.optionalObject(fields.pk, "pk"),
@@ -55,7 +57,6 @@ extension Event {
             at: try Fields.requiredString(fields.at, "at"),
             rowDataOmitted: try fields.isOmitted()
         )
-        count = try fields.changeCount()
         try validateRows()
     }
 
@@ -152,11 +153,11 @@ extension Event {
     /// Returns the bytes the broker encoded when it stamped the event, so
     /// outputs never encode the same event twice.
     public var jsonBytes: [UInt8] {
-        encodedJSON ?? encodeJSON()
+        encodedJSON ?? encodeJSON(count: count)
     }
 
-    /// Encodes the event; the broker calls this once per event.
-    func encodeJSON() -> [UInt8] {
+    /// Encodes the event with `count`; the broker calls this once per event.
+    func encodeJSON(count: UInt64) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 512)
         writer.writeRaw(UInt8(ascii: "{"))
         writer.writeKey("id", first: true)

@@ -9,31 +9,66 @@
 /// Row data is held as validated compact JSON (``RawJSON``): outputs copy it
 /// as it is, and `new`, `old` and `primaryKey` parse it when asked.
 public struct Event: Sendable, Hashable {
-    /// Stable, unique event id assigned by the publishing trigger.
-    public let id: String
-    /// The broker's change counter at this event; 0 until the broker stamps it.
-    public internal(set) var count: UInt64
-    public let operation: Operation
-    public let table: TableName
-    /// Primary-key columns of the changed row; `nil` for TRUNCATE and tables without a primary key.
-    public let primaryKeyJSON: RawJSON?
-    /// The row after the change (INSERT, UPDATE).
-    public let newJSON: RawJSON?
-    /// The full row before the change (UPDATE, DELETE).
-    public let oldJSON: RawJSON?
-    /// PostgreSQL transaction id (`xid8`) of the writing transaction, as text.
-    public let transactionID: String
-    /// When the trigger ran, as ISO 8601 text in UTC with microseconds.
-    public let at: String
-    /// True when the row was too large for a notification and `new`/`old` were left out.
-    public let rowDataOmitted: Bool
+    /// Everything about the event, shared: fanning an event out to a thousand
+    /// subscribers copies one reference, not a dozen.
+    final class Storage: Sendable {
+        let id: String
+        let count: UInt64
+        let operation: Operation
+        let table: TableName
+        let primaryKeyJSON: RawJSON?
+        let newJSON: RawJSON?
+        let oldJSON: RawJSON?
+        let transactionID: String
+        let at: String
+        let rowDataOmitted: Bool
+        /// The compact JSON, encoded once by the broker when it stamps the count.
+        let encodedJSON: [UInt8]?
 
-    /// The compact JSON of this event, filled in once by the broker so that
-    /// every subscriber shares the same bytes.
-    var encodedJSON: [UInt8]?
+        init(
+            id: String, count: UInt64, operation: Operation, table: TableName,
+            primaryKeyJSON: RawJSON?, newJSON: RawJSON?, oldJSON: RawJSON?,
+            transactionID: String, at: String, rowDataOmitted: Bool, encodedJSON: [UInt8]?
+        ) {
+            self.id = id
+            self.count = count
+            self.operation = operation
+            self.table = table
+            self.primaryKeyJSON = primaryKeyJSON
+            self.newJSON = newJSON
+            self.oldJSON = oldJSON
+            self.transactionID = transactionID
+            self.at = at
+            self.rowDataOmitted = rowDataOmitted
+            self.encodedJSON = encodedJSON
+        }
+    }
+
+    let storage: Storage
+
+    /// Stable, unique event id assigned by the publishing trigger.
+    public var id: String { storage.id }
+    /// The broker's change counter at this event; 0 until the broker stamps it.
+    public var count: UInt64 { storage.count }
+    public var operation: Operation { storage.operation }
+    public var table: TableName { storage.table }
+    /// Primary-key columns of the changed row; `nil` for TRUNCATE and tables without a primary key.
+    public var primaryKeyJSON: RawJSON? { storage.primaryKeyJSON }
+    /// The row after the change (INSERT, UPDATE).
+    public var newJSON: RawJSON? { storage.newJSON }
+    /// The full row before the change (UPDATE, DELETE).
+    public var oldJSON: RawJSON? { storage.oldJSON }
+    /// PostgreSQL transaction id (`xid8`) of the writing transaction, as text.
+    public var transactionID: String { storage.transactionID }
+    /// When the trigger ran, as ISO 8601 text in UTC with microseconds.
+    public var at: String { storage.at }
+    /// True when the row was too large for a notification and `new`/`old` were left out.
+    public var rowDataOmitted: Bool { storage.rowDataOmitted }
+    var encodedJSON: [UInt8]? { storage.encodedJSON }
 
     init(
         id: String,
+        count: UInt64 = 0,
         operation: Operation,
         table: TableName,
         primaryKeyJSON: RawJSON?,
@@ -43,16 +78,11 @@ public struct Event: Sendable, Hashable {
         at: String,
         rowDataOmitted: Bool
     ) {
-        self.id = id
-        self.count = 0
-        self.operation = operation
-        self.table = table
-        self.primaryKeyJSON = primaryKeyJSON
-        self.newJSON = newJSON
-        self.oldJSON = oldJSON
-        self.transactionID = transactionID
-        self.at = at
-        self.rowDataOmitted = rowDataOmitted
+        storage = Storage(
+            id: id, count: count, operation: operation, table: table,
+            primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, encodedJSON: nil
+        )
     }
 
     public init(
@@ -79,6 +109,19 @@ public struct Event: Sendable, Hashable {
         )
     }
 
+    private init(storage: Storage) {
+        self.storage = storage
+    }
+
+    /// This event with the broker's change count, and its JSON encoded once for every output.
+    func stamped(count: UInt64) -> Event {
+        Event(storage: Storage(
+            id: id, count: count, operation: operation, table: table,
+            primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, encodedJSON: encodeJSON(count: count)
+        ))
+    }
+
     public var primaryKey: JSONObject? { primaryKeyJSON?.value.objectValue }
 
     public var new: JSONObject? { newJSON?.value.objectValue }
@@ -89,9 +132,10 @@ public struct Event: Sendable, Hashable {
     public var row: JSONObject? { new ?? old }
 
     public static func == (lhs: Event, rhs: Event) -> Bool {
-        lhs.id == rhs.id && lhs.count == rhs.count && lhs.operation == rhs.operation && lhs.table == rhs.table
-            && lhs.primaryKeyJSON == rhs.primaryKeyJSON && lhs.newJSON == rhs.newJSON && lhs.oldJSON == rhs.oldJSON
-            && lhs.transactionID == rhs.transactionID && lhs.at == rhs.at && lhs.rowDataOmitted == rhs.rowDataOmitted
+        lhs.storage === rhs.storage
+            || (lhs.id == rhs.id && lhs.count == rhs.count && lhs.operation == rhs.operation && lhs.table == rhs.table
+                && lhs.primaryKeyJSON == rhs.primaryKeyJSON && lhs.newJSON == rhs.newJSON && lhs.oldJSON == rhs.oldJSON
+                && lhs.transactionID == rhs.transactionID && lhs.at == rhs.at && lhs.rowDataOmitted == rhs.rowDataOmitted)
     }
 
     public func hash(into hasher: inout Hasher) {
