@@ -37,6 +37,24 @@ extension IntegrationTests {
             }
         }
 
+        @Test func aClientThatFallsBehindGetsAnOverflowFrameThenTheConnectionCloses() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE TABLE mark (id int PRIMARY KEY, note text)")
+            let daemon = try await SocketDaemon(database: database, arguments: ["--subscriber-buffer", "128"])
+            let lagging = try StalledClient(socketPath: daemon.socketPath)
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try database.execute("INSERT INTO mark SELECT g, repeat('x', 200) FROM generate_series(1, 3000) g")
+            try await waitFor { try await daemon.statistics().overflows == 1 }
+            // It starts reading within the 2 s grace: it gets what was sent, then the overflow frame.
+            let text = lagging.readToEnd()
+            #expect(text.hasPrefix("HTTP/1.1 200 OK"))
+            #expect(text.contains("event: INSERT"))
+            let overflow = try #require(text.range(of: "event: overflow\ndata: {\"error\":\"overflow\",\"capacity\":128,"))
+            // The overflow frame is the last thing on the stream (only HTTP chunk framing may follow).
+            #expect(!text[overflow.upperBound...].contains("event:"))
+            #expect(try await daemon.statistics().subscribers.isEmpty)
+        }
+
         @Test func aThousandSubscribersEachGetEveryEventInOrder() async throws {
             let database = try TestDatabase.create()
             try database.execute("CREATE TABLE mark (id int PRIMARY KEY, score int)")

@@ -89,7 +89,7 @@ extension SocketServer {
         headers[.cacheControl] = "no-cache"
         return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
             try await withGracefulShutdownHandler {
-                try await Self.stream(subscription, as: format, to: &writer, allocator: channel.allocator)
+                try await Self.stream(subscription, as: format, to: &writer, channel: channel)
             } onGracefulShutdown: {
                 subscription.cancel()
             }
@@ -102,7 +102,7 @@ extension SocketServer {
         _ subscription: Subscription,
         as format: StreamFormat,
         to writer: inout any ResponseBodyWriter,
-        allocator: ByteBufferAllocator
+        channel: any Channel
     ) async throws {
         if format == .sse {
             // Sends the headers at once and tells clients how soon to reconnect.
@@ -114,11 +114,14 @@ extension SocketServer {
                 delivery = try await subscription.nextDelivery(limit: 512)
             } catch {
                 try await writer.write(ByteBuffer(string: format.overflowFrame(capacity: error.capacity)))
-                break
+                // Close rather than keep the connection alive: the overflow timer
+                // must never catch a new stream a client opened on it.
+                try await channel.close()
+                return
             }
             switch delivery {
             case .events(let events):
-                var buffer = allocator.buffer(capacity: events.count * 400)
+                var buffer = channel.allocator.buffer(capacity: events.count * 400)
                 format.append(events, to: &buffer)
                 try await writer.write(buffer)
             case .heartbeat:
@@ -128,7 +131,6 @@ extension SocketServer {
                 return
             }
         }
-        try await writer.finish(nil)
     }
 
     private func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {

@@ -194,5 +194,19 @@ final class StalledClient {
         }
     }
 
+    /// Reads until the daemon closes the connection (or `seconds` pass) and returns the text.
+    func readToEnd(within seconds: Int = 20) -> String {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
     deinit { close(descriptor) }
 }
