@@ -78,8 +78,8 @@ public final class PostgresConnection {
             ("fallback_application_name", applicationName),
             ("dbname", connectionString.rawValue),
         ]
-        let handle = withCStrings(parameters.map(\.0)) { keywords in
-            withCStrings(parameters.map(\.1)) { values in
+        let handle = withOptionalCStrings(parameters.map(\.0)) { keywords in
+            withOptionalCStrings(parameters.map(\.1)) { values in
                 PQconnectStartParams(keywords, values, 1)
             }
         }
@@ -220,13 +220,6 @@ public final class PostgresConnection {
 /// Collects notices from libpq's C callback; touched only on the connection's thread.
 private final class NoticeBuffer {
     var notices: [PostgresConnection.Notice] = []
-}
-
-private func withCStrings<Result>(
-    _ strings: [String],
-    _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result
-) -> Result {
-    withOptionalCStrings(strings, body)
 }
 
 private func withOptionalCStrings<Result>(

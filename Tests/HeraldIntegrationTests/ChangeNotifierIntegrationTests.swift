@@ -37,27 +37,18 @@ extension IntegrationTests {
             let viewModel = EnrolmentsByCourseViewModel(database: database)
             notifier.register(viewModel)
             let following = Task { await notifier.run(broker: daemon.broker) }
-            try await waitUntil { daemon.broker.statistics.subscriberCount == 2 }
+            try await waitFor { daemon.broker.statistics.subscriberCount == 2 }
 
             try database.execute("UPDATE mark SET score = score + 1")
-            try await waitUntil(seconds: 10) { notifier.changeCount == 1000 && notifier.refreshCount == 1 }
+            try await waitFor(seconds: 10) { notifier.changeCount == 1000 && notifier.refreshCount == 1 }
             try await Task.sleep(for: .milliseconds(200))
             #expect(viewModel.refreshes == 1)
 
             try database.execute("DELETE FROM enrols_in WHERE student_id = 1 AND course_id = 2")
-            try await waitUntil(seconds: 10) { viewModel.enrolledInFunctions == 2 }
+            try await waitFor(seconds: 10) { viewModel.enrolledInFunctions == 2 }
             #expect(viewModel.refreshes == 2)
             following.cancel()
             try await daemon.stop()
         }
-    }
-}
-
-@MainActor
-func waitUntil(seconds: Double = 5, _ condition: @MainActor () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw InboxTimeout(expected: 1, received: 0, seconds: seconds) }
-        try await Task.sleep(for: .milliseconds(2))
     }
 }

@@ -134,12 +134,3 @@ extension IntegrationTests {
         }
     }
 }
-
-/// Polls `condition` until it holds, failing after `seconds`.
-func waitFor(seconds: Double = 15, _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw ProcessTimeout(description: "condition not met within \(seconds) s") }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}

@@ -96,7 +96,7 @@ extension IntegrationTests {
             }
             let line = try await daemon.readLine { $0.contains(#""op":"UPDATE""#) }
             writer.cancel()
-            let event = try Event(json: JSONParser.parse(line))
+            let event = try Event(payload: line)
             #expect(event.table == TableName(name: "course"))
             #expect(event.primaryKey == ["id": .number(JSONNumber(1))])
             #expect(line.hasPrefix(#"{"id":""#))

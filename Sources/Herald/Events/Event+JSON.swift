@@ -68,10 +68,6 @@ extension Event {
         self = try result.get()
     }
 
-    public init(json value: JSONValue) throws(EventDecodingError) {
-        try self.init(payload: value.jsonText)
-    }
-
     private func validateRows() throws(EventDecodingError) {
         if rowDataOmitted { return }
         let expected: (new: Bool, old: Bool)

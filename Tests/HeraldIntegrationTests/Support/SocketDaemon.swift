@@ -57,13 +57,9 @@ final class SocketDaemon: Sendable {
 
     /// Waits until the daemon reports `count` subscribers of `kind`.
     func waitForSubscribers(_ count: Int, kind: String, within seconds: Double = 20) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while try await statistics().subscribers[kind, default: 0] != count {
-            guard ContinuousClock.now < deadline else {
-                throw ProcessTimeout(description: "expected \(count) \(kind) subscribers")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitFor(seconds: seconds) {
+            try await statistics().subscribers[kind, default: 0] == count
+        } failure: { "expected \(count) \(kind) subscribers" }
     }
 
     /// Resident memory of the daemon, in bytes.
@@ -131,13 +127,9 @@ final class RawStream: Sendable {
 
     /// Waits until at least `count` lines have arrived.
     func waitForLines(_ count: Int, within seconds: Double = 30) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while received.lineCount < count {
-            guard ContinuousClock.now < deadline else {
-                throw ProcessTimeout(description: "expected \(count) lines, have \(received.lineCount)")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitFor(seconds: seconds) {
+            received.lineCount >= count
+        } failure: { "expected \(count) lines, have \(received.lineCount)" }
     }
 
     var lines: [Substring] { received.text.split(separator: "\n") }
