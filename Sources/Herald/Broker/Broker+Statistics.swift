@@ -5,10 +5,10 @@ extension Broker {
         public var changeCount: UInt64
         /// Events published per table since start.
         public var tableCounts: [TableName: UInt64]
-        /// Subscribers registered now.
-        public var subscriberCount: Int
         /// Subscribers registered now, by the kind they subscribed with.
         public var subscribersByKind: [String: Int]
+        /// Subscribers registered now.
+        public var subscriberCount: Int { subscribersByKind.values.reduce(0, +) }
         /// Subscribers dropped because their mailbox overflowed.
         public var overflowCount: UInt64
     }
@@ -19,7 +19,6 @@ extension Broker {
             return Statistics(
                 changeCount: state.changeCount,
                 tableCounts: state.tableCounts,
-                subscriberCount: subscribers.count,
                 subscribersByKind: subscribers.reduce(into: [:]) { $0[$1.kind, default: 0] += 1 },
                 overflowCount: state.overflowCount
             )

@@ -73,6 +73,7 @@ extension SocketServer {
         }
 
         let channel = context.channel
+        let progress = StreamProgress()
         let subscription = broker.subscribe(
             filter,
             capacity: configuration.subscriberBuffer,
@@ -80,16 +81,19 @@ extension SocketServer {
             wantsHeartbeats: true,
             onOverflow: {
                 // A client that stopped reading never gets to the overflow frame; close it.
-                channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+                progress.closeWhenStalled(channel)
             }
         )
         logger.debug("stream opened", metadata: ["format": "\(format.rawValue)", "filter": "\(FilterQuery.queryItems(for: filter))"])
         var headers = HTTPFields()
         headers[.contentType] = format.contentType
         headers[.cacheControl] = "no-cache"
+        // A stream is the connection's last response; clients must not reuse it,
+        // so the stall check after an overflow can never hit a new stream.
+        headers[.connection] = "close"
         return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
             try await withGracefulShutdownHandler {
-                try await Self.stream(subscription, as: format, to: &writer, channel: channel)
+                try await Self.stream(subscription, as: format, to: &writer, channel: channel, progress: progress)
             } onGracefulShutdown: {
                 subscription.cancel()
             }
@@ -102,7 +106,8 @@ extension SocketServer {
         _ subscription: Subscription,
         as format: StreamFormat,
         to writer: inout any ResponseBodyWriter,
-        channel: any Channel
+        channel: any Channel,
+        progress: StreamProgress
     ) async throws {
         if format == .sse {
             // Sends the headers at once and tells clients how soon to reconnect.
@@ -114,9 +119,7 @@ extension SocketServer {
                 delivery = try await subscription.nextDelivery(limit: 512)
             } catch {
                 try await writer.write(ByteBuffer(string: format.overflowFrame(capacity: error.capacity)))
-                // Close rather than keep the connection alive: the overflow timer
-                // must never catch a new stream a client opened on it.
-                try await channel.close()
+                try await writer.finish(nil)
                 return
             }
             switch delivery {
@@ -124,8 +127,10 @@ extension SocketServer {
                 var buffer = channel.allocator.buffer(capacity: events.count * 400)
                 format.append(events, to: &buffer)
                 try await writer.write(buffer)
+                progress.recordWrite()
             case .heartbeat:
                 try await writer.write(ByteBuffer(staticString: format.heartbeat))
+                progress.recordWrite()
             case .finished:
                 try await writer.finish(nil)
                 return

@@ -186,18 +186,22 @@ final class StalledClient {
         }
     }
 
-    /// Reads until the daemon closes the connection (or `seconds` pass) and returns the text.
-    func readToEnd(within seconds: Int = 20) -> String {
+    /// Reads `chunk` bytes at a time with `pause` between reads until the daemon
+    /// closes the connection (or a read waits `seconds`). Returns the text and
+    /// whether it ended because the daemon closed the connection.
+    func readSlowly(chunk: Int = 4096, pause: Duration = .milliseconds(10), within seconds: Int = 20) async throws -> (text: String, closedByPeer: Bool) {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var buffer = [UInt8](repeating: 0, count: chunk)
         while true {
             let count = recv(descriptor, &buffer, buffer.count, 0)
-            guard count > 0 else { break }
+            guard count > 0 else {
+                return (String(decoding: received, as: UTF8.self), count == 0)
+            }
             received += buffer[0..<count]
+            try await Task.sleep(for: pause)
         }
-        return String(decoding: received, as: UTF8.self)
     }
 
     deinit { close(descriptor) }
