@@ -1,11 +1,14 @@
--- pgherald publisher: triggers that send every row change with pg_notify.
+-- pgherald publisher: triggers that send every row change with pg_notify and,
+-- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 1. Idempotent: running it again upgrades in place and keeps the
--- watched schemas and exclusions. Apply in one transaction:
+-- Version 2. Idempotent: running it again upgrades in place and keeps the
+-- watched schemas, exclusions and durability. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
--- when set, else `public` on a first install. `pgherald install --schema S`
--- sets it for you.
+-- when set, else `public` on a first install. Durability: the
+-- `pgherald.durability` setting (`durable` or `notify-only`) when set, else
+-- what was installed before, else `durable`. `pgherald install --schema S
+-- --durability D` sets both for you.
 
 DO $check$
 BEGIN
@@ -22,7 +25,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 2 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -39,43 +42,130 @@ CREATE TABLE IF NOT EXISTS pgherald.excluded_table (
 -- transaction are never collapsed into one notification.
 CREATE SEQUENCE IF NOT EXISTS pgherald.event_id AS bigint;
 
--- Row-level publisher. The trigger's arguments are the primary-key columns,
--- captured when the trigger is attached (and refreshed on ALTER TABLE), so no
--- catalog lookup happens per row.
+CREATE TABLE IF NOT EXISTS pgherald.setting (
+    name text PRIMARY KEY,
+    value text NOT NULL
+);
+
+DO $durability$
+DECLARE
+    requested text := nullif(current_setting('pgherald.durability', true), '');
+BEGIN
+    IF requested IS NOT NULL AND requested NOT IN ('durable', 'notify-only') THEN
+        RAISE EXCEPTION 'unknown durability "%"', requested
+            USING HINT = 'Use durable (journal and NOTIFY) or notify-only (NOTIFY alone).';
+    END IF;
+    INSERT INTO pgherald.setting VALUES ('durability', coalesce(requested, 'durable'))
+    ON CONFLICT (name) DO UPDATE SET value = coalesce(requested, pgherald.setting.value);
+END
+$durability$;
+
+-- `durable` or `notify-only`: whether the triggers also write the journal.
+CREATE OR REPLACE FUNCTION pgherald.durability() RETURNS text
+LANGUAGE sql STABLE AS $$ SELECT value FROM pgherald.setting WHERE name = 'durability' $$;
+
+-- Durable mode: every event, written in the same transaction as the change it
+-- describes. The daemon reads it after any gap in LISTEN, and for rows too
+-- large for a notification. Catch-up selects by transaction id against
+-- snapshots (see the daemon's Journal), so commit order never hides a row.
+CREATE TABLE IF NOT EXISTS pgherald.journal (
+    id bigint PRIMARY KEY,
+    txid xid8 NOT NULL,
+    event text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS journal_txid_id ON pgherald.journal (txid, id);
+
+-- Each daemon's progress, by `--name`: every journal event whose transaction
+-- is visible in the latest snapshot has reached that daemon's subscribers.
+-- `last_event_id` is the last event delivered before a graceful shutdown.
+CREATE TABLE IF NOT EXISTS pgherald.checkpoint (
+    daemon text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    snapshot pg_snapshot NOT NULL,
+    last_event_id bigint,
+    taken_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (daemon, seq)
+);
+
+-- The event JSON for one row change. The primary-key columns are the
+-- trigger's arguments, captured when the trigger is attached (and refreshed
+-- on ALTER TABLE), so no catalog lookup happens per row.
+CREATE OR REPLACE FUNCTION pgherald.row_event(
+    event_id bigint, txid xid8, op text, table_schema name, table_name name,
+    key_columns text[], new_row json, old_row json, omit_rows boolean
+) RETURNS text
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    key json;
+BEGIN
+    IF cardinality(key_columns) > 0 THEN
+        SELECT json_object_agg(column_name, coalesce(new_row, old_row) -> column_name)
+          INTO key
+          FROM unnest(key_columns) AS column_name;
+    END IF;
+    IF omit_rows THEN
+        RETURN json_build_object(
+            'id', event_id::text, 'op', op, 'schema', table_schema, 'table', table_name,
+            'pk', key, 'new', NULL, 'old', NULL, 'txid', txid::text,
+            'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+            'omitted', true)::text;
+    END IF;
+    RETURN json_build_object(
+        'id', event_id::text, 'op', op, 'schema', table_schema, 'table', table_name,
+        'pk', key, 'new', new_row, 'old', old_row, 'txid', txid::text,
+        'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text;
+END
+$fn$;
+
+-- NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more.
+CREATE OR REPLACE FUNCTION pgherald.notify_limit() RETURNS int
+LANGUAGE sql STABLE AS $$ SELECT current_setting('block_size')::int - 192 $$;
+
+-- Notify-only publisher: the notification is the only record of the change.
+-- A row too large to notify must never fail the user's write, so its event
+-- goes out without row data, marked as omitted.
 CREATE OR REPLACE FUNCTION pgherald.publish_row() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
-    event_id text := nextval('pgherald.event_id')::text;
-    txid text := pg_current_xact_id()::text;
-    at text := to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
-    -- NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more.
-    payload_limit int := current_setting('block_size')::int - 192;
+    event_id bigint := nextval('pgherald.event_id');
+    txid xid8 := pg_current_xact_id();
     new_row json;
     old_row json;
-    key json;
     payload text;
 BEGIN
     IF TG_OP <> 'DELETE' THEN new_row := row_to_json(NEW); END IF;
     IF TG_OP <> 'INSERT' THEN old_row := row_to_json(OLD); END IF;
-    IF TG_NARGS > 0 THEN
-        SELECT json_object_agg(column_name, coalesce(new_row, old_row) -> column_name)
-          INTO key
-          FROM unnest(TG_ARGV) AS column_name;
-    END IF;
-    payload := json_build_object(
-        'id', event_id, 'op', TG_OP, 'schema', TG_TABLE_SCHEMA, 'table', TG_TABLE_NAME,
-        'pk', key, 'new', new_row, 'old', old_row, 'txid', txid, 'at', at)::text;
-    -- A row too large to notify must never fail the user's write: send the
-    -- event without row data, marked as omitted.
-    IF octet_length(payload) >= payload_limit THEN
-        payload := json_build_object(
-            'id', event_id, 'op', TG_OP, 'schema', TG_TABLE_SCHEMA, 'table', TG_TABLE_NAME,
-            'pk', key, 'new', NULL, 'old', NULL, 'txid', txid, 'at', at, 'omitted', true)::text;
-        IF octet_length(payload) >= payload_limit THEN
-            payload := json_build_object(
-                'id', event_id, 'op', TG_OP, 'schema', TG_TABLE_SCHEMA, 'table', TG_TABLE_NAME,
-                'pk', NULL, 'new', NULL, 'old', NULL, 'txid', txid, 'at', at, 'omitted', true)::text;
+    payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
+    IF octet_length(payload) >= pgherald.notify_limit() THEN
+        payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, true);
+        IF octet_length(payload) >= pgherald.notify_limit() THEN
+            payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, '{}', NULL, NULL, true);
         END IF;
+    END IF;
+    PERFORM pg_notify('pgherald', payload);
+    RETURN NULL;
+END
+$fn$;
+
+-- Durable publisher: the journal row commits or rolls back with the change.
+-- The notification carries the event for low latency, or, when the event is
+-- too large for one, a reference the daemon resolves from the journal.
+CREATE OR REPLACE FUNCTION pgherald.publish_row_durable() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    event_id bigint := nextval('pgherald.event_id');
+    txid xid8 := pg_current_xact_id();
+    new_row json;
+    old_row json;
+    payload text;
+BEGIN
+    IF TG_OP <> 'DELETE' THEN new_row := row_to_json(NEW); END IF;
+    IF TG_OP <> 'INSERT' THEN old_row := row_to_json(OLD); END IF;
+    payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
+    INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
+    IF octet_length(payload) >= pgherald.notify_limit() THEN
+        payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
     END IF;
     PERFORM pg_notify('pgherald', payload);
     RETURN NULL;
@@ -84,13 +174,15 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION pgherald.publish_truncate() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
+DECLARE
+    event_id bigint := nextval('pgherald.event_id');
+    txid xid8 := pg_current_xact_id();
+    payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, '{}', NULL, NULL, false);
 BEGIN
-    PERFORM pg_notify('pgherald', json_build_object(
-        'id', nextval('pgherald.event_id')::text, 'op', TG_OP,
-        'schema', TG_TABLE_SCHEMA, 'table', TG_TABLE_NAME,
-        'pk', NULL, 'new', NULL, 'old', NULL,
-        'txid', pg_current_xact_id()::text,
-        'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text);
+    IF pgherald.durability() = 'durable' THEN
+        INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
+    END IF;
+    PERFORM pg_notify('pgherald', payload);
     RETURN NULL;
 END
 $fn$;
@@ -108,7 +200,9 @@ BEGIN
      WHERE i.indrelid = target AND i.indisprimary;
     EXECUTE format(
         'CREATE OR REPLACE TRIGGER pgherald_row AFTER INSERT OR UPDATE OR DELETE ON %s '
-        'FOR EACH ROW EXECUTE FUNCTION pgherald.publish_row(%s)', target, coalesce(key_arguments, ''));
+        'FOR EACH ROW EXECUTE FUNCTION %s(%s)', target,
+        CASE pgherald.durability() WHEN 'durable' THEN 'pgherald.publish_row_durable' ELSE 'pgherald.publish_row' END,
+        coalesce(key_arguments, ''));
     EXECUTE format(
         'CREATE OR REPLACE TRIGGER pgherald_truncate AFTER TRUNCATE ON %s '
         'FOR EACH STATEMENT EXECUTE FUNCTION pgherald.publish_truncate()', target);

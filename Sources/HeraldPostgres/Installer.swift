@@ -17,10 +17,19 @@ public enum Installer {
     /// Installs or upgrades the publisher in one transaction and watches `schemas`
     /// (default: `public` on a first install, else whatever was watched before).
     ///
+    /// - Parameter durability: whether the triggers write the journal; default:
+    ///   durable on a first install, else what was installed before.
     /// - Returns: the tables that publish now.
     @discardableResult
-    public static func install(on connection: PostgresConnection, schemas: [String] = []) throws(PostgresError) -> [WatchedTable] {
+    public static func install(
+        on connection: PostgresConnection,
+        schemas: [String] = [],
+        durability: Durability? = nil
+    ) throws(PostgresError) -> [WatchedTable] {
         try inTransaction(connection) { () throws(PostgresError) in
+            if let durability {
+                try connection.execute("SELECT set_config('pgherald.durability', $1, true)", parameters: [durability.rawValue])
+            }
             if !schemas.isEmpty {
                 var writer = JSONWriter()
                 writer.write(.array(schemas.map(JSONValue.string)))

@@ -10,7 +10,7 @@ import Glibc
 public final class PostgresConnection {
     let handle: OpaquePointer
     let connectionString: ConnectionString
-    private let wake: WakeSignal?
+    private var wake: WakeSignal?
     private let notices: NoticeBuffer
 
     /// A server message (NOTICE, WARNING, ...) received while running statements.
@@ -167,6 +167,12 @@ public final class PostgresConnection {
     }
 
     var socket: Int32 { PQsocket(handle) }
+
+    /// Lets waits run to completion after the wake signal fired: for the last
+    /// statements of a graceful stop.
+    func ignoreWakeSignal() {
+        wake = nil
+    }
 
     /// Quotes a name for use as an SQL identifier, with libpq's rules.
     public func escapeIdentifier(_ name: String) throws(PostgresError) -> String {

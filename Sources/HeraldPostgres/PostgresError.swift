@@ -11,6 +11,9 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
         case queryFailed
         /// An established connection broke.
         case connectionLost
+        /// The database's pgherald installation does not fit what was asked
+        /// for; the message says which `pgherald install` to run.
+        case incompatibleInstall
         /// The operation was abandoned because the caller is shutting down.
         case stopped
     }

@@ -11,9 +11,15 @@ public final class Broker: Sendable {
     public struct Configuration: Sendable {
         /// Events a subscriber may fall behind before it is dropped. Default 4096.
         public var mailboxCapacity: Int
+        /// Recent events kept for subscribers that resume after a disconnect. Default 100,000.
+        public var historyCapacity: Int
+        /// The most encoded bytes the history keeps. Default 64 MiB.
+        public var historyByteLimit: Int
 
-        public init(mailboxCapacity: Int = 4096) {
+        public init(mailboxCapacity: Int = 4096, historyCapacity: Int = 100_000, historyByteLimit: Int = 64 << 20) {
             self.mailboxCapacity = mailboxCapacity
+            self.historyCapacity = historyCapacity
+            self.historyByteLimit = historyByteLimit
         }
     }
 
@@ -34,13 +40,18 @@ public final class Broker: Sendable {
         var subscribersForAllTables: [UInt64: Subscriber] = [:]
         var overflowCount: UInt64 = 0
         var isShutDown = false
+        var history: EventHistory
     }
 
     public let configuration: Configuration
-    let state = Mutex(State())
+    let state: Mutex<State>
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
+        state = Mutex(State(history: EventHistory(
+            capacity: configuration.historyCapacity,
+            byteLimit: configuration.historyByteLimit
+        )))
     }
 
     /// Registers a subscriber and returns its live stream.
@@ -58,9 +69,27 @@ public final class Broker: Sendable {
         wantsHeartbeats: Bool = false,
         onOverflow: (@Sendable () -> Void)? = nil
     ) -> Subscription {
+        subscribe(filter, resumingAfter: nil, capacity: capacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow).subscription
+    }
+
+    /// Registers a subscriber that continues after the event `eventID`.
+    ///
+    /// - Returns: the live stream, and the events delivered after `eventID`
+    ///   that match the filter, to be consumed first; together they have no
+    ///   gap and no duplicate. `replay` is `nil` when `eventID` is older than
+    ///   the broker's history (then the caller must find the missed events
+    ///   elsewhere, such as the journal).
+    public func subscribe(
+        _ filter: EventFilter = .all,
+        resumingAfter eventID: String?,
+        capacity: Int? = nil,
+        kind: String = "in-process",
+        wantsHeartbeats: Bool = false,
+        onOverflow: (@Sendable () -> Void)? = nil
+    ) -> (subscription: Subscription, replay: [Event]?) {
         let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity, wantsHeartbeats: wantsHeartbeats)
         let subscriber = Subscriber(filter: filter, mailbox: mailbox, kind: kind, onOverflow: onOverflow)
-        let id = state.withLock { state -> UInt64 in
+        let (id, replay) = state.withLock { state -> (UInt64, [Event]?) in
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
             if state.isShutDown {
@@ -70,9 +99,16 @@ public final class Broker: Sendable {
             } else {
                 state.subscribersForAllTables[id] = subscriber
             }
-            return id
+            return (id, eventID.flatMap { state.history.events(after: $0, matching: filter) })
         }
-        return Subscription(id: id, filter: filter, mailbox: mailbox, broker: self)
+        return (Subscription(id: id, filter: filter, mailbox: mailbox, broker: self), replay)
+    }
+
+    /// Tells the history which event a previous run delivered last, so that
+    /// a subscriber resuming from it after a graceful restart misses nothing
+    /// and repeats nothing.
+    public func historyContinues(afterEventID eventID: String) {
+        state.withLock { $0.history.previousRunLastEventID = eventID }
     }
 
     func unsubscribe(id: UInt64) {
@@ -100,6 +136,7 @@ public final class Broker: Sendable {
                     deliveries.add(event, row: &row, for: subscribers)
                 }
                 deliveries.add(event, row: &row, for: state.subscribersForAllTables)
+                state.history.append(event)
                 stamped.append(event)
             }
             var overflowed: [Subscriber] = []

@@ -7,6 +7,8 @@ extension PostgresListener {
         var machine = ReconnectStateMachine(backoff: configuration.backoff)
         var connection: PostgresConnection?
         var lastError = PostgresError(.connectionFailed, "not connected")
+        // Set at the first connection in durable mode; kept across reconnects.
+        var cursor: DeliveryCursor?
         var action = machine.start()
         defer { setStatus(.stopped) }
         while true {
@@ -14,7 +16,11 @@ extension PostgresListener {
             case .connect(let attempt):
                 if attempt == 0 { setStatus(.connecting) }
                 do {
-                    connection = try openConnection()
+                    let opened = try openConnection()
+                    if !machine.hasListened {
+                        cursor = try prepareDurability(on: opened)
+                    }
+                    connection = opened
                     action = machine.connected()
                 } catch where error.code == .stopped {
                     action = machine.stop()
@@ -26,9 +32,9 @@ extension PostgresListener {
                     action = machine.connectFailed(random: Double.random(in: 0..<1))
                 }
             case .listen:
-                setStatus(.listening)
-                let error = receive(on: connection!)
+                let error = listen(on: connection!, cursor: &cursor)
                 connection = nil
+                cursor?.disconnected()
                 if error.code == .stopped {
                     action = machine.stop()
                 } else {
@@ -54,7 +60,7 @@ extension PostgresListener {
         }
     }
 
-    /// Connects and subscribes to the channel.
+    /// Connects and subscribes to the channel and to this daemon's ticks.
     private func openConnection() throws(PostgresError) -> PostgresConnection {
         let deadline = ContinuousClock.now + configuration.connectTimeout
         let connection = try PostgresConnection.connect(
@@ -64,7 +70,8 @@ extension PostgresListener {
             wake: wake
         )
         let channel = try connection.escapeIdentifier(configuration.channel)
-        try connection.execute("LISTEN \(channel)", timeout: ContinuousClock.now.duration(to: deadline))
+        let ticks = try connection.escapeIdentifier(tickChannel)
+        try connection.execute("LISTEN \(channel); LISTEN \(ticks)", timeout: ContinuousClock.now.duration(to: deadline))
         logger.info("listening", metadata: [
             "channel": "\(configuration.channel)",
             "server": "\(connection.endpointDescription)",
@@ -73,49 +80,23 @@ extension PostgresListener {
         return connection
     }
 
-    /// Reads, decodes and publishes until the connection fails or the listener is stopped.
-    ///
-    /// A burst (a large transaction) arrives in many socket reads. Reading on
-    /// while input is already waiting lets one publish carry many events, so
-    /// subscribers wake once per batch; batches never exceed ``maximumBatch``.
-    private func receive(on connection: PostgresConnection) -> PostgresError {
-        var batch: [Event] = []
-        batch.reserveCapacity(Self.maximumBatch)
-        let decode: PostgresConnection.NotificationHandler = { _, payload, senderPID in
-            do {
-                batch.append(try Event(payload: payload))
-            } catch {
-                self.logger.warning("skipped a notification that is not a pgherald event", metadata: [
-                    "reason": "\(error)",
-                    "sender_pid": "\(senderPID)",
-                    "payload": "\(String(decoding: payload.prefix(160), as: UTF8.self))",
-                ])
-            }
-        }
-        while true {
+    /// Catches up (in durable mode), then receives until the connection fails or the listener is stopped.
+    private func listen(on connection: PostgresConnection, cursor: inout DeliveryCursor?) -> PostgresError {
+        if cursor != nil {
+            setStatus(.catchingUp)
             do throws(PostgresError) {
-                try connection.awaitInput()
-                while true {
-                    let room = Self.maximumBatch - batch.count
-                    if connection.takeNotifications(limit: room, decode) == room {
-                        publish(&batch)
-                    } else if connection.hasWaitingInput {
-                        try connection.readInput()
-                    } else {
-                        break
-                    }
-                }
+                try catchUp(on: connection, cursor: &cursor!)
             } catch {
                 return error
             }
-            publish(&batch)
         }
-    }
-
-    private func publish(_ batch: inout [Event]) {
-        guard !batch.isEmpty else { return }
-        broker.publish(batch)
-        batch.removeAll(keepingCapacity: true)
+        setStatus(.listening)
+        var receiver = Receiver(listener: self, connection: connection)
+        let error = receiver.run(cursor: &cursor)
+        if error.code == .stopped, cursor != nil {
+            finalCheckpoint(on: connection, receiver: &receiver, cursor: &cursor)
+        }
+        return error
     }
 
     /// The most events handed to the broker at once. Subscriber buffers must
@@ -123,4 +104,7 @@ extension PostgresListener {
     /// burst it never had the chance to read. Small batches also get the
     /// first events of a burst out sooner.
     public static let maximumBatch = 128
+
+    /// The channel a durable listener notifies itself on to confirm checkpoints.
+    var tickChannel: String { "\(configuration.channel).tick" }
 }

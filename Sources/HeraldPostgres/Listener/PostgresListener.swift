@@ -19,17 +19,31 @@ public final class PostgresListener: Service, Sendable {
         /// Limit for establishing a connection and running LISTEN. Default 10 s.
         public var connectTimeout: Duration
         public var backoff: BackoffPolicy
+        /// `nil` (the default) follows what the database was installed with;
+        /// a value that differs from it fails the start.
+        public var durability: Durability?
+        /// Names this daemon's checkpoint, so several daemons can share a database. Default `default`.
+        public var name: String
+        /// How often progress is recorded while events flow. Default 1 s. A
+        /// daemon killed without warning re-delivers at most this much.
+        public var checkpointInterval: Duration
 
         public init(
             connection: ConnectionString,
             channel: String = "pgherald",
             connectTimeout: Duration = .seconds(10),
-            backoff: BackoffPolicy = .init()
+            backoff: BackoffPolicy = .init(),
+            durability: Durability? = nil,
+            name: String = "default",
+            checkpointInterval: Duration = .seconds(1)
         ) {
             self.connection = connection
             self.channel = channel
             self.connectTimeout = connectTimeout
             self.backoff = backoff
+            self.durability = durability
+            self.name = name
+            self.checkpointInterval = checkpointInterval
         }
     }
 
@@ -37,6 +51,8 @@ public final class PostgresListener: Service, Sendable {
     public enum Status: Sendable, Hashable {
         case notStarted
         case connecting
+        /// Connected, replaying from the journal what was committed during a gap.
+        case catchingUp
         case listening
         case reconnecting(attempt: Int, lastError: String)
         case stopped
@@ -51,6 +67,7 @@ public final class PostgresListener: Service, Sendable {
         var status: Status = .notStarted
         var statusWaiters: [StatusWaiter] = []
         var started = false
+        var durability: Durability?
     }
 
     public let configuration: Configuration
@@ -66,6 +83,9 @@ public final class PostgresListener: Service, Sendable {
     }
 
     public var status: Status { state.withLock { $0.status } }
+
+    /// The durability in force, once the first connection has found it.
+    public var durability: Durability? { state.withLock { $0.durability } }
 
     /// Runs until shutdown. Throws if the first connection fails.
     public func run() async throws {

@@ -35,6 +35,7 @@ extension SocketServer {
     func listenerState() -> DaemonStatistics.Listener {
         switch listener.status {
         case .notStarted, .connecting: return .init(state: "connecting", reason: "connecting to PostgreSQL")
+        case .catchingUp: return .init(state: "catching-up", reason: "replaying events committed while not listening")
         case .listening: return .init(state: "listening")
         case .reconnecting(let attempt, let lastError):
             return .init(state: "reconnecting", reason: "attempt \(attempt): \(lastError)")

@@ -21,13 +21,21 @@ struct Install: ParsableCommand {
     )
     var schemas: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "durable: triggers write each event to the pgherald.journal table as well as notify, so nothing is lost while the daemon is away; notify-only: NOTIFY alone, cheaper for writers, but events sent while no daemon listens are lost.",
+        discussion: "Default: durable on a first install, else what was installed before.",
+        valueName: "durable|notify-only"
+    ))
+    var durability: Durability?
+
     func run() throws {
         let connection = try PostgresConnection.connect(database.connectionString())
-        let tables = try Installer.install(on: connection, schemas: schemas)
+        let tables = try Installer.install(on: connection, schemas: schemas, durability: durability)
         for notice in connection.takeNotices() where notice.severity == "WARNING" {
             FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))
         }
-        print("pgherald publisher installed (\(connection.endpointDescription))")
+        let installed = try Journal.installedDurability(on: connection)?.rawValue ?? "?"
+        print("pgherald publisher installed, \(installed) (\(connection.endpointDescription))")
         print("watching \(tables.count) table\(tables.count == 1 ? "" : "s"):")
         for table in tables { print("  \(table)") }
     }

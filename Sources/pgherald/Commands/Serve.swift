@@ -30,6 +30,19 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Channel the triggers notify on.")
     var channel = "pgherald"
 
+    @Option(help: ArgumentHelp(
+        "durable or notify-only; must match `pgherald install --durability`.",
+        discussion: "Default: whatever the database was installed with. Durable mode catches up from the journal after any gap, so nothing committed is lost.",
+        valueName: "durable|notify-only"
+    ))
+    var durability: Durability?
+
+    @Option(help: "This daemon's name, under which it records its progress in the database, so that several daemons can share one. Default: default.")
+    var name = "default"
+
+    @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 64 MiB). Older resumes are read from the journal.")
+    var history = 100_000
+
     @Option(help: "Events a subscriber may fall behind before it is dropped.")
     var mailboxCapacity = 4096
 
@@ -62,6 +75,8 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--mailbox-capacity must be at least \(batch): the listener hands over up to \(batch) events at once")
         }
         guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
+        guard !name.isEmpty else { throw ValidationError("--name must not be empty") }
+        guard history >= 0 else { throw ValidationError("--history must not be negative") }
         guard let mode = mode_t(socketMode, radix: 8), mode <= 0o777 else {
             throw ValidationError("--socket-mode must be octal permissions such as 660, not '\(socketMode)'")
         }
@@ -77,7 +92,7 @@ struct Serve: AsyncParsableCommand {
         try logging.bootstrap()
         let lifecycle = LogCategory.lifecycle.logger
         let connection = try database.connectionString()
-        let broker = Broker(configuration: .init(mailboxCapacity: mailboxCapacity))
+        let broker = Broker(configuration: .init(mailboxCapacity: mailboxCapacity, historyCapacity: history))
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         let format: StdoutFormat? = switch stdout {
@@ -90,7 +105,10 @@ struct Serve: AsyncParsableCommand {
             services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let listener = PostgresListener(
-            configuration: .init(connection: connection, channel: channel, connectTimeout: .seconds(connectTimeout)),
+            configuration: .init(
+                connection: connection, channel: channel, connectTimeout: .seconds(connectTimeout),
+                durability: durability, name: name
+            ),
             broker: broker,
             logger: LogCategory.database.logger
         )

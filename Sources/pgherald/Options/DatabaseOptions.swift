@@ -1,5 +1,5 @@
-import ArgumentParser
-import HeraldPostgres
+public import ArgumentParser
+public import HeraldPostgres
 
 struct DatabaseOptions: ParsableArguments {
     @Option(
@@ -16,3 +16,5 @@ struct DatabaseOptions: ParsableArguments {
         try ConnectionString(db)
     }
 }
+
+extension Durability: ExpressibleByArgument {}

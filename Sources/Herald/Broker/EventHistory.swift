@@ -1,0 +1,53 @@
+import DequeModule
+
+/// The most recent events in delivery order, so that a subscriber that lost
+/// its connection can resume exactly where it stopped.
+///
+/// Bounded by both an event count and the events' encoded size; the oldest
+/// go first.
+struct EventHistory {
+    private var events: Deque<Event> = []
+    /// Event id → change count, for every event held.
+    private var counts: [String: UInt64] = [:]
+    private var bytes = 0
+    private var hasEvicted = false
+    /// The last event a previous run of the daemon delivered before the first one held here.
+    var previousRunLastEventID: String?
+    let capacity: Int
+    let byteLimit: Int
+
+    init(capacity: Int, byteLimit: Int) {
+        self.capacity = capacity
+        self.byteLimit = byteLimit
+    }
+
+    mutating func append(_ event: Event) {
+        guard capacity > 0 else { return }
+        events.append(event)
+        counts[event.id] = event.count
+        bytes += event.jsonBytes.count
+        while events.count > capacity || (bytes > byteLimit && events.count > 1) {
+            let evicted = events.removeFirst()
+            if counts[evicted.id] == evicted.count { counts[evicted.id] = nil }
+            bytes -= evicted.jsonBytes.count
+            hasEvicted = true
+        }
+    }
+
+    /// The events delivered after the event `id` that `filter` matches, or
+    /// `nil` when the history does not reach back that far.
+    func events(after id: String, matching filter: EventFilter) -> [Event]? {
+        let start: Int
+        if let count = counts[id], let first = events.first {
+            start = Int(count - first.count) + 1
+        } else if id == previousRunLastEventID, !hasEvicted {
+            start = 0
+        } else {
+            return nil
+        }
+        return events[start...].filter { filter.matches($0) }
+    }
+
+    var count: Int { events.count }
+    var byteCount: Int { bytes }
+}

@@ -1,0 +1,162 @@
+import Herald
+import Logging
+
+extension PostgresListener {
+    /// Reads, decodes and publishes the notifications of one connection, and
+    /// records checkpoints in durable mode.
+    struct Receiver {
+        let listener: PostgresListener
+        let connection: PostgresConnection
+        private let backendPID: Int32
+        /// Events in arrival order; `nil` marks a reference still to be read from the journal.
+        private var batch: [Event?] = []
+        private var references: [(position: Int, id: UInt64)] = []
+        /// The snapshot of a tick that arrived since the last publish.
+        private var arrivedTick: TransactionSnapshot?
+        private var lastTick = ContinuousClock.now
+
+        init(listener: PostgresListener, connection: PostgresConnection) {
+            self.listener = listener
+            self.connection = connection
+            self.backendPID = connection.backendPID
+            batch.reserveCapacity(PostgresListener.maximumBatch)
+        }
+
+        /// Runs until the connection fails or the listener is stopped.
+        mutating func run(cursor: inout DeliveryCursor?) -> PostgresError {
+            while true {
+                do throws(PostgresError) {
+                    // Queries (catch-up, ticks, references) leave notifications in libpq's buffer: take those first.
+                    try drain(cursor: &cursor)
+                    if cursor != nil, ContinuousClock.now >= lastTick + listener.configuration.checkpointInterval {
+                        try sendTick(cursor: &cursor!)
+                        continue
+                    }
+                    do {
+                        try connection.awaitInput(until: tickDeadline(cursor))
+                    } catch where error.code == .timedOut {
+                        // Time for a checkpoint.
+                    }
+                } catch {
+                    return error
+                }
+            }
+        }
+
+        private func tickDeadline(_ cursor: DeliveryCursor?) -> ContinuousClock.Instant? {
+            guard let cursor, cursor.needsCheckpoint else { return nil }
+            return lastTick + listener.configuration.checkpointInterval
+        }
+
+        /// Publishes everything that has arrived.
+        ///
+        /// A burst (a large transaction) arrives in many socket reads. Reading
+        /// on while input is already waiting lets one publish carry many
+        /// events, so subscribers wake once per batch; batches never exceed
+        /// ``PostgresListener/maximumBatch``.
+        mutating func drain(cursor: inout DeliveryCursor?) throws(PostgresError) {
+            while true {
+                let room = PostgresListener.maximumBatch - batch.count
+                if take(limit: room, cursor: &cursor) == room {
+                    try publish(cursor: &cursor)
+                } else if connection.hasWaitingInput {
+                    try connection.readInput()
+                } else if batch.isEmpty, arrivedTick == nil {
+                    return
+                } else {
+                    // Publishing may run queries, during which more notifications arrive.
+                    try publish(cursor: &cursor)
+                }
+            }
+        }
+
+        private mutating func take(limit: Int, cursor: inout DeliveryCursor?) -> Int {
+            connection.takeNotifications(limit: limit) { _, payload, senderPID in
+                if senderPID == backendPID, payload.first != UInt8(ascii: "{") {
+                    arrivedTick = TransactionSnapshot(String(decoding: payload, as: UTF8.self))
+                    return
+                }
+                do {
+                    let event = try Event(payload: payload)
+                    if admit(id: event.id, transactionID: event.transactionID, cursor: &cursor) {
+                        batch.append(event)
+                    }
+                } catch {
+                    if let reference = JournalReference(payload: payload) {
+                        if cursor?.admitLive(id: reference.id, transactionID: reference.transactionID) ?? true {
+                            references.append((batch.count, reference.id))
+                            batch.append(nil)
+                        }
+                        return
+                    }
+                    listener.logger.warning("skipped a notification that is not a pgherald event", metadata: [
+                        "reason": "\(error)",
+                        "sender_pid": "\(senderPID)",
+                        "payload": "\(String(decoding: payload.prefix(160), as: UTF8.self))",
+                    ])
+                }
+            }
+        }
+
+        /// Events sent by hand with `pg_notify` carry no journal position and are delivered as they come.
+        private func admit(id: String, transactionID: String, cursor: inout DeliveryCursor?) -> Bool {
+            guard cursor != nil, let id = UInt64(id), let transactionID = UInt64(transactionID) else { return true }
+            return cursor!.admitLive(id: id, transactionID: transactionID)
+        }
+
+        private mutating func publish(cursor: inout DeliveryCursor?) throws(PostgresError) {
+            if !references.isEmpty { try resolveReferences() }
+            if !batch.isEmpty {
+                listener.broker.publish(batch.lazy.compactMap { $0 })
+                batch.removeAll(keepingCapacity: true)
+            }
+            if let tick = arrivedTick {
+                arrivedTick = nil
+                if let confirmed = cursor?.tickArrived(tick) {
+                    // A final checkpoint names the last event, for exact resume after a restart.
+                    let lastEventID = cursor!.finalSnapshot == nil ? nil : cursor!.lastDeliveredEventID
+                    try Journal.saveCheckpoint(of: listener.configuration.name, confirmed, lastEventID: lastEventID, on: connection)
+                    cursor!.checkpointSaved(confirmed)
+                    listener.logger.debug("checkpoint", metadata: ["snapshot": "\(confirmed)"])
+                }
+            }
+        }
+
+        /// Reads the events of this batch that were too large to notify from the journal.
+        private mutating func resolveReferences() throws(PostgresError) {
+            let rows = try Journal.events(ids: references.map(\.id), on: connection)
+            let byID = Dictionary(rows.map { ($0.id, $0.event) }, uniquingKeysWith: { first, _ in first })
+            for (position, id) in references {
+                guard let text = byID[id] else {
+                    listener.logger.error("a referenced event is missing from the journal", metadata: ["event_id": "\(id)"])
+                    continue
+                }
+                do {
+                    batch[position] = try Event(payload: text)
+                } catch {
+                    listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(id)", "reason": "\(error)"])
+                }
+            }
+            references.removeAll(keepingCapacity: true)
+        }
+
+        /// Takes a snapshot and notifies ourselves with it in one statement.
+        mutating func sendTick(cursor: inout DeliveryCursor, final: Bool = false) throws(PostgresError) {
+            lastTick = .now
+            guard final || cursor.needsCheckpoint else { return }
+            // The tick arrives in libpq's buffer while this runs; the next drain takes it.
+            let result = try connection.execute(
+                "SELECT s::text, pg_notify($1, s::text) FROM pg_current_snapshot() AS s",
+                parameters: [listener.tickChannel]
+            )
+            guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text ?? "") else {
+                throw PostgresError(.queryFailed, "unexpected snapshot from a tick")
+            }
+            if final {
+                cursor.finalTickSent(snapshot: snapshot)
+            } else {
+                cursor.tickSent(snapshot: snapshot)
+            }
+        }
+    }
+}
