@@ -1,4 +1,3 @@
-import Dispatch
 public import Herald
 public import Logging
 import Synchronization
@@ -16,15 +15,13 @@ public final class SchemaCatalog: Sendable {
         var taken: ContinuousClock.Instant?
     }
 
-    let connectionString: ConnectionString
     let minimumRefreshInterval: Duration
     let logger: Logger
-    private let queue = DispatchQueue(label: "pgherald.catalog")
+    private let connection: SerialConnection
     private let snapshot = Mutex(Snapshot())
-    private let connection = ConnectionSlot()
 
     public init(connection: ConnectionString, minimumRefreshInterval: Duration = .milliseconds(250), logger: Logger) {
-        self.connectionString = connection
+        self.connection = SerialConnection(connection, applicationName: "pgherald-catalog")
         self.minimumRefreshInterval = minimumRefreshInterval
         self.logger = logger
     }
@@ -62,40 +59,29 @@ public final class SchemaCatalog: Sendable {
     }
 
     /// A fresh snapshot, or the current one if it was taken very recently.
+    ///
+    /// The check runs on the connection's serial queue, so a burst of
+    /// unknown names waiting there costs one query, not one each.
     private func refreshed() async throws -> Snapshot {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try self.refreshOnQueue() })
-            }
-        }
-    }
-
-    private func refreshOnQueue() throws -> Snapshot {
-        let current = snapshot.withLock { $0 }
-        if let taken = current.taken, ContinuousClock.now - taken < minimumRefreshInterval {
-            return current
-        }
         do {
-            let columns = try loadColumns()
-            let fresh = Snapshot(columns: columns, allColumns: columns.values.reduce(into: []) { $0.formUnion($1) }, taken: .now)
-            snapshot.withLock { $0 = fresh }
-            return fresh
+            return try await connection.run { connection throws(PostgresError) in
+                let current = self.snapshot.withLock { $0 }
+                if let taken = current.taken, ContinuousClock.now - taken < self.minimumRefreshInterval {
+                    return current
+                }
+                let columns = try Self.loadColumns(on: connection)
+                let fresh = Snapshot(columns: columns, allColumns: columns.values.reduce(into: []) { $0.formUnion($1) }, taken: .now)
+                self.snapshot.withLock { $0 = fresh }
+                return fresh
+            }
         } catch {
-            connection.value = nil
             logger.warning("cannot read the table catalog", metadata: ["error": "\(error)"])
             throw error
         }
     }
 
-    private func loadColumns() throws(PostgresError) -> [TableName: Set<String>] {
-        let open: PostgresConnection
-        if let existing = connection.value {
-            open = existing
-        } else {
-            open = try PostgresConnection.connect(connectionString, timeout: .seconds(5), applicationName: "pgherald-catalog")
-            connection.value = open
-        }
-        let result = try open.execute("""
+    private static func loadColumns(on connection: PostgresConnection) throws(PostgresError) -> [TableName: Set<String>] {
+        let result = try connection.execute("""
             SELECT n.nspname, c.relname, a.attname
               FROM pg_class c
               JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -111,13 +97,4 @@ public final class SchemaCatalog: Sendable {
         }
         return columns
     }
-}
-
-/// The catalog's libpq connection.
-///
-/// `@unchecked Sendable` because the invariant is kept by hand: it is read and
-/// written only from `SchemaCatalog.queue`, a serial queue, so the connection
-/// is never used from two threads at once.
-private final class ConnectionSlot: @unchecked Sendable {
-    var value: PostgresConnection?
 }

@@ -93,8 +93,25 @@ extension IntegrationTests {
             try await daemon.stop()
         }
 
-        @Test func rowsLargerThanTheNotifyLimitNeverFailTheWrite() async throws {
+        @Test func rowsOfAMegabyteArriveWholeInDurableMode() async throws {
             let database = try TestDatabase.create()
+            let daemon = try await RunningListener(database: database)
+            try database.execute("CREATE TABLE document (id int PRIMARY KEY, body text)")
+            try database.execute("INSERT INTO document VALUES (1, 'short')")
+            try database.execute("UPDATE document SET body = repeat('x', 1000000) WHERE id = 1")
+            try database.execute("INSERT INTO document VALUES (2, 'after')")
+
+            let events = try await daemon.inbox.take(3)
+            #expect(events.map(\.operation) == [.insert, .update, .insert], "the large event keeps its place")
+            #expect(!events[1].rowDataOmitted)
+            #expect(events[1].new?["body"]?.stringValue?.count == 1_000_000)
+            #expect(events[1].old?["body"] == .string("short"))
+            #expect(events[2].new?["body"] == .string("after"))
+            try await daemon.stop()
+        }
+
+        @Test func rowsLargerThanTheNotifyLimitNeverFailTheWriteInNotifyOnlyMode() async throws {
+            let database = try TestDatabase.create(durability: .notifyOnly)
             let daemon = try await RunningListener(database: database)
             try database.execute("CREATE TABLE document (id int PRIMARY KEY, body text)")
             try database.execute("INSERT INTO document VALUES (1, 'short')")

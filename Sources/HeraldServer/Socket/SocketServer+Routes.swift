@@ -57,7 +57,14 @@ extension SocketServer {
         }
         let filter: EventFilter
         do {
-            filter = try FilterQuery.parse(items, ignoring: ["format"])
+            filter = try FilterQuery.parse(items, ignoring: ["format", "since"])
+        } catch {
+            return jsonResponse(.badRequest, ErrorBody(error))
+        }
+        let resumeFrom: UInt64?
+        do throws(FilterError) {
+            let lastEventID = request.headers.first { $0.name.canonicalName == "last-event-id" }?.value
+            resumeFrom = try resumePosition(items: items, lastEventID: lastEventID)
         } catch {
             return jsonResponse(.badRequest, ErrorBody(error))
         }
@@ -75,8 +82,9 @@ extension SocketServer {
 
         let channel = context.channel
         let progress = StreamProgress()
-        let subscription = broker.subscribe(
+        let (subscription, history) = broker.subscribe(
             filter,
+            resumingAfter: resumeFrom.map(String.init),
             capacity: configuration.subscriberBuffer,
             kind: format.rawValue,
             wantsHeartbeats: true,
@@ -85,7 +93,20 @@ extension SocketServer {
                 progress.closeWhenStalled(channel)
             }
         )
-        logger.debug("stream opened", metadata: ["format": "\(format.rawValue)", "filter": "\(FilterQuery.queryItems(for: filter))"])
+        // Subscribed first, then the journal is read: whatever commits in between is in one or the other.
+        let backlog: Backlog
+        if let history {
+            backlog = .events(history, covering: nil)
+        } else if let resumeFrom {
+            backlog = await journalBacklog(after: resumeFrom, filter: filter)
+        } else {
+            backlog = .events([], covering: nil)
+        }
+        logger.debug("stream opened", metadata: [
+            "format": "\(format.rawValue)",
+            "filter": "\(FilterQuery.queryItems(for: filter))",
+            "resume_from": "\(resumeFrom.map(String.init) ?? "none")",
+        ])
         var headers = HTTPFields()
         headers[.contentType] = format.contentType
         headers[.cacheControl] = "no-cache"
@@ -94,7 +115,7 @@ extension SocketServer {
         headers[.connection] = "close"
         return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
             try await withGracefulShutdownHandler {
-                try await Self.stream(subscription, as: format, to: &writer, channel: channel, progress: progress)
+                try await Self.stream(subscription, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
             } onGracefulShutdown: {
                 subscription.cancel()
             }
@@ -103,8 +124,50 @@ extension SocketServer {
         })
     }
 
+    /// What a resuming client gets before the live events.
+    enum Backlog: Sendable {
+        /// Missed events; live events from transactions visible in `covering` are among them.
+        case events([Event], covering: TransactionSnapshot?)
+        /// The position is unknown: the client must refetch everything.
+        case reset(reason: String)
+    }
+
+    /// `Last-Event-ID` (what SSE clients send on reconnect) or `?since=`.
+    private func resumePosition(items: [(name: String, value: String)], lastEventID: String?) throws(FilterError) -> UInt64? {
+        let (parameter, given) = if let since = items.last(where: { $0.name == "since" })?.value {
+            ("since", since)
+        } else if let lastEventID {
+            ("Last-Event-ID", lastEventID)
+        } else {
+            ("", "")
+        }
+        guard !parameter.isEmpty else { return nil }
+        guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)) else {
+            throw FilterError(.malformed, parameter: parameter, "\(parameter) must be an event id, not '\(given.prefix(40))'")
+        }
+        return id
+    }
+
+    private func journalBacklog(after eventID: UInt64, filter: EventFilter) async -> Backlog {
+        guard listener.durability == .durable else {
+            return .reset(reason: "event \(eventID) is older than the daemon's memory, and there is no journal (notify-only mode)")
+        }
+        do {
+            switch try await journal.replay(after: eventID, matching: filter) {
+            case .events(let events, let covering):
+                return .events(events, covering: covering)
+            case .reset(let reason):
+                return .reset(reason: reason)
+            }
+        } catch {
+            logger.warning("cannot read the journal for a resuming client", metadata: ["error": "\(error)"])
+            return .reset(reason: "the journal cannot be read: \(error)")
+        }
+    }
+
     private static func stream(
         _ subscription: Subscription,
+        after backlog: Backlog,
         as format: StreamFormat,
         to writer: inout any ResponseBodyWriter,
         channel: any Channel,
@@ -113,6 +176,19 @@ extension SocketServer {
         if format == .sse {
             // Sends the headers at once and tells clients how soon to reconnect.
             try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+        }
+        var covering: TransactionSnapshot?
+        switch backlog {
+        case .events(let events, let snapshot):
+            covering = snapshot
+            for start in stride(from: 0, to: events.count, by: 512) {
+                var buffer = channel.allocator.buffer(capacity: 512 * 400)
+                format.append(Array(events[start..<min(start + 512, events.count)]), to: &buffer)
+                try await writer.write(buffer)
+                progress.recordWrite()
+            }
+        case .reset(let reason):
+            try await writer.write(ByteBuffer(string: format.resetFrame(reason: reason)))
         }
         while true {
             let delivery: Subscription.Delivery
@@ -124,7 +200,13 @@ extension SocketServer {
                 return
             }
             switch delivery {
-            case .events(let events):
+            case .events(var events):
+                if let snapshot = covering {
+                    events.removeAll { event in UInt64(event.transactionID).map(snapshot.isVisible) ?? false }
+                    // Live events come in commit order: after one committed later
+                    // than the journal read, no repeat of the replay can follow.
+                    if !events.isEmpty { covering = nil }
+                }
                 var buffer = channel.allocator.buffer(capacity: events.count * 400)
                 format.append(events, to: &buffer)
                 try await writer.write(buffer)

@@ -20,6 +20,7 @@ public final class SocketServer: Service, Sendable {
     let broker: Broker
     let listener: PostgresListener
     let catalog: SchemaCatalog
+    let journal: JournalReader
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
@@ -30,9 +31,11 @@ public final class SocketServer: Service, Sendable {
         broker: Broker,
         listener: PostgresListener,
         catalog: SchemaCatalog,
+        journal: JournalReader,
         version: String,
         logger: Logger
     ) {
+        self.journal = journal
         self.configuration = configuration
         self.broker = broker
         self.listener = listener

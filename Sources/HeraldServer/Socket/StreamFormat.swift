@@ -44,6 +44,17 @@ public enum StreamFormat: String, Sendable, CaseIterable {
         }
     }
 
+    /// The first frame for a client whose resume position is unknown: it must refetch everything.
+    func resetFrame(reason: String) -> String {
+        var writer = JSONWriter()
+        writer.write(.object(["error": .string("reset"), "message": .string(reason + "; refetch everything")]))
+        let data = String(decoding: writer.bytes, as: UTF8.self)
+        switch self {
+        case .sse: return "event: reset\ndata: \(data)\n\n"
+        case .ndjson: return data + "\n"
+        }
+    }
+
     /// The last frame of a stream whose subscriber fell too far behind.
     func overflowFrame(capacity: Int) -> String {
         let data = #"{"error":"overflow","capacity":\#(capacity),"message":"fell more than \#(capacity) events behind; reconnect and refetch"}"#

@@ -128,6 +128,7 @@ struct Serve: AsyncParsableCommand {
                 broker: broker,
                 listener: listener,
                 catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
+                journal: JournalReader(connection: connection, daemon: name),
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
             )

@@ -17,7 +17,7 @@ struct TestDatabase {
     let connInfo: String
 
     /// Creates a database, loads the enrolment example and installs the publisher.
-    static func create(enrolment: Bool = true, install: Bool = true) throws -> TestDatabase {
+    static func create(enrolment: Bool = true, install: Bool = true, durability: Durability? = nil) throws -> TestDatabase {
         let cluster = try #require(clusterConnInfo, "PGHERALD_TEST_CONNINFO is not set; run scripts/test")
         let name = "herald_\(UInt32.random(in: 0...UInt32.max))"
         let admin = try PostgresConnection.connect(ConnectionString(cluster))
@@ -27,7 +27,7 @@ struct TestDatabase {
         if enrolment {
             try connection.execute(String(contentsOf: repositoryRoot.appending(path: "sql/examples/enrolment.sql"), encoding: .utf8))
         }
-        if install { try Installer.install(on: connection) }
+        if install { try Installer.install(on: connection, durability: durability) }
         return database
     }
 

@@ -1,0 +1,56 @@
+import Dispatch
+
+/// One libpq connection for occasional queries from async code.
+///
+/// libpq blocks, so queries run on a serial queue of their own, never on the
+/// async runtime's threads. The connection opens on first use and again after
+/// a failure.
+final class SerialConnection: Sendable {
+    private let connectionString: ConnectionString
+    private let applicationName: String
+    private let queue: DispatchQueue
+    private let slot = ConnectionSlot()
+
+    init(_ connectionString: ConnectionString, applicationName: String) {
+        self.connectionString = connectionString
+        self.applicationName = applicationName
+        queue = DispatchQueue(label: applicationName)
+    }
+
+    /// Runs `body` with the connection on the queue.
+    func run<Value: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> Value
+    ) async throws(PostgresError) -> Value {
+        let result: Result<Value, PostgresError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: Result { () throws(PostgresError) in try self.runOnQueue(body) })
+            }
+        }
+        return try result.get()
+    }
+
+    private func runOnQueue<Value>(_ body: (PostgresConnection) throws(PostgresError) -> Value) throws(PostgresError) -> Value {
+        let connection: PostgresConnection
+        if let open = slot.value {
+            connection = open
+        } else {
+            connection = try PostgresConnection.connect(connectionString, timeout: .seconds(5), applicationName: applicationName)
+            slot.value = connection
+        }
+        do {
+            return try body(connection)
+        } catch {
+            if error.code != .queryFailed { slot.value = nil }
+            throw error
+        }
+    }
+}
+
+/// The connection of a ``SerialConnection``.
+///
+/// `@unchecked Sendable` because the invariant is kept by hand: it is read and
+/// written only from the owner's serial queue, so the connection is never
+/// used from two threads at once.
+private final class ConnectionSlot: @unchecked Sendable {
+    var value: PostgresConnection?
+}

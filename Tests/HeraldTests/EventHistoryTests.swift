@@ -1,0 +1,44 @@
+import Herald
+import Testing
+
+@Suite struct EventHistoryTests {
+    @Test func resumesAfterAnEventItHolds() throws {
+        let broker = Broker(configuration: .init(historyCapacity: 10))
+        broker.publish((1...5).map { makeEvent($0) })
+        let (subscription, replay) = broker.subscribe(resumingAfter: "3")
+        #expect(try #require(replay).map(\.id) == ["4", "5"])
+        subscription.cancel()
+        #expect(broker.subscribe(resumingAfter: "5").replay?.isEmpty == true)
+    }
+
+    @Test func filtersTheReplay() throws {
+        let broker = Broker(configuration: .init(historyCapacity: 10))
+        broker.publish([makeEvent(1), makeEvent(2, table: "student"), makeEvent(3)])
+        let replay = broker.subscribe(EventFilter(tables: [TableName(schema: "public", name: "course")]), resumingAfter: "1").replay
+        #expect(replay?.map(\.id) == ["3"])
+    }
+
+    @Test func forgetsTheOldestBeyondItsCapacity() {
+        let broker = Broker(configuration: .init(historyCapacity: 3))
+        broker.publish((1...5).map { makeEvent($0) })
+        #expect(broker.subscribe(resumingAfter: "2").replay == nil)
+        #expect(broker.subscribe(resumingAfter: "3").replay?.map(\.id) == ["4", "5"])
+    }
+
+    @Test func forgetsTheOldestBeyondItsByteLimit() {
+        let broker = Broker(configuration: .init(historyCapacity: 100, historyByteLimit: 1))
+        broker.publish((1...3).map { makeEvent($0) })
+        #expect(broker.subscribe(resumingAfter: "2").replay == nil)
+        #expect(broker.subscribe(resumingAfter: "3").replay?.isEmpty == true, "the newest event always stays")
+    }
+
+    @Test func continuesFromThePreviousRunsLastEvent() {
+        let broker = Broker(configuration: .init(historyCapacity: 3))
+        broker.historyContinues(afterEventID: "41")
+        broker.publish([makeEvent(42), makeEvent(43)])
+        #expect(broker.subscribe(resumingAfter: "41").replay?.map(\.id) == ["42", "43"])
+        broker.publish([makeEvent(44), makeEvent(45)])
+        #expect(broker.subscribe(resumingAfter: "41").replay == nil, "event 42 was forgotten")
+        #expect(broker.subscribe(resumingAfter: "40").replay == nil)
+    }
+}
