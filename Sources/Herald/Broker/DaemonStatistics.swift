@@ -13,6 +13,29 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         }
     }
 
+    /// The durable journal, as last measured (every maintenance run).
+    public struct Journal: Codable, Sendable, Hashable {
+        /// Rows, as PostgreSQL estimates them.
+        public var rows: Int64
+        /// Table, index and TOAST size on disk.
+        public var bytes: Int64
+        /// When the oldest row was written (ISO 8601, UTC); `nil` when empty.
+        public var oldestAt: String?
+        public var oldestEventID: String?
+        /// Rows pruned by retention since start.
+        public var pruned: Int64
+        public var retentionSeconds: Double
+
+        public init(rows: Int64, bytes: Int64, oldestAt: String?, oldestEventID: String?, pruned: Int64, retentionSeconds: Double) {
+            self.rows = rows
+            self.bytes = bytes
+            self.oldestAt = oldestAt
+            self.oldestEventID = oldestEventID
+            self.pruned = pruned
+            self.retentionSeconds = retentionSeconds
+        }
+    }
+
     public var version: String
     /// Events since the daemon started.
     public var changeCount: UInt64
@@ -24,6 +47,10 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var overflows: UInt64
     public var uptimeSeconds: Double
     public var listener: Listener
+    /// `durable` or `notify-only`; `nil` until the first connection.
+    public var durability: String?
+    /// `nil` in notify-only mode, or before the first measurement.
+    public var journal: Journal?
 
     public init(
         version: String,
@@ -32,8 +59,12 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         subscribers: [String: Int],
         overflows: UInt64,
         uptimeSeconds: Double,
-        listener: Listener
+        listener: Listener,
+        durability: String? = nil,
+        journal: Journal? = nil
     ) {
+        self.durability = durability
+        self.journal = journal
         self.version = version
         self.changeCount = changeCount
         self.tables = tables

@@ -28,7 +28,9 @@ extension SocketServer {
             subscribers: broker.subscribersByKind,
             overflows: broker.overflowCount,
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
-            listener: listenerState()
+            listener: listenerState(),
+            durability: listener.durability?.rawValue,
+            journal: maintenance?.statistics
         )
     }
 

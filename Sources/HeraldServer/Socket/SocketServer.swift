@@ -21,6 +21,7 @@ public final class SocketServer: Service, Sendable {
     let listener: PostgresListener
     let catalog: SchemaCatalog
     let journal: JournalReader
+    let maintenance: JournalMaintenance?
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
@@ -32,10 +33,12 @@ public final class SocketServer: Service, Sendable {
         listener: PostgresListener,
         catalog: SchemaCatalog,
         journal: JournalReader,
+        maintenance: JournalMaintenance? = nil,
         version: String,
         logger: Logger
     ) {
         self.journal = journal
+        self.maintenance = maintenance
         self.configuration = configuration
         self.broker = broker
         self.listener = listener

@@ -40,6 +40,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "This daemon's name, under which it records its progress in the database, so that several daemons can share one. Default: default.")
     var name = "default"
 
+    @Option(help: ArgumentHelp(
+        "How long delivered events stay in the journal (durable mode), such as 24h, 90m or 7d. Socket clients can resume from an event this old.",
+        valueName: "duration"
+    ))
+    var retention = HumanDuration(argument: "24h")!
+
+    @Option(help: ArgumentHelp("Time between journal pruning runs.", valueName: "duration"))
+    var pruneInterval = HumanDuration(argument: "60s")!
+
     @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 64 MiB). Older resumes are read from the journal.")
     var history = 100_000
 
@@ -112,6 +121,14 @@ struct Serve: AsyncParsableCommand {
             broker: broker,
             logger: LogCategory.database.logger
         )
+        let maintenance = JournalMaintenance(
+            configuration: .init(retention: retention.duration, interval: pruneInterval.duration),
+            connection: connection,
+            daemon: name,
+            listener: listener,
+            logger: LogCategory.database.logger
+        )
+        services.append(.init(service: maintenance))
         if !noSocket {
             // Files the daemon creates are not for other users; the socket's mode is set explicitly.
             umask(0o007)
@@ -129,6 +146,7 @@ struct Serve: AsyncParsableCommand {
                 listener: listener,
                 catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
                 journal: JournalReader(connection: connection, daemon: name),
+                maintenance: maintenance,
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
             )

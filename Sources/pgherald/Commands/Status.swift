@@ -34,6 +34,12 @@ struct Status: AsyncParsableCommand {
         let subscribers = statistics.subscribers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         lines.append("subscribers: \(subscribers.isEmpty ? "none" : subscribers.joined(separator: ", "))")
         lines.append("overflows:   \(statistics.overflows)")
+        if let durability = statistics.durability { lines.append("durability:  \(durability)") }
+        if let journal = statistics.journal {
+            let oldest = journal.oldestAt.map { "oldest \($0) (event \(journal.oldestEventID ?? "?"))" } ?? "empty"
+            lines.append("journal:     about \(journal.rows) rows, \(journal.bytes / 1024) KiB, \(oldest); "
+                + "keeps \(duration(journal.retentionSeconds)), pruned \(journal.pruned)")
+        }
         return lines.joined(separator: "\n")
     }
 

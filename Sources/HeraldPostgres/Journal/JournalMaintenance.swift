@@ -1,0 +1,134 @@
+public import Herald
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// Prunes delivered journal rows older than the retention, and measures the journal for `/stats`.
+///
+/// Deletes in small batches, each its own short transaction, in event-id
+/// order, so it never holds locks for long. A row is only pruned once this
+/// daemon's checkpoint shows it delivered.
+public final class JournalMaintenance: Service, Sendable {
+    public struct Configuration: Sendable {
+        /// How long delivered events stay in the journal. Default 24 hours.
+        public var retention: Duration
+        /// Time between runs. Default 60 s.
+        public var interval: Duration
+        /// Rows per delete. Default 1000.
+        public var batchSize: Int
+
+        public init(retention: Duration = .seconds(24 * 3600), interval: Duration = .seconds(60), batchSize: Int = 1000) {
+            self.retention = retention
+            self.interval = interval
+            self.batchSize = batchSize
+        }
+    }
+
+    public let configuration: Configuration
+    let daemon: String
+    let listener: PostgresListener
+    let logger: Logger
+    private let connection: SerialConnection
+    private let measured = Mutex<DaemonStatistics.Journal?>(nil)
+    private let prunedTotal = Atomic<Int64>(0)
+
+    public init(configuration: Configuration, connection: ConnectionString, daemon: String, listener: PostgresListener, logger: Logger) {
+        self.configuration = configuration
+        self.connection = SerialConnection(connection, applicationName: "pgherald-maintenance")
+        self.daemon = daemon
+        self.listener = listener
+        self.logger = logger
+    }
+
+    /// The journal as last measured; `nil` in notify-only mode.
+    public var statistics: DaemonStatistics.Journal? { measured.withLock { $0 } }
+
+    public func run() async throws {
+        guard await listener.waitUntilListening(), listener.durability == .durable else { return }
+        while true {
+            await runOnce()
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: self.configuration.interval) }
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// One pruning pass and measurement; returns how many rows were pruned.
+    @discardableResult
+    public func runOnce() async -> Int {
+        do {
+            let pruned = try await connection.run { [self] connection throws(PostgresError) in
+                try prune(on: connection)
+            }
+            let total = prunedTotal.add(Int64(pruned), ordering: .relaxed).newValue
+            if pruned > 0 {
+                logger.info("pruned the journal", metadata: ["rows": "\(pruned)", "retention": "\(configuration.retention)"])
+            }
+            let statistics = try await connection.run { [self] connection throws(PostgresError) in
+                try measure(on: connection, pruned: total)
+            }
+            measured.withLock { $0 = statistics }
+            return pruned
+        } catch {
+            logger.warning("journal maintenance failed; retrying at the next run", metadata: ["error": "\(error)"])
+            return 0
+        }
+    }
+
+    private var retentionSeconds: String {
+        String(Double(configuration.retention.components.seconds) + Double(configuration.retention.components.attoseconds) / 1e18)
+    }
+
+    private func prune(on connection: PostgresConnection) throws(PostgresError) -> Int {
+        guard let checkpoint = try Journal.latestCheckpoint(of: daemon, on: connection) else { return 0 }
+        var pruned = 0
+        while true {
+            let oldest = try connection.execute("""
+                SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8)
+                  FROM pgherald.journal ORDER BY id LIMIT \(configuration.batchSize)
+                """, parameters: [retentionSeconds])
+            let doomed = oldest.rows.compactMap { row -> String? in
+                guard row[2] == "t", let txid = row[1].flatMap({ UInt64($0) }), checkpoint.snapshot.isVisible(txid) else { return nil }
+                return row[0]
+            }
+            guard !doomed.isEmpty else { break }
+            try connection.execute(
+                "DELETE FROM pgherald.journal WHERE id = ANY($1::bigint[])",
+                parameters: ["{" + doomed.joined(separator: ",") + "}"]
+            )
+            pruned += doomed.count
+            // Rows come in id order, which is roughly age order: past the first young row, the rest are younger.
+            guard oldest.rows.count == configuration.batchSize, oldest.rows.last?[2] == "t" else { break }
+        }
+        // A resuming client needs the last checkpoint from before its event; keep an hour's margin.
+        try connection.execute("""
+            DELETE FROM pgherald.checkpoint
+             WHERE daemon = $1 AND taken_at < now() - make_interval(secs => $2::float8) - interval '1 hour'
+               AND seq < (SELECT max(seq) FROM pgherald.checkpoint WHERE daemon = $1)
+            """, parameters: [daemon, retentionSeconds])
+        return pruned
+    }
+
+    private func measure(on connection: PostgresConnection, pruned: Int64) throws(PostgresError) -> DaemonStatistics.Journal {
+        let result = try connection.execute("""
+            SELECT (SELECT CASE WHEN reltuples < 0 THEN (SELECT count(*) FROM pgherald.journal) ELSE reltuples::bigint END
+                      FROM pg_class WHERE oid = 'pgherald.journal'::regclass),
+                   pg_total_relation_size('pgherald.journal'),
+                   oldest.id,
+                   to_char(oldest.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+              FROM (SELECT 1) AS one
+              LEFT JOIN (SELECT id, created_at FROM pgherald.journal ORDER BY id LIMIT 1) AS oldest ON true
+            """)
+        let row = result.rows.first ?? []
+        return DaemonStatistics.Journal(
+            rows: row.first.flatMap { $0.flatMap { Int64($0) } } ?? 0,
+            bytes: row.dropFirst().first.flatMap { $0.flatMap { Int64($0) } } ?? 0,
+            oldestAt: row.count > 3 ? row[3] : nil,
+            oldestEventID: row.count > 2 ? row[2] : nil,
+            pruned: pruned,
+            retentionSeconds: Double(configuration.retention.components.seconds)
+        )
+    }
+}
