@@ -27,6 +27,8 @@ extension HeraldClient {
             private var pendingIndex = 0
             private var failedAttempts = 0
             private var hasConnected = false
+            /// Where to resume after a reconnect.
+            private var lastEventID: String?
 
             init(client: HeraldClient, filter: EventFilter) {
                 self.client = client
@@ -78,13 +80,22 @@ extension HeraldClient {
                 switch message.type {
                 case "INSERT", "UPDATE", "DELETE", "TRUNCATE":
                     do {
-                        pending.append(.event(try Event(payload: message.data)))
+                        let event = try Event(payload: message.data)
+                        pending.append(.event(event))
+                        // Only journal ids (digits) are positions the daemon can resume from.
+                        if event.id.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                            lastEventID = event.id
+                        }
                     } catch {
                         throw HeraldClientError(code: .protocolError, message: "the daemon sent an event that does not decode: \(error)")
                     }
                 case "overflow":
-                    client.logger.warning("fell behind the daemon and was dropped; reconnecting")
+                    client.logger.warning("fell behind the daemon and was dropped; reconnecting to resume")
                     body = nil
+                case "reset":
+                    let reason = (try? JSONParser.parse(message.data))?.objectValue?["message"]?.stringValue ?? message.data
+                    client.logger.warning("the daemon could not resume the stream", metadata: ["reason": "\(reason)"])
+                    pending.append(.reset(reason: reason))
                 default:
                     break
                 }
@@ -99,6 +110,7 @@ extension HeraldClient {
                     .joined(separator: "&")
                 var request = try client.request(path: query.isEmpty ? "/events" : "/events?\(query)")
                 request.headers.add(name: "Accept", value: "text/event-stream")
+                if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
                 let response: HTTPClientResponse
                 do {
                     response = try await client.httpClient.execute(request, deadline: .distantFuture, logger: client.logger)

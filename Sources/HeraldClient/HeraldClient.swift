@@ -70,9 +70,15 @@ public struct HeraldClient: Sendable {
     /// What a stream carries: events, and the points where some may have been missed.
     public enum Message: Sendable {
         case event(Event)
-        /// The stream was re-established after a drop or an overflow; events
-        /// in between are not replayed, so refetch what you show.
+        /// The stream was re-established after a drop or an overflow. It
+        /// resumed after the last event received (`Last-Event-ID`), so the
+        /// events in between follow; a ``reset(reason:)`` comes instead when
+        /// the daemon could not find that position.
         case reconnected
+        /// The daemon could not resume the stream where it stopped (the
+        /// position is older than its retention, or it runs notify-only):
+        /// events were missed, so refetch what you show.
+        case reset(reason: String)
     }
 
     /// Events and reconnect markers that match `filter`.

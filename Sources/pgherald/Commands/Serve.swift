@@ -128,7 +128,8 @@ struct Serve: AsyncParsableCommand {
             listener: listener,
             logger: LogCategory.database.logger
         )
-        services.append(.init(service: maintenance))
+        // Ends at once in notify-only mode; the daemon carries on without it.
+        services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
         if !noSocket {
             // Files the daemon creates are not for other users; the socket's mode is set explicitly.
             umask(0o007)

@@ -39,7 +39,9 @@ struct Tail: AsyncParsableCommand {
                 // Written at once, so a pipe sees each event as it arrives.
                 FileHandle.standardOutput.write(Data(((pretty ? formatter.line(for: event) : event.jsonText) + "\n").utf8))
             case .reconnected:
-                FileHandle.standardError.write(Data("pgherald tail: reconnected to \(socket.path); events in between were missed\n".utf8))
+                FileHandle.standardError.write(Data("pgherald tail: reconnected to \(socket.path); resuming after the last event\n".utf8))
+            case .reset(let reason):
+                FileHandle.standardError.write(Data("pgherald tail: could not resume, events were missed: \(reason)\n".utf8))
             }
         }
     }

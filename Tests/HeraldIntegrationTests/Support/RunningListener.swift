@@ -81,6 +81,9 @@ final class EventInbox: Sendable {
         }
     }
 
+    /// Events received and not taken yet.
+    var count: Int { received.events.withLock { $0.count } }
+
     /// Takes the next event, failing after `seconds`.
     func next(within seconds: Double = 10) async throws -> Event {
         try await take(1, within: seconds)[0]
