@@ -5,33 +5,43 @@ public import Herald
 public final class JournalReader: Sendable {
     /// What a resuming client missed.
     public enum Replay: Sendable {
-        /// The missed events in (transaction id, event id) order. Live events
-        /// from transactions visible in `covering` are among them and must be skipped.
-        case events([Event], covering: TransactionSnapshot)
+        /// The missed events are in the journal; read them page by page.
+        case journal(ReplayCursor)
         /// The position cannot be found (older than retention, or never
         /// delivered by this daemon): the client must refetch everything.
         case reset(reason: String)
     }
 
-    let daemon: String
-    /// The most events one replay returns; a client further behind gets a reset.
-    public let replayLimit: Int
-    private let connection: SerialConnection
-
-    public init(connection: ConnectionString, daemon: String, replayLimit: Int = 100_000) {
-        self.connection = SerialConnection(connection, applicationName: "pgherald-journal")
-        self.daemon = daemon
-        self.replayLimit = replayLimit
+    /// A position in a replay, in (transaction id, event id) order.
+    public struct ReplayCursor: Sendable {
+        /// Live events from transactions visible in this snapshot are in the replay and must be skipped.
+        public let covering: TransactionSnapshot
+        let since: TransactionSnapshot
+        let resumedTransactionID: UInt64
+        let resumedEventID: UInt64
+        var after: (transactionID: UInt64, id: UInt64)?
+        public internal(set) var isFinished = false
     }
 
-    /// The events that this daemon delivered, or will deliver, after event
-    /// `eventID`, matching `filter`.
+    let daemon: String
+    /// Journal rows read per page.
+    public let pageSize: Int
+    private let connection: SerialConnection
+
+    public init(connection: ConnectionString, daemon: String, pageSize: Int = 500) {
+        self.connection = SerialConnection(connection, applicationName: "pgherald-journal")
+        self.daemon = daemon
+        self.pageSize = pageSize
+    }
+
+    /// Where the events that this daemon delivered, or will deliver, after
+    /// event `eventID` begin.
     ///
-    /// Replays from the last checkpoint recorded before the event's
+    /// The replay starts at the last checkpoint recorded before the event's
     /// transaction committed, so nothing is skipped; events between that
     /// checkpoint and `eventID` may be repeated (with their ids).
-    public func replay(after eventID: UInt64, matching filter: EventFilter) async throws(PostgresError) -> Replay {
-        try await connection.run { [daemon, replayLimit] connection throws(PostgresError) in
+    public func replay(after eventID: UInt64) async throws(PostgresError) -> Replay {
+        try await connection.run { [daemon] connection throws(PostgresError) in
             let now = try Journal.currentSnapshot(on: connection)
             let target = try connection.execute("SELECT txid::text FROM pgherald.journal WHERE id = $1", parameters: [String(eventID)])
             guard let transactionID = target.rows.first?[0].flatMap({ UInt64($0) }) else {
@@ -45,26 +55,31 @@ public final class JournalReader: Sendable {
             guard let sinceText = since.rows.first?[0], let checkpoint = TransactionSnapshot(sinceText ?? "") else {
                 return .reset(reason: "event \(eventID) was not delivered by this daemon")
             }
-            var events: [Event] = []
-            var after: (transactionID: UInt64, id: UInt64)?
-            var rows: [Journal.Row]
-            var replayed = 0
-            repeat {
-                rows = try Journal.events(visibleIn: now, notVisibleIn: checkpoint, after: after, limit: 1000, on: connection)
-                for row in rows {
-                    after = (row.transactionID, row.id)
-                    // The resumed event's own transaction delivered its events in id order.
-                    if row.transactionID == transactionID, row.id <= eventID { continue }
-                    replayed += 1
-                    guard replayed <= replayLimit else {
-                        return .reset(reason: "more than \(replayLimit) events were missed")
-                    }
-                    if let event = try? Event(payload: row.event), filter.matches(event) {
-                        events.append(event)
-                    }
-                }
-            } while rows.count == 1000
-            return .events(events, covering: now)
+            return .journal(ReplayCursor(covering: now, since: checkpoint, resumedTransactionID: transactionID, resumedEventID: eventID))
         }
+    }
+
+    /// The next page of a replay that `filter` matches; may be empty even
+    /// before the end. Sets `isFinished` after the last page.
+    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(PostgresError) -> [Event] {
+        let current = cursor
+        let (events, after, finished) = try await connection.run { [pageSize] connection throws(PostgresError) in
+            let rows = try Journal.events(
+                visibleIn: current.covering, notVisibleIn: current.since, after: current.after,
+                limit: pageSize, on: connection
+            )
+            var events: [Event] = []
+            for row in rows {
+                // The resumed event's own transaction delivered its events in id order.
+                if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
+                if let event = try? Event(payload: row.event), filter.matches(event) {
+                    events.append(event)
+                }
+            }
+            return (events, rows.last.map { ($0.transactionID, $0.id) } ?? current.after, rows.count < pageSize)
+        }
+        cursor.after = after
+        cursor.isFinished = finished
+        return events
     }
 }

@@ -98,11 +98,11 @@ extension SocketServer {
         // Subscribed first, then the journal is read: whatever commits in between is in one or the other.
         let backlog: Backlog
         if let history {
-            backlog = .events(history, covering: nil)
+            backlog = .history(history)
         } else if let resumeFrom {
-            backlog = await journalBacklog(after: resumeFrom, filter: filter)
+            backlog = await journalBacklog(after: resumeFrom)
         } else {
-            backlog = .events([], covering: nil)
+            backlog = .history([])
         }
         logger.debug("stream opened", metadata: [
             "format": "\(format.rawValue)",
@@ -117,7 +117,7 @@ extension SocketServer {
         headers[.connection] = "close"
         return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
             try await withGracefulShutdownHandler {
-                try await Self.stream(subscription, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
+                try await self.stream(subscription, filter: filter, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
             } onGracefulShutdown: {
                 subscription.cancel()
             }
@@ -128,8 +128,10 @@ extension SocketServer {
 
     /// What a resuming client gets before the live events.
     enum Backlog: Sendable {
-        /// Missed events; live events from transactions visible in `covering` are among them.
-        case events([Event], covering: TransactionSnapshot?)
+        /// Missed events, from the broker's history.
+        case history([Event])
+        /// Missed events, to be read from the journal.
+        case journal(JournalReader.ReplayCursor)
         /// The position is unknown: the client must refetch everything.
         case reset(reason: String)
     }
@@ -150,14 +152,14 @@ extension SocketServer {
         return id
     }
 
-    private func journalBacklog(after eventID: UInt64, filter: EventFilter) async -> Backlog {
+    private func journalBacklog(after eventID: UInt64) async -> Backlog {
         guard listener.durability == .durable else {
             return .reset(reason: "event \(eventID) is older than the daemon's memory, and there is no journal (notify-only mode)")
         }
         do {
-            switch try await journal.replay(after: eventID, matching: filter) {
-            case .events(let events, let covering):
-                return .events(events, covering: covering)
+            switch try await journal.replay(after: eventID) {
+            case .journal(let cursor):
+                return .journal(cursor)
             case .reset(let reason):
                 return .reset(reason: reason)
             }
@@ -167,8 +169,9 @@ extension SocketServer {
         }
     }
 
-    private static func stream(
+    private func stream(
         _ subscription: Subscription,
+        filter: EventFilter,
         after backlog: Backlog,
         as format: StreamFormat,
         to writer: inout any ResponseBodyWriter,
@@ -181,11 +184,22 @@ extension SocketServer {
         }
         var covering: TransactionSnapshot?
         switch backlog {
-        case .events(let events, let snapshot):
-            covering = snapshot
+        case .history(let events):
             for start in stride(from: 0, to: events.count, by: 512) {
                 var buffer = channel.allocator.buffer(capacity: 512 * 400)
                 format.append(Array(events[start..<min(start + 512, events.count)]), to: &buffer)
+                try await writer.write(buffer)
+                progress.recordWrite()
+            }
+        case .journal(var cursor):
+            // Live events wait in the subscription's buffer meanwhile; a long
+            // replay may overflow it, and the client resumes from where it got to.
+            covering = cursor.covering
+            while !cursor.isFinished {
+                let page = try await journal.nextPage(&cursor, matching: filter)
+                guard !page.isEmpty else { continue }
+                var buffer = channel.allocator.buffer(capacity: page.count * 400)
+                format.append(page, to: &buffer)
                 try await writer.write(buffer)
                 progress.recordWrite()
             }

@@ -1,0 +1,101 @@
+import Foundation
+import Herald
+import HeraldClient
+import HeraldPostgres
+import Synchronization
+import Testing
+
+extension IntegrationTests {
+    /// Faults injected one at a time under a steady writer; what a socket
+    /// subscriber received is then compared with the rows that committed.
+    @Suite
+    struct FaultInjectionTests {
+        func committedRows(_ database: TestDatabase) throws -> Set<Int64> {
+            Set(try database.execute("SELECT id FROM fault_row").rows.compactMap { $0[0].flatMap { Int64($0) } })
+        }
+
+        /// Waits until every committed row has arrived, then returns the deliveries.
+        func settle(_ subscriber: ResumingSubscriber, _ database: TestDatabase, _ phase: String) async throws -> [Int64: [String]] {
+            let committed = try committedRows(database)
+            try await waitFor(seconds: 60) {
+                Set(subscriber.deliveries.keys).isSuperset(of: committed)
+            } failure: {
+                let missing = committed.subtracting(subscriber.deliveries.keys)
+                return "\(phase): \(missing.count) of \(committed.count) committed rows never arrived, such as \(missing.sorted().prefix(10))"
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let deliveries = subscriber.deliveries
+            let extra = Set(deliveries.keys).subtracting(committed)
+            #expect(extra.isEmpty, "\(phase): rows that never committed arrived: \(extra.sorted().prefix(10))")
+            return deliveries
+        }
+
+        /// `pg_ctl restart -m fast` through scripts/pg-cluster.
+        func restartCluster() async throws {
+            let cluster = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"], "run through scripts/test")
+            let script = TestDatabase.repositoryRoot.appending(path: "scripts/pg-cluster").path
+            // system() on a thread of its own: Foundation's Process does not reap this
+            // child reliably here, and a blocking wait must not hold a cooperative thread.
+            let status = await withCheckedContinuation { continuation in
+                Thread { continuation.resume(returning: system("'\(script)' restart '\(cluster)'")) }.start()
+            }
+            try #require(status == 0, "pg-cluster restart failed with \(status)")
+        }
+
+        @Test(.enabled(if: ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"] != nil))
+        func nothingMissingNothingExtraUnderFaults() async throws {
+            let database = try TestDatabase.create(enrolment: false, install: false)
+            try database.execute(SteadyWriter.schema)
+            try Installer.install(on: database.connect())
+            var daemon = try await SocketDaemon(database: database)
+            let subscriber = ResumingSubscriber(socketPath: daemon.socketPath, table: "fault_row")
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            let writer = SteadyWriter(database: database)
+
+            // Phase one: the daemon stays up, so no duplicate is allowed.
+            try await Task.sleep(for: .seconds(1))
+            try database.execute("""
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE application_name = 'pgherald' AND datname = current_database()
+                """)
+            try await Task.sleep(for: .seconds(1))
+            try await restartCluster()
+            try await daemon.waitUntilHealthy(within: 60)
+            try await Task.sleep(for: .seconds(1))
+            await writer.pause()
+            let beforeKills = try await settle(subscriber, database, "terminate_backend and pg_ctl restart")
+            let duplicated = beforeKills.filter { $0.value.count > 1 }
+            #expect(duplicated.isEmpty, "duplicates without a daemon kill: \(duplicated.prefix(5))")
+            writer.resume()
+
+            // Phase two: SIGKILL, with a long transaction open across it.
+            try await Task.sleep(for: .seconds(1))
+            let spanning = try database.connect()
+            try spanning.execute("BEGIN")
+            try spanning.execute("INSERT INTO fault_row (writer, payload) VALUES (-2, 'spans a kill')")
+            daemon.process.signal(SIGKILL)
+            _ = try await daemon.process.finish()
+            try await Task.sleep(for: .milliseconds(500))
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath)
+            try spanning.execute("COMMIT")
+            try await Task.sleep(for: .seconds(1))
+            daemon.process.signal(SIGKILL)
+            _ = try await daemon.process.finish()
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath)
+            try await Task.sleep(for: .seconds(1))
+            await writer.stop()
+
+            let deliveries = try await settle(subscriber, database, "daemon SIGKILL")
+            for (row, eventIDs) in deliveries where Set(eventIDs).count > 1 {
+                Issue.record("row \(row) arrived as different events \(eventIDs)")
+            }
+            #expect(subscriber.resets.isEmpty)
+            let committed = try committedRows(database)
+            #expect(committed.count > 500, "the writer committed too little to mean anything (\(committed.count))")
+            let spanned = try database.execute("SELECT id FROM fault_row WHERE writer = -2")
+            #expect(spanned.rows.count == 1)
+            print("fault injection: \(committed.count) rows committed of \(writer.attempts) attempted; "
+                + "\(deliveries.values.map(\.count).reduce(0, +) - deliveries.count) repeated after SIGKILL")
+        }
+    }
+}
