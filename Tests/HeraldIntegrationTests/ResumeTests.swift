@@ -1,0 +1,114 @@
+import Foundation
+import Herald
+import HeraldClient
+import Testing
+
+extension IntegrationTests {
+    /// `Last-Event-ID` and `?since=`: replay what a client missed, then live, with no gap and no duplicate.
+    @Suite
+    struct ResumeTests {
+        func insertCourses(_ database: TestDatabase, _ codes: [String]) throws {
+            for code in codes {
+                try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: [code])
+            }
+        }
+
+        func events(in lines: [Substring]) -> [Event] {
+            lines.compactMap { try? Event(payload: String($0)) }
+        }
+
+        func codes(_ events: [Event]) -> [String] {
+            events.compactMap { $0.row?["short_code"]?.stringValue }
+        }
+
+        @Test func sinceReplaysFromTheDaemonsMemoryThenContinuesLive() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            let first = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
+            try insertCourses(database, ["A", "B", "C"])
+            try await first.waitForLines(3)
+            let seen = events(in: first.lines)
+
+            let resumed = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course&since=\(seen[0].id)")
+            try await resumed.waitForLines(2)
+            try insertCourses(database, ["D"])
+            try await resumed.waitForLines(3)
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(codes(events(in: resumed.lines)) == ["B", "C", "D"])
+        }
+
+        @Test func lastEventIDResumesAnSSEStreamAcrossAGracefulRestart() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            let first = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course")
+            try insertCourses(database, ["A"])
+            let text = try await first.text { $0.contains("\n\n") && $0.contains("data:") }
+            let lastID = try #require(text.split(separator: "\n").first { $0.hasPrefix("id: ") }?.dropFirst(4))
+            let stopped = try await daemon.stop()
+            #expect(stopped.status == 0)
+            try insertCourses(database, ["B", "C"])
+
+            let restarted = try await SocketDaemon(database: database, socketPath: daemon.socketPath)
+            let resumed = try await RawStream(socketPath: restarted.socketPath, path: "/events?table=course", headers: [("Last-Event-ID", String(lastID))])
+            try insertCourses(database, ["D"])
+            let replayed = try await resumed.text { $0.components(separatedBy: "data: ").count - 1 >= 3 }
+            try await Task.sleep(for: .milliseconds(200))
+            let data = resumed.lines.filter { $0.hasPrefix("data: ") }.compactMap { try? Event(payload: String($0.dropFirst(6))) }
+            #expect(codes(data) == ["B", "C", "D"], "\(replayed)")
+        }
+
+        @Test func anIDOlderThanTheMemoryReplaysFromTheJournal() async throws {
+            let database = try TestDatabase.create()
+            // No in-memory history: every resume reads the journal.
+            let daemon = try await SocketDaemon(database: database, arguments: ["--history", "0"])
+            let first = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
+            try insertCourses(database, ["A", "B", "C"])
+            try await first.waitForLines(3)
+            let seen = events(in: first.lines)
+
+            let resumed = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course&since=\(seen[0].id)")
+            try insertCourses(database, ["D"])
+            try await waitFor { codes(events(in: resumed.lines)).contains("D") }
+            try await Task.sleep(for: .milliseconds(200))
+            let replay = codes(events(in: resumed.lines))
+            #expect(replay == ["B", "C", "D"], "each once, in order")
+        }
+
+        @Test func anUnknownIDGetsAResetAndMalformedOnesA400() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?since=999999999")
+            let text = try await stream.text { $0.contains("event: reset") }
+            #expect(text.contains(#""error":"reset""#))
+            try insertCourses(database, ["LIVE"])
+            _ = try await stream.text { $0.contains(#""short_code":"LIVE""#) }
+
+            let malformed = try await daemon.get("/events?since=abc")
+            #expect(malformed.status == 400)
+            #expect(malformed.body.contains(#""parameter":"since""#))
+            let header = try await daemon.get("/events", headers: [("Last-Event-ID", "12; DROP")])
+            #expect(header.status == 400)
+        }
+
+        @Test func theClientResumesThroughASIGKILLWithNothingMissing() async throws {
+            let database = try TestDatabase.create()
+            var daemon = try await SocketDaemon(database: database)
+            let subscriber = ResumingSubscriber(socketPath: daemon.socketPath, table: "course")
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try insertCourses(database, ["A", "B"])
+            try await waitFor { subscriber.events.count == 2 }
+            daemon.process.signal(SIGKILL)
+            _ = try await daemon.process.finish()
+            try insertCourses(database, ["C"])
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath)
+            try insertCourses(database, ["D"])
+            try await waitFor { codes(subscriber.events).contains("D") }
+            let received = subscriber.events
+            #expect(Set(codes(received)) == ["A", "B", "C", "D"])
+            // Repeats are allowed after a SIGKILL, but only as the same event.
+            let idsByCode = Dictionary(grouping: received, by: { $0.row?["short_code"]?.stringValue ?? "" }).mapValues { Set($0.map(\.id)) }
+            #expect(idsByCode.values.allSatisfy { $0.count == 1 })
+            #expect(subscriber.resets.isEmpty)
+        }
+    }
+}
