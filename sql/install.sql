@@ -130,13 +130,11 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
-    new_row json;
-    old_row json;
-    payload text;
+    -- NEW is null for DELETE, OLD for INSERT.
+    new_row json := row_to_json(NEW);
+    old_row json := row_to_json(OLD);
+    payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
 BEGIN
-    IF TG_OP <> 'DELETE' THEN new_row := row_to_json(NEW); END IF;
-    IF TG_OP <> 'INSERT' THEN old_row := row_to_json(OLD); END IF;
-    payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, true);
         IF octet_length(payload) >= pgherald.notify_limit() THEN
@@ -156,13 +154,9 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
-    new_row json;
-    old_row json;
-    payload text;
+    payload text := pgherald.row_event(
+        event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(NEW), row_to_json(OLD), false);
 BEGIN
-    IF TG_OP <> 'DELETE' THEN new_row := row_to_json(NEW); END IF;
-    IF TG_OP <> 'INSERT' THEN old_row := row_to_json(OLD); END IF;
-    payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
     INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
