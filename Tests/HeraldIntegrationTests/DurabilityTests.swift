@@ -84,6 +84,28 @@ extension IntegrationTests {
             #expect(codes(secondEvents.all) == ["TWO", "THREE", "FOUR"])
         }
 
+        @Test func twoDaemonsShareADatabaseUnderTheirOwnNames() async throws {
+            let database = try TestDatabase.create()
+            let first = try await SocketDaemon(database: database, arguments: ["--name", "first", "--stdout", "json"])
+            let second = try await SocketDaemon(database: database, arguments: ["--name", "second", "--stdout", "json"])
+            let firstEvents = StdoutEvents(first.process)
+            let secondEvents = StdoutEvents(second.process)
+            try insertCourse(database, "SHARED")
+            _ = try await firstEvents.wait(for: 1)
+            _ = try await secondEvents.wait(for: 1)
+            // Each records its own progress, and neither mistakes the other's ticks for events.
+            try await waitFor {
+                let names = try database.execute("SELECT DISTINCT daemon FROM pgherald.checkpoint ORDER BY 1")
+                return names.rows == [["first"], ["second"]]
+            }
+            try await Task.sleep(for: .milliseconds(1500))
+            let stopped = [try await first.stop(), try await second.stop()]
+            for result in stopped {
+                #expect(result.status == 0)
+                #expect(!result.stderr.contains("not a pgherald event"), "\(result.stderr)")
+            }
+        }
+
         @Test func reconnectsAfterTerminateBackendWithoutGapOrDuplicate() async throws {
             let database = try TestDatabase.create()
             let daemon = try await RunningListener(database: database)

@@ -1,5 +1,8 @@
 import Herald
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension PostgresListener {
     /// Reads, decodes and publishes the notifications of one connection, and
@@ -8,6 +11,8 @@ extension PostgresListener {
         let listener: PostgresListener
         let connection: PostgresConnection
         private let backendPID: Int32
+        /// Ticks of every daemon on this database arrive here; only our own count.
+        private let tickChannel: [CChar]
         /// Events in arrival order; `nil` marks a reference still to be read from the journal.
         private var batch: [Event?] = []
         private var references: [(position: Int, id: UInt64)] = []
@@ -19,6 +24,7 @@ extension PostgresListener {
             self.listener = listener
             self.connection = connection
             self.backendPID = connection.backendPID
+            self.tickChannel = Array(listener.tickChannel.utf8CString)
             batch.reserveCapacity(PostgresListener.maximumBatch)
         }
 
@@ -71,9 +77,11 @@ extension PostgresListener {
         }
 
         private mutating func take(limit: Int, cursor: inout DeliveryCursor?) -> Int {
-            connection.takeNotifications(limit: limit) { _, payload, senderPID in
-                if senderPID == backendPID, payload.first != UInt8(ascii: "{") {
-                    arrivedTick = TransactionSnapshot(String(decoding: payload, as: UTF8.self))
+            connection.takeNotifications(limit: limit) { channel, payload, senderPID in
+                if payload.first != UInt8(ascii: "{"), strcmp(channel, tickChannel) == 0 {
+                    if senderPID == backendPID {
+                        arrivedTick = TransactionSnapshot(String(decoding: payload, as: UTF8.self))
+                    }
                     return
                 }
                 do {

@@ -2,19 +2,20 @@ import Foundation
 import Herald
 import Synchronization
 
-/// Collects the events a `pgherald serve --stdout json` process prints.
+/// Collects the events a `pgherald serve --stdout json` process prints, until it exits.
 final class StdoutEvents: Sendable {
     private final class Printed: Sendable {
         let events = Mutex<[Event]>([])
     }
 
     private let printed = Printed()
-    private let reader: Task<Void, Never>
 
     init(_ daemon: DaemonProcess) {
         let handle = daemon.stdout.fileHandleForReading
         let printed = self.printed
-        reader = Task.detached {
+        // A thread of its own: the reads block, and blocking a cooperative
+        // thread for each daemon would starve the tests on a 2-core machine.
+        Thread {
             var buffer = Data()
             while true {
                 let chunk = handle.availableData
@@ -28,10 +29,8 @@ final class StdoutEvents: Sendable {
                     }
                 }
             }
-        }
+        }.start()
     }
-
-    deinit { reader.cancel() }
 
     var all: [Event] { printed.events.withLock { $0 } }
 
