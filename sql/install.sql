@@ -88,39 +88,42 @@ CREATE TABLE IF NOT EXISTS pgherald.checkpoint (
     PRIMARY KEY (daemon, seq)
 );
 
--- The event JSON for one row change. The primary-key columns are the
--- trigger's arguments, captured when the trigger is attached (and refreshed
--- on ALTER TABLE), so no catalog lookup happens per row.
+-- The event JSON for one row change, without row data when `omit_rows`.
+-- The primary-key columns are the trigger's arguments, captured when the
+-- trigger is attached (and refreshed on ALTER TABLE), so no catalog lookup
+-- happens per row; a one-column key, the common case, needs no query.
+-- (TG_ARGV counts from 0, hence array_lower.)
 CREATE OR REPLACE FUNCTION pgherald.row_event(
     event_id bigint, txid xid8, op text, table_schema name, table_name name,
     key_columns text[], new_row json, old_row json, omit_rows boolean
 ) RETURNS text
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     key json;
 BEGIN
-    IF cardinality(key_columns) > 0 THEN
+    IF cardinality(key_columns) = 1 THEN
+        key := json_build_object(
+            key_columns[array_lower(key_columns, 1)],
+            coalesce(new_row, old_row) -> key_columns[array_lower(key_columns, 1)]);
+    ELSIF cardinality(key_columns) > 1 THEN
         SELECT json_object_agg(column_name, coalesce(new_row, old_row) -> column_name)
           INTO key
           FROM unnest(key_columns) AS column_name;
     END IF;
-    IF omit_rows THEN
-        RETURN json_build_object(
-            'id', event_id::text, 'op', op, 'schema', table_schema, 'table', table_name,
-            'pk', key, 'new', NULL, 'old', NULL, 'txid', txid::text,
-            'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-            'omitted', true)::text;
-    END IF;
     RETURN json_build_object(
         'id', event_id::text, 'op', op, 'schema', table_schema, 'table', table_name,
-        'pk', key, 'new', new_row, 'old', old_row, 'txid', txid::text,
+        'pk', key,
+        'new', CASE WHEN NOT omit_rows THEN new_row END,
+        'old', CASE WHEN NOT omit_rows THEN old_row END,
+        'txid', txid::text,
         'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text;
 END
 $fn$;
 
--- NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more.
+-- NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. Immutable:
+-- block_size is fixed when the cluster is created.
 CREATE OR REPLACE FUNCTION pgherald.notify_limit() RETURNS int
-LANGUAGE sql STABLE AS $$ SELECT current_setting('block_size')::int - 192 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT current_setting('block_size')::int - 192 $$;
 
 -- Notify-only publisher: the notification is the only record of the change.
 -- A row too large to notify must never fail the user's write, so its event
@@ -140,6 +143,7 @@ BEGIN
         IF octet_length(payload) >= pgherald.notify_limit() THEN
             payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, '{}', NULL, NULL, true);
         END IF;
+        payload := left(payload, -1) || ', "omitted" : true}';
     END IF;
     PERFORM pg_notify('pgherald', payload);
     RETURN NULL;
@@ -154,8 +158,9 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
-    payload text := pgherald.row_event(
-        event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(NEW), row_to_json(OLD), false);
+    new_row json := row_to_json(NEW);
+    old_row json := row_to_json(OLD);
+    payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
 BEGIN
     INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
     IF octet_length(payload) >= pgherald.notify_limit() THEN
