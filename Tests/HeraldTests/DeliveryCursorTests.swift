@@ -26,13 +26,17 @@ import Testing
     @Test func liveEventsCoveredByCatchUpAreDropped() {
         var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
         _ = cursor.connected(listenSnapshot: listenSnapshot)
-        let result4 = cursor.admitLive(id: 1, transactionID: 21)
+        let result4 = cursor.shouldDeliverLive(id: 1, transactionID: 21)
+        if result4 { cursor.recordDelivered(id: 1, transactionID: 21) }
         #expect(!result4, "committed before the listen snapshot: caught up")
-        let result5 = cursor.admitLive(id: 2, transactionID: 22)
+        let result5 = cursor.shouldDeliverLive(id: 2, transactionID: 22)
+        if result5 { cursor.recordDelivered(id: 2, transactionID: 22) }
         #expect(result5, "in progress at the listen snapshot: live")
-        let result6 = cursor.admitLive(id: 3, transactionID: 30)
+        let result6 = cursor.shouldDeliverLive(id: 3, transactionID: 30)
+        if result6 { cursor.recordDelivered(id: 3, transactionID: 30) }
         #expect(result6)
-        let result7 = cursor.admitLive(id: 3, transactionID: 30)
+        let result7 = cursor.shouldDeliverLive(id: 3, transactionID: 30)
+        if result7 { cursor.recordDelivered(id: 3, transactionID: 30) }
         #expect(!result7, "the same event twice")
         #expect(cursor.lastDeliveredEventID == 3)
     }
@@ -40,7 +44,8 @@ import Testing
     @Test func aReconnectSkipsWhatWasDeliveredLiveSinceTheCheckpoint() {
         var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
         _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        let result8 = cursor.admitLive(id: 5, transactionID: 12)
+        let result8 = cursor.shouldDeliverLive(id: 5, transactionID: 12)
+        if result8 { cursor.recordDelivered(id: 5, transactionID: 12) }
         #expect(result8)
         cursor.disconnected()
         _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 15, xmax: 15))
@@ -54,8 +59,8 @@ import Testing
         var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
         _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
         #expect(!cursor.needsCheckpoint, "nothing delivered")
-        _ = cursor.admitLive(id: 1, transactionID: 11)
-        _ = cursor.admitLive(id: 2, transactionID: 13)
+        cursor.recordDelivered(id: 1, transactionID: 11)
+        cursor.recordDelivered(id: 2, transactionID: 13)
         #expect(cursor.needsCheckpoint)
         let tick = TransactionSnapshot(xmin: 12, xmax: 13)
         cursor.tickSent(snapshot: tick)
@@ -69,10 +74,20 @@ import Testing
         #expect(cursor.needsCheckpoint)
     }
 
+    @Test func anEventLostBeforePublishingStaysEligibleForCatchUp() {
+        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
+        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
+        #expect(cursor.shouldDeliverLive(id: 7, transactionID: 12), "admitted, then the connection broke before publishing")
+        cursor.disconnected()
+        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 15, xmax: 15))
+        let caughtUp = cursor.admitCatchUp(id: 7, transactionID: 12)
+        #expect(caughtUp)
+    }
+
     @Test func aTickInFlightIsForgottenWhenTheConnectionBreaks() {
         var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
         _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.admitLive(id: 1, transactionID: 11)
+        cursor.recordDelivered(id: 1, transactionID: 11)
         let tick = TransactionSnapshot(xmin: 12, xmax: 12)
         cursor.tickSent(snapshot: tick)
         cursor.disconnected()
@@ -86,9 +101,11 @@ import Testing
         _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
         let final = TransactionSnapshot(xmin: 15, xmax: 15)
         cursor.finalTickSent(snapshot: final)
-        let result14 = cursor.admitLive(id: 1, transactionID: 14)
+        let result14 = cursor.shouldDeliverLive(id: 1, transactionID: 14)
+        if result14 { cursor.recordDelivered(id: 1, transactionID: 14) }
         #expect(result14)
-        let result15 = cursor.admitLive(id: 2, transactionID: 15)
+        let result15 = cursor.shouldDeliverLive(id: 2, transactionID: 15)
+        if result15 { cursor.recordDelivered(id: 2, transactionID: 15) }
         #expect(!result15, "committed after the final snapshot")
         #expect(cursor.lastDeliveredEventID == 1)
     }

@@ -36,20 +36,26 @@ public struct DeliveryCursor: Sendable {
         return (checkpoint, snapshot)
     }
 
-    /// Whether a journal event found by catch-up should be delivered (it was not, live).
+    /// Whether a journal event found by catch-up should be delivered (it was
+    /// not, live); records it as delivered, so publish it right away.
     public mutating func admitCatchUp(id: UInt64, transactionID: UInt64) -> Bool {
         guard deliveredSinceCheckpoint[id] == nil else { return false }
         record(id: id, transactionID: transactionID)
         return true
     }
 
-    /// Whether a live event should be delivered.
-    public mutating func admitLive(id: UInt64, transactionID: UInt64) -> Bool {
+    /// Whether a live event should be delivered. Call ``recordDelivered(id:transactionID:)``
+    /// once it has reached the broker: an event admitted but lost with its
+    /// connection before publishing must stay eligible for catch-up.
+    public func shouldDeliverLive(id: UInt64, transactionID: UInt64) -> Bool {
         if let coveredByCatchUp, coveredByCatchUp.isVisible(transactionID) { return false }
         if let finalSnapshot, !finalSnapshot.isVisible(transactionID) { return false }
-        guard deliveredSinceCheckpoint[id] == nil else { return false }
+        return deliveredSinceCheckpoint[id] == nil
+    }
+
+    /// A live event reached the broker.
+    public mutating func recordDelivered(id: UInt64, transactionID: UInt64) {
         record(id: id, transactionID: transactionID)
-        return true
     }
 
     private mutating func record(id: UInt64, transactionID: UInt64) {

@@ -16,6 +16,8 @@ extension PostgresListener {
         /// Events in arrival order; `nil` marks a reference still to be read from the journal.
         private var batch: [Event?] = []
         private var references: [(position: Int, id: UInt64)] = []
+        /// Journal positions of the batch's events, recorded in the cursor only once published.
+        private var positions: [(id: UInt64, transactionID: UInt64)] = []
         /// The snapshot of a tick that arrived since the last publish.
         private var arrivedTick: TransactionSnapshot?
         private var lastTick = ContinuousClock.now
@@ -86,12 +88,12 @@ extension PostgresListener {
                 }
                 do {
                     let event = try Event(payload: payload)
-                    if admit(id: event.id, transactionID: event.transactionID, cursor: &cursor) {
+                    if admit(id: event.id, transactionID: event.transactionID, cursor: cursor) {
                         batch.append(event)
                     }
                 } catch {
                     if let reference = JournalReference(payload: payload) {
-                        if cursor?.admitLive(id: reference.id, transactionID: reference.transactionID) ?? true {
+                        if admit(id: String(reference.id), transactionID: String(reference.transactionID), cursor: cursor) {
                             references.append((batch.count, reference.id))
                             batch.append(nil)
                         }
@@ -107,9 +109,11 @@ extension PostgresListener {
         }
 
         /// Events sent by hand with `pg_notify` carry no journal position and are delivered as they come.
-        private func admit(id: String, transactionID: String, cursor: inout DeliveryCursor?) -> Bool {
-            guard cursor != nil, let id = UInt64(id), let transactionID = UInt64(transactionID) else { return true }
-            return cursor!.admitLive(id: id, transactionID: transactionID)
+        private mutating func admit(id: String, transactionID: String, cursor: DeliveryCursor?) -> Bool {
+            guard let cursor, let id = UInt64(id), let transactionID = UInt64(transactionID) else { return true }
+            guard cursor.shouldDeliverLive(id: id, transactionID: transactionID) else { return false }
+            positions.append((id, transactionID))
+            return true
         }
 
         private mutating func publish(cursor: inout DeliveryCursor?) throws(PostgresError) {
@@ -117,6 +121,8 @@ extension PostgresListener {
             if !batch.isEmpty {
                 listener.broker.publish(batch.lazy.compactMap { $0 })
                 batch.removeAll(keepingCapacity: true)
+                for position in positions { cursor?.recordDelivered(id: position.id, transactionID: position.transactionID) }
+                positions.removeAll(keepingCapacity: true)
             }
             if let tick = arrivedTick {
                 arrivedTick = nil
