@@ -158,9 +158,8 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
-    new_row json := row_to_json(NEW);
-    old_row json := row_to_json(OLD);
-    payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
+    payload text := pgherald.row_event(
+        event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(NEW), row_to_json(OLD), false);
 BEGIN
     INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
     IF octet_length(payload) >= pgherald.notify_limit() THEN

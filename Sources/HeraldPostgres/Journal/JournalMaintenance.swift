@@ -77,8 +77,8 @@ public final class JournalMaintenance: Service, Sendable {
         }
     }
 
-    private var retentionSeconds: String {
-        String(Double(configuration.retention.components.seconds) + Double(configuration.retention.components.attoseconds) / 1e18)
+    private var retentionSeconds: Double {
+        configuration.retention / .seconds(1)
     }
 
     private func prune(on connection: PostgresConnection) throws(PostgresError) -> Int {
@@ -88,7 +88,7 @@ public final class JournalMaintenance: Service, Sendable {
             let oldest = try connection.execute("""
                 SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8)
                   FROM pgherald.journal ORDER BY id LIMIT \(configuration.batchSize)
-                """, parameters: [retentionSeconds])
+                """, parameters: [String(retentionSeconds)])
             let doomed = oldest.rows.compactMap { row -> String? in
                 guard row[2] == "t", let txid = row[1].flatMap({ UInt64($0) }), checkpoint.snapshot.isVisible(txid) else { return nil }
                 return row[0]
@@ -107,7 +107,7 @@ public final class JournalMaintenance: Service, Sendable {
             DELETE FROM pgherald.checkpoint
              WHERE daemon = $1 AND taken_at < now() - make_interval(secs => $2::float8) - interval '1 hour'
                AND seq < (SELECT max(seq) FROM pgherald.checkpoint WHERE daemon = $1)
-            """, parameters: [daemon, retentionSeconds])
+            """, parameters: [daemon, String(retentionSeconds)])
         return pruned
     }
 
@@ -128,7 +128,7 @@ public final class JournalMaintenance: Service, Sendable {
             oldestAt: row.count > 3 ? row[3] : nil,
             oldestEventID: row.count > 2 ? row[2] : nil,
             pruned: pruned,
-            retentionSeconds: Double(configuration.retention.components.seconds)
+            retentionSeconds: retentionSeconds
         )
     }
 }
