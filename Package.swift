@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Herald", targets: ["Herald"]),
         .library(name: "HeraldPostgres", targets: ["HeraldPostgres"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
+        .executable(name: "pgherald-bench", targets: ["HeraldBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -92,21 +93,12 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
-        // Listener-path throughput measurement used by scripts/bench-listener.
+        // Load client and report for scripts/bench: many SSE streams on a few NIO threads.
         .executableTarget(
-            name: "HeraldListenerBench",
-            dependencies: [
-                "Herald",
-                "HeraldPostgres",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictConcurrency
-        ),
-        // Socket load client used by scripts/bench-socket: many NDJSON streams on one NIO thread.
-        .executableTarget(
-            name: "HeraldSocketBench",
+            name: "HeraldBench",
             dependencies: [
                 "HeraldPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

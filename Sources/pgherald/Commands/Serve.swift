@@ -13,7 +13,10 @@ struct Serve: AsyncParsableCommand {
             Connects once, LISTENs on the channel the triggers notify (see `pgherald install`), \
             and fans every event out. If the first connection fails, serve exits with an error; \
             once running, it reconnects with capped exponential backoff (0.25 s doubling to 30 s, \
-            with jitter). In durable mode (the default install) it then catches up from the journal,             so nothing committed in between is lost, and it records its progress under --name.             SIGINT or SIGTERM shut it down after delivering what it has received and recording             exactly where it stopped.
+            with jitter). In durable mode (the default install) it then catches up from the journal, \
+            so nothing committed in between is lost, and it records its progress under --name. \
+            SIGINT or SIGTERM shut it down after delivering what it has received and recording \
+            exactly where it stopped.
             """
     )
 

@@ -1,0 +1,81 @@
+/// The results file `scripts/bench` writes: the machine, the write-overhead
+/// rounds, and one ``Run`` per measured load.
+struct BenchResults: Codable {
+    var date: String
+    var mode: String
+    var machine: String
+    var postgres: String
+    var writeOverhead: WriteOverhead?
+    var runs: [Run]
+
+    struct WriteOverhead: Codable {
+        var clients: Int
+        var seconds: Int
+        var variants: [Variant]
+
+        /// One trigger's TPS, round by round.
+        struct Variant: Codable {
+            var trigger: String
+            var tps: [Double]
+        }
+    }
+
+    /// A load client's result with what the driver measured around it.
+    struct Run: Codable {
+        var result: LoadResult
+        /// Rows the writer committed.
+        var committed: Int
+        /// The writer's TPS as pgbench reports it; absent for a single burst transaction.
+        var writerTPS: Double?
+        /// The writer's fixed rate; absent at full speed.
+        var rate: Int?
+        var payloadBytes: Int?
+        var daemonCPUSeconds: Double?
+        var daemonRSSKiB: Int?
+        var daemonPeakRSSKiB: Int?
+        /// Wall clock when the writer's last commit returned.
+        var commitEndMicroseconds: Int64?
+    }
+
+    func runs(_ scenario: String) -> [Run] {
+        runs.filter { $0.result.scenario == scenario }
+    }
+}
+
+extension BenchResults.Run {
+    /// Events delivered per second over the receiving window.
+    var deliveriesPerSecond: Double? {
+        guard let first = result.firstReceiptMicroseconds, let last = result.lastReceiptMicroseconds, last > first else { return nil }
+        return Double(result.received) / (Double(last - first) / 1e6)
+    }
+
+    /// pgherald's CPU seconds per 1000 deliveries.
+    var daemonCPUPerThousand: Double? {
+        guard let cpu = daemonCPUSeconds, result.received > 0 else { return nil }
+        return cpu / Double(result.received) * 1000
+    }
+
+    /// Fraction of one core the load client used while events arrived.
+    var clientCPUShare: Double {
+        result.clientCPUSeconds / max(result.clientWallSeconds, 1e-9)
+    }
+}
+
+extension BenchResults.WriteOverhead {
+    /// The median over rounds of each trigger's TPS divided by the minimal
+    /// trigger's TPS in the same round.
+    func medianRatio(_ trigger: String, to floor: String = "minimal") -> Double? {
+        guard let variant = variants.first(where: { $0.trigger == trigger }),
+              let base = variants.first(where: { $0.trigger == floor }) else { return nil }
+        return median(zip(variant.tps, base.tps).map { $0 / $1 })
+    }
+
+    func medianTPS(_ trigger: String) -> Double? {
+        variants.first { $0.trigger == trigger }.flatMap { median($0.tps) }
+    }
+}
+
+func median(_ values: [Double]) -> Double? {
+    guard !values.isEmpty else { return nil }
+    return values.sorted()[(values.count - 1) / 2]
+}

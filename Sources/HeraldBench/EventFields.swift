@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Pulls the two fields the benchmark needs out of an event's JSON without
+/// decoding it, so that the load client is never the bottleneck.
+enum EventFields {
+    /// The value of `"count":N`.
+    static func count(in line: UnsafeRawBufferPointer) -> UInt64? {
+        guard var index = find(#""count":"#, in: line) else { return nil }
+        var value: UInt64 = 0
+        let start = index
+        while index < line.count, line[index] >= UInt8(ascii: "0"), line[index] <= UInt8(ascii: "9") {
+            value = value * 10 + UInt64(line[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        return index > start ? value : nil
+    }
+
+    /// Microseconds since the epoch of the event's `at` (`2026-11-21T12:00:00.123456Z`),
+    /// as the daemon writes it (`"at":"`) or as the trigger does (`"at" : "`).
+    static func timestamp(in line: UnsafeRawBufferPointer) -> Int64? {
+        guard var start = find(#""at""#, in: line) else { return nil }
+        while start < line.count, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: ":") || line[start] == UInt8(ascii: "\"") {
+            start += 1
+        }
+        guard start + 26 <= line.count else { return nil }
+        func digits(_ offset: Int, _ length: Int) -> Int64 {
+            var value: Int64 = 0
+            for index in start + offset..<start + offset + length {
+                value = value * 10 + Int64(line[index] &- UInt8(ascii: "0"))
+            }
+            return value
+        }
+        let (year, month, day) = (digits(0, 4), digits(5, 2), digits(8, 2))
+        let seconds = digits(11, 2) * 3600 + digits(14, 2) * 60 + digits(17, 2)
+        return (daysSinceEpoch(year: year, month: month, day: day) * 86400 + seconds) * 1_000_000 + digits(20, 6)
+    }
+
+    private static func find(_ needle: StaticString, in line: UnsafeRawBufferPointer) -> Int? {
+        guard let base = line.baseAddress else { return nil }
+        let length = needle.utf8CodeUnitCount
+        var index = 0
+        while index + length <= line.count {
+            guard let hit = memchr(base + index, Int32(needle.utf8Start[0]), line.count - length - index + 1) else { return nil }
+            index = base.distance(to: UnsafeRawPointer(hit))
+            if memcmp(base + index, needle.utf8Start, length) == 0 { return index + length }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Days from 1970-01-01 to a civil date (proleptic Gregorian).
+    private static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let shifted = month <= 2 ? year - 1 : year
+        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+        let yearOfEra = shifted - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+/// Wall-clock microseconds since the epoch, the clock the events' `at` uses.
+func nowMicroseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
+}
+
+/// CPU seconds (user and system) this process has used.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let seconds = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec
+    let microseconds = usage.ru_utime.tv_usec + usage.ru_stime.tv_usec
+    return Double(seconds) + Double(microseconds) / 1e6
+}

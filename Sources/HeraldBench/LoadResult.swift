@@ -1,0 +1,62 @@
+import Foundation
+
+/// What one load-client run measured, as written to the results file.
+struct LoadResult: Codable {
+    var scenario: String
+    var label: String
+    var subscribers: Int
+    var expectedPerSubscriber: Int
+    var received: Int
+    var deliveredRatio: Double
+    var missing: Int
+    var duplicatedOrReordered: Int
+    var overflows: Int
+    var resumes: Int
+    var failedStreams: Int
+    var firstFailure: String?
+    var latencyMilliseconds: Latency?
+    /// The latency CDF: (milliseconds, fraction of events at or below).
+    var latencyCDF: [[Double]]
+    var firstReceiptMicroseconds: Int64?
+    var lastReceiptMicroseconds: Int64?
+    var clientCPUSeconds: Double
+    var clientWallSeconds: Double
+    var clientThreads: Int
+
+    struct Latency: Codable {
+        var p50: Double
+        var p99: Double
+        var p999: Double
+        var max: Double
+        var mean: Double
+
+        /// Percentiles of latencies in microseconds, sorted ascending.
+        init?(sorted: [Int32]) {
+            guard let last = sorted.last else { return nil }
+            func at(_ fraction: Double) -> Double {
+                let index = Swift.min(sorted.count - 1, Swift.max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))
+                return Double(sorted[index]) / 1000
+            }
+            p50 = at(0.5)
+            p99 = at(0.99)
+            p999 = at(0.999)
+            max = Double(last) / 1000
+            mean = sorted.reduce(0.0) { $0 + Double($1) } / Double(sorted.count) / 1000
+        }
+    }
+
+    /// About `points` points of the CDF, denser in the tail where the interest is.
+    static func cdf(sorted: [Int32], points: Int = 120) -> [[Double]] {
+        guard !sorted.isEmpty else { return [] }
+        var fractions = (0..<points).map { index -> Double in
+            // Evenly spaced in -log10(1 - f): as many points between 0.99 and 0.999 as between 0 and 0.9.
+            let exponent = 4 * Double(index) / Double(points - 1)
+            return 1 - pow(10, -exponent)
+        }
+        fractions.append(1)
+        return fractions.map { fraction in
+            let index = min(sorted.count - 1, max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))
+            return [Double(sorted[index]) / 1000, fraction]
+        }
+    }
+}

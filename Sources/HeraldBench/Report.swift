@@ -1,0 +1,242 @@
+import ArgumentParser
+import Foundation
+
+/// Prints a results file as Markdown tables, each figure next to its target.
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a results file from scripts/bench as Markdown.")
+
+    @Argument(help: "bench/results/<date>.json")
+    var file: String
+
+    func run() throws {
+        let results = try JSONDecoder().decode(BenchResults.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
+        print(MarkdownReport(results).text)
+    }
+}
+
+/// The Markdown tables for one results file.
+struct MarkdownReport {
+    let results: BenchResults
+    private(set) var text = ""
+
+    init(_ results: BenchResults) {
+        self.results = results
+        line("pgherald benchmark, \(results.date) (\(results.mode)): \(results.machine), PostgreSQL \(results.postgres), fsync on.")
+        line("PostgreSQL, pgherald and the load clients share the machine.")
+        targets()
+        writeOverhead()
+        throughput()
+        latency()
+        baseline()
+        idle()
+        burst()
+    }
+
+    private mutating func line(_ text: String = "") {
+        self.text += text + "\n"
+    }
+
+    private mutating func table(_ header: [String], _ rows: [[String]]) {
+        line("| " + header.joined(separator: " | ") + " |")
+        line("|" + String(repeating: "---|", count: header.count))
+        for row in rows { line("| " + row.joined(separator: " | ") + " |") }
+        line()
+    }
+
+    private func run(_ scenario: String, subscribers: Int) -> BenchResults.Run? {
+        results.runs(scenario).first { $0.result.subscribers == subscribers }
+    }
+
+    // MARK: Targets
+
+    private mutating func targets() {
+        line()
+        line("### Targets")
+        line()
+        var rows: [[String]] = []
+        let ratios = results.runs.map(\.result.deliveredRatio)
+        rows.append(["delivered ratio, every scenario", "1.0", ratios.isEmpty ? "-" : "\(format(ratios.min()!, 4)) lowest", verdict(ratios.allSatisfy { $0 == 1 })])
+        if let pgherald = run("throughput", subscribers: 1), let bare = results.runs("baseline").first(where: { $0.rate == nil }),
+           let ours = pgherald.deliveriesPerSecond, let theirs = bare.deliveriesPerSecond {
+            let ratio = ours / theirs
+            rows.append(["1 subscriber vs bare LISTEN: throughput", "0.95 or more", format(ratio, 2), verdict(ratio >= 0.95)])
+        }
+        if let pgherald = run("latency", subscribers: 1)?.result.latencyMilliseconds,
+           let bare = results.runs("baseline").first(where: { $0.rate != nil })?.result.latencyMilliseconds {
+            let extra = pgherald.p99 - bare.p99
+            rows.append(["1 subscriber vs bare LISTEN: p99 at 1000/s", "within +1 ms", "\(signed(extra)) ms", verdict(extra <= 1)])
+        }
+        for (subscribers, target) in [(100, 5.0), (1000, 20.0)] {
+            if let p99 = run("latency", subscribers: subscribers)?.result.latencyMilliseconds?.p99 {
+                rows.append(["1000 events/s, \(subscribers) subscribers: p99", "under \(format(target, 0)) ms", "\(format(p99, 1)) ms", verdict(p99 < target)])
+            }
+        }
+        let fanOut = results.runs("throughput").compactMap(\.deliveriesPerSecond).max()
+        if let fanOut {
+            rows.append(["aggregate fan-out", "300,000 deliveries/s or more", "\(grouped(fanOut))/s", verdict(fanOut >= 300_000)])
+        }
+        if let perSubscriber = idleBytesPerSubscriber {
+            rows.append(["idle subscriber", "under 16 KiB RSS", "\(format(perSubscriber / 1024, 1)) KiB", verdict(perSubscriber < 16 * 1024)])
+        }
+        if let overhead = results.writeOverhead {
+            if let notify = overhead.medianRatio("notify") {
+                rows.append(["write overhead, notify-only", "0.90 of minimal NOTIFY or more", format(notify, 2), verdict(notify >= 0.9)])
+            }
+            if let durable = overhead.medianRatio("durable") {
+                rows.append(["write overhead, durable", "0.70 of minimal NOTIFY or more", format(durable, 2), verdict(durable >= 0.7)])
+            }
+        }
+        table(["scenario", "target", "measured", "met"], rows)
+    }
+
+    // MARK: Scenarios
+
+    private mutating func writeOverhead() {
+        guard let overhead = results.writeOverhead else { return }
+        let rounds = overhead.variants.first?.tps.count ?? 0
+        line("### a. Write overhead")
+        line()
+        line("pgbench, \(overhead.clients) clients, single-row INSERTs of about 100 B, \(overhead.seconds) s per run, \(rounds) rounds interleaved. No daemon listens.")
+        line()
+        let names = ["none": "no trigger", "minimal": "minimal pg_notify trigger", "notify": "pgherald notify-only", "durable": "pgherald durable"]
+        table(["trigger", "median TPS", "ratio to minimal (median of rounds)"], overhead.variants.map { variant in
+            [names[variant.trigger] ?? variant.trigger, grouped(overhead.medianTPS(variant.trigger) ?? 0), overhead.medianRatio(variant.trigger).map { format($0, 2) } ?? "-"]
+        })
+    }
+
+    private mutating func throughput() {
+        let runs = results.runs("throughput")
+        guard !runs.isEmpty else { return }
+        line("### b. Throughput: full-speed writer")
+        line()
+        table(
+            ["subscribers", "committed", "writer TPS", "delivered ratio", "deliveries/s", "pgherald CPU s / 1000 deliveries", "client CPU (cores)", "p50 ms", "p99 ms"],
+            runs.map { run in
+                [
+                    "\(run.result.subscribers)", "\(run.committed)", run.writerTPS.map { grouped($0) } ?? "-",
+                    format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                    run.daemonCPUPerThousand.map { format($0, 3) } ?? "-", format(run.clientCPUShare, 2),
+                    run.result.latencyMilliseconds.map { format($0.p50, 2) } ?? "-",
+                    run.result.latencyMilliseconds.map { format($0.p99, 2) } ?? "-",
+                ]
+            }
+        )
+    }
+
+    private mutating func latency() {
+        let runs = results.runs("latency")
+        guard !runs.isEmpty else { return }
+        line("### c. Latency: writer at a fixed rate, commit to receipt")
+        line()
+        line("Latency is receipt minus the event's `at`, taken by the trigger just before commit: an upper bound on commit to receipt.")
+        line()
+        latencyTable(runs, first: "subscribers") { "\($0.result.subscribers)" }
+    }
+
+    private mutating func latencyTable(_ runs: [BenchResults.Run], first: String, name: (BenchResults.Run) -> String) {
+        table(
+            [first, "events/s", "delivered ratio", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "pgherald CPU s / 1000", "client CPU (cores)"],
+            runs.map { run in
+                let latency = run.result.latencyMilliseconds
+                return [
+                    name(run), run.rate.map(String.init) ?? "full speed", format(run.result.deliveredRatio, 4),
+                    latency.map { format($0.p50, 2) } ?? "-", latency.map { format($0.p99, 2) } ?? "-",
+                    latency.map { format($0.p999, 2) } ?? "-", latency.map { format($0.max, 2) } ?? "-",
+                    run.daemonCPUPerThousand.map { format($0, 3) } ?? "-", format(run.clientCPUShare, 2),
+                ]
+            }
+        )
+    }
+
+    private mutating func baseline() {
+        let bare = results.runs("baseline")
+        guard !bare.isEmpty else { return }
+        line("### d. Baseline: one bare libpq LISTEN client against one pgherald subscriber")
+        line()
+        line("The same trigger and writer; the bare client LISTENs on the channel itself, with pgherald stopped.")
+        line()
+        var compared: [BenchResults.Run] = []
+        for run in bare {
+            compared.append(run)
+            let scenario = run.rate == nil ? "throughput" : "latency"
+            if let ours = self.run(scenario, subscribers: 1) { compared.append(ours) }
+        }
+        table(
+            ["client", "events/s", "writer TPS", "deliveries/s", "p50 ms", "p99 ms", "max ms"],
+            compared.map { run in
+                [
+                    run.result.scenario == "baseline" ? "bare libpq LISTEN" : "pgherald, 1 SSE subscriber",
+                    run.rate.map(String.init) ?? "full speed", run.writerTPS.map { grouped($0) } ?? "-",
+                    run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                    run.result.latencyMilliseconds.map { format($0.p50, 2) } ?? "-",
+                    run.result.latencyMilliseconds.map { format($0.p99, 2) } ?? "-",
+                    run.result.latencyMilliseconds.map { format($0.max, 2) } ?? "-",
+                ]
+            }
+        )
+    }
+
+    private var idleBytesPerSubscriber: Double? {
+        let idle = results.runs("idle")
+        guard let empty = idle.first(where: { $0.result.subscribers == 0 })?.daemonRSSKiB,
+              let full = idle.max(by: { $0.result.subscribers < $1.result.subscribers }),
+              full.result.subscribers > 0, let rss = full.daemonRSSKiB else { return nil }
+        return Double(rss - empty) * 1024 / Double(full.result.subscribers)
+    }
+
+    private mutating func idle() {
+        let idle = results.runs("idle")
+        guard !idle.isEmpty else { return }
+        line("### e. Idle fan-out memory")
+        line()
+        table(["SSE subscribers", "pgherald RSS"], idle.map { run in
+            ["\(grouped(Double(run.result.subscribers)))", run.daemonRSSKiB.map { "\(format(Double($0) / 1024, 1)) MiB" } ?? "-"]
+        })
+        if let perSubscriber = idleBytesPerSubscriber {
+            line("About \(format(perSubscriber / 1024, 1)) KiB per idle subscriber.")
+            line()
+        }
+    }
+
+    private mutating func burst() {
+        let bursts = results.runs("burst")
+        guard !bursts.isEmpty else { return }
+        line("### f. Burst: one transaction that inserts \(grouped(Double(bursts[0].committed))) rows")
+        line()
+        table(
+            ["subscribers", "delivered ratio", "commit to last subscriber complete", "overflows, then resumed", "pgherald peak RSS"],
+            bursts.map { run in
+                var elapsed = "-"
+                if let committed = run.commitEndMicroseconds, let last = run.result.lastReceiptMicroseconds {
+                    elapsed = "\(format(Double(last - committed) / 1e6, 2)) s"
+                }
+                return [
+                    "\(run.result.subscribers)", format(run.result.deliveredRatio, 4), elapsed,
+                    "\(run.result.overflows)", run.daemonPeakRSSKiB.map { "\(format(Double($0) / 1024, 1)) MiB" } ?? "-",
+                ]
+            }
+        )
+    }
+
+    // MARK: Formatting
+
+    private func verdict(_ met: Bool) -> String { met ? "yes" : "**no**" }
+
+    private func format(_ value: Double, _ digits: Int) -> String {
+        String(format: "%.\(digits)f", value)
+    }
+
+    private func signed(_ value: Double) -> String {
+        String(format: "%+.2f", value)
+    }
+
+    private func grouped(_ value: Double) -> String {
+        let digits = String(Int(value.rounded()))
+        var result = ""
+        for (index, character) in digits.reversed().enumerated() {
+            if index > 0, index % 3 == 0 { result.append(",") }
+            result.append(character)
+        }
+        return String(result.reversed())
+    }
+}

@@ -1,0 +1,168 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// One subscriber: an SSE stream on the daemon's socket, parsed line by line.
+///
+/// When the daemon closes the stream (say, after `event: overflow`), it
+/// reconnects with `Last-Event-ID`, as a real client does, so that the record
+/// shows whether anything was lost across the resume.
+/// Lives on one event loop; touch it there only.
+final class SSEStream {
+    let socketPath: String
+    let path: String
+    let eventLoop: any EventLoop
+    var record = StreamRecord()
+    /// Whether the daemon refused or broke the stream in a way a resume cannot mend.
+    var failure: String?
+    private var partialLine: [UInt8] = []
+    private var frameEvent: Substring = ""
+    private var stopped = false
+
+    init(socketPath: String, path: String, eventLoop: any EventLoop) {
+        self.socketPath = socketPath
+        self.path = path
+        self.eventLoop = eventLoop
+    }
+
+    /// Opens the stream; the future completes once the response head has arrived.
+    func connect() -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        let opened = eventLoop.makePromise(of: Void.self)
+        let handler = NIOLoopBound(SSEStreamHandler(stream: self, opened: opened), eventLoop: eventLoop)
+        ClientBootstrap(group: eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(handler.value)
+                }
+            }
+            .connect(unixDomainSocketPath: socketPath)
+            .whenFailure { opened.fail($0) }
+        return opened.futureResult
+    }
+
+    /// No more reconnects.
+    func stop() {
+        stopped = true
+    }
+
+    var requestHeaders: HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: "localhost")
+        headers.add(name: "Accept", value: "text/event-stream")
+        if let id = record.lastEventID { headers.add(name: "Last-Event-ID", value: String(id)) }
+        return headers
+    }
+
+    func closed() {
+        guard !stopped, failure == nil else { return }
+        record.resumes += 1
+        eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) { [self] in
+            connect().assumeIsolated().whenFailure { [self] error in failure = "reconnect failed: \(error)" }
+        }
+    }
+
+    /// Consumes body bytes: complete lines are parsed, the rest kept for the next read.
+    func consume(_ bytes: UnsafeRawBufferPointer, now: Int64) {
+        var start = 0
+        while start < bytes.count {
+            guard let newline = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), bytes.count - start) else { break }
+            let end = bytes.baseAddress!.distance(to: UnsafeRawPointer(newline))
+            if partialLine.isEmpty {
+                line(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), now: now)
+            } else {
+                partialLine.append(contentsOf: bytes[start..<end])
+                let joined = partialLine
+                partialLine.removeAll(keepingCapacity: true)
+                joined.withUnsafeBytes { line($0, now: now) }
+            }
+            start = end + 1
+        }
+        if start < bytes.count { partialLine.append(contentsOf: bytes[start...]) }
+    }
+
+    private func line(_ line: UnsafeRawBufferPointer, now: Int64) {
+        guard let first = line.first else {
+            frameEvent = ""
+            return
+        }
+        switch first {
+        case UInt8(ascii: "d"):  // data: {...}
+            guard frameEvent != "overflow", frameEvent != "reset" else { return }
+            if let count = EventFields.count(in: line), let at = EventFields.timestamp(in: line) {
+                record.record(count: count, at: at, now: now)
+            }
+        case UInt8(ascii: "i"):  // id: N
+            record.lastEventID = Substring(decoding: line.dropFirst(4), as: UTF8.self)
+        case UInt8(ascii: "e"):  // event: op
+            frameEvent = Substring(decoding: line.dropFirst(7), as: UTF8.self)
+            if frameEvent == "overflow" { record.overflows += 1 }
+            if frameEvent == "reset" { failure = "the daemon could not resume the stream (event: reset)" }
+        default:  // comments (heartbeats) and retry:
+            break
+        }
+    }
+}
+
+/// Sends the request, and feeds the response body to its ``SSEStream``.
+final class SSEStreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    let stream: SSEStream
+    private let opened: EventLoopPromise<Void>
+    private var settled = false
+
+    init(stream: SSEStream, opened: EventLoopPromise<Void>) {
+        self.stream = stream
+        self.opened = opened
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: stream.path, headers: stream.requestHeaders)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            if head.status != .ok {
+                stream.failure = "the daemon answered \(head.status.code)"
+                settle(.failure(ChannelError.inputClosed))
+            } else {
+                settle(.success(()))
+            }
+        case .body(let buffer):
+            let now = nowMicroseconds()
+            buffer.withUnsafeReadableBytes { stream.consume($0, now: now) }
+        case .end:
+            context.close(promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        settle(.failure(ChannelError.inputClosed))
+        stream.closed()
+    }
+
+    private func settle(_ result: Result<Void, any Error>) {
+        guard !settled else { return }
+        settled = true
+        opened.completeWith(result)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+@available(*, unavailable)
+extension SSEStreamHandler: Sendable {}
+
+@available(*, unavailable)
+extension SSEStream: Sendable {}
