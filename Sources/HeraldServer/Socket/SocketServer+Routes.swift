@@ -117,7 +117,9 @@ extension SocketServer {
         headers[.connection] = "close"
         return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
             try await withGracefulShutdownHandler {
-                try await self.stream(subscription, filter: filter, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop: channel.eventLoop)) {
+                    try await self.stream(subscription, filter: filter, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
+                }
             } onGracefulShutdown: {
                 subscription.cancel()
             }
