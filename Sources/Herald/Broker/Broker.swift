@@ -23,11 +23,22 @@ public final class Broker: Sendable {
         }
     }
 
-    struct Subscriber {
+    /// A class, so that the fan-out loop retains one reference per subscriber, not four.
+    final class Subscriber: Sendable {
         let filter: EventFilter
         let mailbox: Mailbox
         let kind: String
         let onOverflow: (@Sendable () -> Void)?
+        /// Whether every event passes the filter, so deliveries need no check.
+        let takesEverything: Bool
+
+        init(filter: EventFilter, mailbox: Mailbox, kind: String, onOverflow: (@Sendable () -> Void)?) {
+            self.filter = filter
+            self.mailbox = mailbox
+            self.kind = kind
+            self.onOverflow = onOverflow
+            takesEverything = filter == .all
+        }
     }
 
     struct State {
@@ -120,40 +131,41 @@ public final class Broker: Sendable {
     ///
     /// Each subscriber receives its share of `events` with one mailbox
     /// operation, so a burst costs one lock and one wake-up per subscriber.
+    /// Subscribers whose filter passes the whole batch share one array.
     /// - Returns: the events as delivered, each stamped with its change count.
     @discardableResult
     public func publish(_ events: some Sequence<Event>) -> [Event] {
         let (stamped, overflowed) = state.withLock { state -> ([Event], [Subscriber]) in
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
-            var deliveries = Deliveries()
             for decoded in events {
                 state.changeCount += 1
                 state.tableCounts[decoded.table, default: 0] += 1
                 let event = decoded.stamped(count: state.changeCount)
-                var row = LazyRow(event: event)
-                if let subscribers = state.subscribersByTable[event.table] {
-                    deliveries.add(event, row: &row, for: subscribers)
-                }
-                deliveries.add(event, row: &row, for: state.subscribersForAllTables)
                 state.history.append(event)
                 stamped.append(event)
             }
-            var overflowed: [Subscriber] = []
-            for delivery in deliveries.pending {
-                switch delivery.subscriber.mailbox.offer(delivery.events) {
-                case .accepted:
-                    break
-                case .overflowed:
-                    if let subscriber = state.remove(id: delivery.id) {
-                        state.overflowCount += 1
-                        overflowed.append(subscriber)
-                    }
-                case .closed:
-                    // The consumer was cancelled; forget it.
-                    _ = state.remove(id: delivery.id)
+            var fanOut = FanOut(events: stamped)
+            for (id, subscriber) in state.subscribersForAllTables {
+                fanOut.deliver(to: subscriber, id: id)
+            }
+            let tables = Set(stamped.lazy.map(\.table))
+            // A subscriber indexed under several tables of this batch gets the batch once.
+            var delivered = Set<UInt64>()
+            for table in tables {
+                for (id, subscriber) in state.subscribersByTable[table] ?? [:] {
+                    if tables.count > 1, !delivered.insert(id).inserted { continue }
+                    fanOut.deliver(to: subscriber, id: id)
                 }
             }
+            var overflowed: [Subscriber] = []
+            for id in fanOut.overflowed {
+                if let subscriber = state.remove(id: id) {
+                    state.overflowCount += 1
+                    overflowed.append(subscriber)
+                }
+            }
+            for id in fanOut.closed { _ = state.remove(id: id) }
             return (stamped, overflowed)
         }
         for subscriber in overflowed { subscriber.onOverflow?() }
@@ -165,20 +177,40 @@ public final class Broker: Sendable {
         publish(CollectionOfOne(event))[0]
     }
 
-    /// The events of one publish, grouped per subscriber in publish order.
-    private struct Deliveries {
-        var pending: [(id: UInt64, subscriber: Subscriber, events: [Event])] = []
-        private var positions: [UInt64: Int] = [:]
+    /// One publish's delivery to each subscriber in turn.
+    private struct FanOut {
+        let events: [Event]
+        /// Rows parsed for column predicates, at most once per event.
+        private var rows: [LazyRow]
+        private(set) var overflowed: [UInt64] = []
+        private(set) var closed: [UInt64] = []
 
-        mutating func add(_ event: Event, row: inout LazyRow, for subscribers: [UInt64: Subscriber]) {
-            for (id, subscriber) in subscribers where subscriber.filter.matches(event, row: &row) {
-                if let position = positions[id] {
-                    pending[position].events.append(event)
-                } else {
-                    positions[id] = pending.count
-                    pending.append((id, subscriber, [event]))
+        init(events: [Event]) {
+            self.events = events
+            rows = events.map(LazyRow.init(event:))
+        }
+
+        mutating func deliver(to subscriber: Subscriber, id: UInt64) {
+            let share = subscriber.takesEverything ? events : matching(subscriber.filter)
+            guard !share.isEmpty else { return }
+            switch subscriber.mailbox.offer(share) {
+            case .accepted: break
+            case .overflowed: overflowed.append(id)
+            case .closed: closed.append(id)  // The consumer was cancelled; forget it.
+            }
+        }
+
+        /// The events that pass `filter`; the batch itself, not a copy, when all do.
+        private mutating func matching(_ filter: EventFilter) -> [Event] {
+            var share: [Event]?
+            for index in events.indices {
+                if filter.matches(events[index], row: &rows[index]) {
+                    share?.append(events[index])
+                } else if share == nil {
+                    share = Array(events[..<index])
                 }
             }
+            return share ?? events
         }
     }
 
