@@ -111,6 +111,14 @@ let package = Package(
             swiftSettings: strictConcurrency
         ),
         .testTarget(
+            name: "HeraldBenchTests",
+            dependencies: [
+                "HeraldBench",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
             name: "HeraldIntegrationTests",
             dependencies: [
                 "Herald",

@@ -37,6 +37,19 @@ import Testing
         #expect(try await collectAll(deletes).map(\.count) == [3, 4])
     }
 
+    @Test func aSubscriberOfSeveralTablesGetsAMixedBatchOnceInOrder() async throws {
+        let broker = Broker()
+        let both = broker.subscribe(EventFilter(tables: [TableName(name: "course"), TableName(name: "student")]))
+        broker.publish([
+            makeEvent(1, table: "student"),
+            makeEvent(2, table: "country"),
+            makeEvent(3, table: "course"),
+            makeEvent(4, table: "student"),
+        ])
+        broker.shutdown()
+        #expect(try await collectAll(both).map(\.id) == ["1", "3", "4"])
+    }
+
     @Test func slowSubscriberOverflowsWithoutAffectingOthers() async throws {
         let broker = Broker(configuration: .init(mailboxCapacity: 10))
         let stalled = broker.subscribe()
