@@ -32,7 +32,6 @@ final class Fleet: Sendable {
     }
 
     let shards: [Shard]
-    var count: Int { shards.count }
 
     private init(shards: [Shard]) {
         self.shards = shards

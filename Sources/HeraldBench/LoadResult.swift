@@ -33,13 +33,9 @@ struct LoadResult: Codable {
         /// Percentiles of latencies in microseconds, sorted ascending.
         init?(sorted: [Int32]) {
             guard let last = sorted.last else { return nil }
-            func at(_ fraction: Double) -> Double {
-                let index = Swift.min(sorted.count - 1, Swift.max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))
-                return Double(sorted[index]) / 1000
-            }
-            p50 = at(0.5)
-            p99 = at(0.99)
-            p999 = at(0.999)
+            p50 = LoadResult.milliseconds(sorted, at: 0.5)
+            p99 = LoadResult.milliseconds(sorted, at: 0.99)
+            p999 = LoadResult.milliseconds(sorted, at: 0.999)
             max = Double(last) / 1000
             mean = sorted.reduce(0.0) { $0 + Double($1) } / Double(sorted.count) / 1000
         }
@@ -54,9 +50,12 @@ struct LoadResult: Codable {
             return 1 - pow(10, -exponent)
         }
         fractions.append(1)
-        return fractions.map { fraction in
-            let index = min(sorted.count - 1, max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))
-            return [Double(sorted[index]) / 1000, fraction]
-        }
+        return fractions.map { [milliseconds(sorted, at: $0), $0] }
+    }
+
+    /// The nearest-rank percentile of latencies in microseconds, sorted ascending, in milliseconds.
+    static func milliseconds(_ sorted: [Int32], at fraction: Double) -> Double {
+        let index = min(sorted.count - 1, max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))
+        return Double(sorted[index]) / 1000
     }
 }

@@ -15,6 +15,18 @@ import Testing
         #expect(record.latencies == [1000, 1000, 1000, 1000, 1000, 1000])
     }
 
+    @Test func percentilesAreNearestRank() throws {
+        let latency = try #require(LoadResult.Latency(sorted: (1...1000).map { Int32($0 * 1000) }))
+        #expect(latency.p50 == 500)
+        #expect(latency.p99 == 990)
+        #expect(latency.p999 == 999)
+        #expect(latency.max == 1000)
+        #expect(LoadResult.Latency(sorted: []) == nil)
+        let cdf = LoadResult.cdf(sorted: [1000, 2000])
+        #expect(cdf.first == [1, 0])
+        #expect(cdf.last == [2, 1])
+    }
+
     @Test func readsTheCountAndTimeOfDaemonAndTriggerJSON() {
         let daemon = Array(#"{"id":"7","count":42,"op":"INSERT","at":"2026-11-21T12:00:00.123456Z"}"#.utf8)
         let trigger = Array(#"{"id" : "7", "at" : "2026-11-21T12:00:00.123456Z"}"#.utf8)
