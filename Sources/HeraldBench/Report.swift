@@ -116,8 +116,8 @@ struct MarkdownReport {
                     "\(run.result.subscribers)", "\(run.committed)", run.writerTPS.map { grouped($0) } ?? "-",
                     format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
                     run.daemonCPUPerThousand.map { format($0, 3) } ?? "-", format(run.clientCPUShare, 2),
-                    run.result.latencyMilliseconds.map { format($0.p50, 2) } ?? "-",
-                    run.result.latencyMilliseconds.map { format($0.p99, 2) } ?? "-",
+                    milliseconds(run, \.p50),
+                    milliseconds(run, \.p99),
                 ]
             }
         )
@@ -130,18 +130,13 @@ struct MarkdownReport {
         line()
         line("Latency is receipt minus the event's `at`, taken by the trigger just before commit: an upper bound on commit to receipt.")
         line()
-        latencyTable(runs, first: "subscribers") { "\($0.result.subscribers)" }
-    }
-
-    private mutating func latencyTable(_ runs: [BenchResults.Run], first: String, name: (BenchResults.Run) -> String) {
         table(
-            [first, "events/s", "delivered ratio", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "pgherald CPU s / 1000", "client CPU (cores)"],
+            ["subscribers", "events/s", "delivered ratio", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "pgherald CPU s / 1000", "client CPU (cores)"],
             runs.map { run in
-                let latency = run.result.latencyMilliseconds
-                return [
-                    name(run), run.rate.map(String.init) ?? "full speed", format(run.result.deliveredRatio, 4),
-                    latency.map { format($0.p50, 2) } ?? "-", latency.map { format($0.p99, 2) } ?? "-",
-                    latency.map { format($0.p999, 2) } ?? "-", latency.map { format($0.max, 2) } ?? "-",
+                [
+                    "\(run.result.subscribers)", run.rate.map(String.init) ?? "full speed", format(run.result.deliveredRatio, 4),
+                    milliseconds(run, \.p50), milliseconds(run, \.p99),
+                    milliseconds(run, \.p999), milliseconds(run, \.max),
                     run.daemonCPUPerThousand.map { format($0, 3) } ?? "-", format(run.clientCPUShare, 2),
                 ]
             }
@@ -168,9 +163,9 @@ struct MarkdownReport {
                     run.result.scenario == "baseline" ? "bare libpq LISTEN" : "pgherald, 1 SSE subscriber",
                     run.rate.map(String.init) ?? "full speed", run.writerTPS.map { grouped($0) } ?? "-",
                     run.deliveriesPerSecond.map { grouped($0) } ?? "-",
-                    run.result.latencyMilliseconds.map { format($0.p50, 2) } ?? "-",
-                    run.result.latencyMilliseconds.map { format($0.p99, 2) } ?? "-",
-                    run.result.latencyMilliseconds.map { format($0.max, 2) } ?? "-",
+                    milliseconds(run, \.p50),
+                    milliseconds(run, \.p99),
+                    milliseconds(run, \.max),
                 ]
             }
         )
@@ -219,6 +214,11 @@ struct MarkdownReport {
     }
 
     // MARK: Formatting
+
+    /// One latency figure of a run, or "-" when nothing arrived.
+    private func milliseconds(_ run: BenchResults.Run, _ figure: KeyPath<LoadResult.Latency, Double>) -> String {
+        run.result.latencyMilliseconds.map { format($0[keyPath: figure], 2) } ?? "-"
+    }
 
     private func verdict(_ met: Bool) -> String { met ? "yes" : "**no**" }
 
