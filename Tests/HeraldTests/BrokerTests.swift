@@ -20,6 +20,14 @@ import Testing
         #expect(event.jsonText.hasPrefix(#"{"id":"9","count":1,"op":"INSERT""#))
     }
 
+    @Test func framesEachEventOnceAsAServerSentEvent() {
+        let event = Broker().publish(makeEvent(9, operation: .delete))
+        #expect(event.storage.encodedFrame != nil)
+        let frame = String(decoding: event.serverSentEventFrame, as: UTF8.self)
+        #expect(frame == "id: 9\nevent: DELETE\ndata: \(event.jsonText)\n\n")
+        #expect(makeEvent(9, operation: .delete).serverSentEventFrame.starts(with: "id: 9\nevent: DELETE\ndata: {".utf8))
+    }
+
     @Test func deliversInOrderToMatchingSubscribersOnly() async throws {
         let broker = Broker()
         let everything = broker.subscribe()

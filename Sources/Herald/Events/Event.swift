@@ -24,11 +24,13 @@ public struct Event: Sendable, Hashable {
         let rowDataOmitted: Bool
         /// The compact JSON, encoded once by the broker when it stamps the count.
         let encodedJSON: [UInt8]?
+        /// The Server-Sent Events frame, encoded with the JSON.
+        let encodedFrame: [UInt8]?
 
         init(
             id: String, count: UInt64, operation: Operation, table: TableName,
             primaryKeyJSON: RawJSON?, newJSON: RawJSON?, oldJSON: RawJSON?,
-            transactionID: String, at: String, rowDataOmitted: Bool, encodedJSON: [UInt8]?
+            transactionID: String, at: String, rowDataOmitted: Bool, encodedJSON: [UInt8]?, encodedFrame: [UInt8]?
         ) {
             self.id = id
             self.count = count
@@ -41,6 +43,7 @@ public struct Event: Sendable, Hashable {
             self.at = at
             self.rowDataOmitted = rowDataOmitted
             self.encodedJSON = encodedJSON
+            self.encodedFrame = encodedFrame
         }
     }
 
@@ -81,7 +84,7 @@ public struct Event: Sendable, Hashable {
         storage = Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, encodedJSON: nil
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, encodedJSON: nil, encodedFrame: nil
         )
     }
 
@@ -113,12 +116,15 @@ public struct Event: Sendable, Hashable {
         self.storage = storage
     }
 
-    /// This event with the broker's change count, and its JSON encoded once for every output.
+    /// This event with the broker's change count, and its JSON and
+    /// Server-Sent Events frame encoded once for every output.
     func stamped(count: UInt64) -> Event {
-        Event(storage: Storage(
+        let json = encodeJSON(count: count)
+        return Event(storage: Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, encodedJSON: encodeJSON(count: count)
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted,
+            encodedJSON: json, encodedFrame: serverSentEventFrame(json: json)
         ))
     }
 

@@ -15,22 +15,29 @@ public enum StreamFormat: String, Sendable, CaseIterable {
         }
     }
 
-    /// Appends events, framed, to one buffer so a batch goes out in one write.
-    func append(_ events: [Event], to buffer: inout ByteBuffer) {
-        for event in events {
-            let json = event.jsonBytes
-            switch self {
-            case .sse:
-                buffer.writeStaticString("id: ")
-                buffer.writeString(event.id)
-                buffer.writeStaticString("\nevent: ")
-                buffer.writeString(event.operation.rawValue)
-                buffer.writeStaticString("\ndata: ")
-                buffer.writeBytes(json)
-                buffer.writeStaticString("\n\n")
-            case .ndjson:
-                buffer.writeBytes(json)
-                buffer.writeStaticString("\n")
+    /// The events framed in one buffer, so that a batch goes out in one write.
+    func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: byteCount(of: events))
+        append(events, to: &buffer)
+        return buffer
+    }
+
+    /// The size of the events, framed.
+    func byteCount(of events: some Collection<Event>) -> Int {
+        switch self {
+        case .sse: return events.reduce(0) { $0 + $1.serverSentEventFrame.count }
+        case .ndjson: return events.reduce(events.count) { $0 + $1.jsonBytes.count }
+        }
+    }
+
+    func append(_ events: some Collection<Event>, to buffer: inout ByteBuffer) {
+        switch self {
+        case .sse:
+            for event in events { buffer.writeBytes(event.serverSentEventFrame) }
+        case .ndjson:
+            for event in events {
+                buffer.writeBytes(event.jsonBytes)
+                buffer.writeInteger(UInt8(ascii: "\n"))
             }
         }
     }
