@@ -63,6 +63,7 @@ let package = Package(
                 "HeraldPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -107,7 +108,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "HeraldPostgres", "HeraldServer", "HeraldClient"],
+            dependencies: [
+                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strictConcurrency
         ),
         .testTarget(

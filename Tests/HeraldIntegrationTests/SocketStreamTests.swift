@@ -141,6 +141,22 @@ extension IntegrationTests {
             withExtendedLifetime((first, second)) {}
         }
 
+        @Test func eventsArrivingSoonAfterAWriteWaitForTheWriteSpacing() async throws {
+            let database = try TestDatabase.create()
+            // One stream at 2 writes a second: 500 ms between its writes.
+            let daemon = try await SocketDaemon(database: database, arguments: ["--write-rate", "2"])
+            let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course&format=ndjson")
+            let start = ContinuousClock.now
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('C1', 'First')")
+            try await stream.waitForLines(1)
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('C2', 'Second')")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('C3', 'Third')")
+            try await stream.waitForLines(3)
+            // The first write came after the first commit, and the next no sooner than 500 ms after it.
+            #expect(ContinuousClock.now - start >= .milliseconds(500))
+            #expect(try stream.lines.map { try Event(payload: String($0)).count } == [1, 2, 3])
+        }
+
         @Test func idleStreamsGetHeartbeats() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database, arguments: ["--heartbeat-interval", "0.2"])

@@ -188,9 +188,7 @@ extension SocketServer {
         switch backlog {
         case .history(let events):
             for start in stride(from: 0, to: events.count, by: 512) {
-                var buffer = channel.allocator.buffer(capacity: 512 * 400)
-                format.append(Array(events[start..<min(start + 512, events.count)]), to: &buffer)
-                try await writer.write(buffer)
+                try await writer.write(format.frames(events[start..<min(start + 512, events.count)], allocator: channel.allocator))
                 progress.recordWrite()
             }
         case .journal(var cursor):
@@ -200,15 +198,16 @@ extension SocketServer {
             while !cursor.isFinished {
                 let page = try await journal.nextPage(&cursor, matching: filter)
                 guard !page.isEmpty else { continue }
-                var buffer = channel.allocator.buffer(capacity: page.count * 400)
-                format.append(page, to: &buffer)
-                try await writer.write(buffer)
+                try await writer.write(format.frames(page, allocator: channel.allocator))
                 progress.recordWrite()
             }
         case .reset(let reason):
             try await writer.write(ByteBuffer(string: format.resetFrame(reason: reason)))
         }
+        var lastWrite: NIODeadline?
+        let direct = DirectChunkWriter(channel: channel)
         while true {
+            if let lastWrite { try await waitForNextWrite(after: lastWrite, on: channel.eventLoop) }
             let delivery: Subscription.Delivery
             do {
                 delivery = try await subscription.nextDelivery(limit: 512)
@@ -225,10 +224,12 @@ extension SocketServer {
                     // than the journal read, no repeat of the replay can follow.
                     if !events.isEmpty { covering = nil }
                 }
-                var buffer = channel.allocator.buffer(capacity: events.count * 400)
-                format.append(events, to: &buffer)
-                try await writer.write(buffer)
+                if events.isEmpty { continue }
+                if direct?.write(events, as: format) != true {
+                    try await writer.write(format.frames(events, allocator: channel.allocator))
+                }
                 progress.recordWrite()
+                lastWrite = .now()
             case .heartbeat:
                 try await writer.write(ByteBuffer(staticString: format.heartbeat))
                 progress.recordWrite()

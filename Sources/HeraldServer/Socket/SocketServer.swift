@@ -81,6 +81,16 @@ public final class SocketServer: Service, Sendable {
         try await application.run()
     }
 
+    /// Waits until a stream written at `lastWrite` may be written again (see
+    /// ``SocketConfiguration/writeRate``); the events that arrive meanwhile go out in one write.
+    func waitForNextWrite(after lastWrite: NIODeadline, on eventLoop: any EventLoop) async throws {
+        guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return }
+        let due = lastWrite + .nanoseconds(Int64(spacing / .nanoseconds(1)))
+        // Below this, the timer costs more than the write it would save.
+        guard due > .now() + .microseconds(100) else { return }
+        try await eventLoop.scheduleTask(deadline: due) {}.futureResult.get()
+    }
+
     /// Takes a stream slot, or returns nil when `maximumSubscribers` are open.
     func reserveStream() -> StreamSlot? {
         let granted = openStreams.withLock { count -> Bool in

@@ -81,6 +81,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds between heartbeats on idle socket streams.")
     var heartbeatInterval = 15.0
 
+    @Option(help: ArgumentHelp(
+        "Writes per second to spend on all socket streams together; 0 writes every batch at once.",
+        discussion: "Each stream is written at most every (open streams / write rate) seconds, and the events that arrive meanwhile go out together: 2 ms apart with 100 streams, 20 ms with 1000. A write costs a system call and a wake-up of the client whatever its size, so at high fan-out this keeps the daemon from spending the machine on writes."
+    ))
+    var writeRate = 50_000
+
     func validate() throws {
         let batch = PostgresListener.maximumBatch
         guard mailboxCapacity >= batch else {
@@ -98,6 +104,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--subscriber-buffer must be at least \(batch): the listener hands over up to \(batch) events at once")
         }
         guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
+        guard writeRate >= 0 else { throw ValidationError("--write-rate must not be negative (0 writes every batch at once)") }
     }
 
     func run() async throws {
@@ -144,7 +151,8 @@ struct Serve: AsyncParsableCommand {
                     group: socketGroup,
                     maximumSubscribers: maxSubscribers,
                     subscriberBuffer: subscriberBuffer,
-                    heartbeatInterval: .milliseconds(Int64(heartbeatInterval * 1000))
+                    heartbeatInterval: .milliseconds(Int64(heartbeatInterval * 1000)),
+                    writeRate: writeRate == 0 ? nil : writeRate
                 ),
                 broker: broker,
                 listener: listener,
