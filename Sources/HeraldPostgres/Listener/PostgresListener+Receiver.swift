@@ -163,7 +163,7 @@ extension PostgresListener {
                 "SELECT s::text, pg_notify($1, s::text) FROM pg_current_snapshot() AS s",
                 parameters: [listener.tickChannel]
             )
-            guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text ?? "") else {
+            guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text) else {
                 throw PostgresError(.queryFailed, "unexpected snapshot from a tick")
             }
             if final {
