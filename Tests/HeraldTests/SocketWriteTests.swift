@@ -14,33 +14,32 @@ import Testing
         #expect(SocketConfiguration(path: "s", writeRate: nil).writeSpacing(openStreams: 1000) == nil)
     }
 
-    @Test(arguments: StreamFormat.allCases)
-    func framesFillExactlyTheirByteCount(format: StreamFormat) {
-        let events = Broker().publish([makeEvent(1), makeEvent(2, operation: .update)])
-        let buffer = format.frames(events, allocator: ByteBufferAllocator())
-        #expect(buffer.readableBytes == format.byteCount(of: events))
-        let text = String(buffer: buffer)
-        switch format {
-        case .sse: #expect(text == events.map { String(decoding: $0.serverSentEventFrame, as: UTF8.self) }.joined())
-        case .ndjson: #expect(text == events.map { $0.jsonText + "\n" }.joined())
+    /// Stamped events, as the broker delivers them, and one replayed from the journal, which is not.
+    @Test(arguments: StreamFormat.allCases, [true, false])
+    func framesAreEachEventsBytesInOrderAndChunkedOnRequest(format: StreamFormat, stamped: Bool) {
+        let events = stamped ? Broker().publish([makeEvent(1), makeEvent(2, operation: .update)]) : [makeEvent(3)]
+        let body = switch format {
+        case .sse: events.map { "id: \($0.id)\nevent: \($0.operation.rawValue)\ndata: \($0.jsonText)\n\n" }.joined()
+        case .ndjson: events.map { $0.jsonText + "\n" }.joined()
         }
+        #expect(String(buffer: format.frames(events, allocator: ByteBufferAllocator())) == body)
+        let chunk = format.frames(events, allocator: ByteBufferAllocator(), asHTTPChunk: true)
+        #expect(String(buffer: chunk) == String(body.utf8.count, radix: 16) + "\r\n" + body + "\r\n")
     }
 
-    @Test func directWritesAreOneHTTPChunkEach() throws {
+    @Test func directWritesGoStraightUnderTheEncoder() throws {
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         let writer = try #require(DirectChunkWriter(channel: channel))
-        let events = Broker().publish([makeEvent(1), makeEvent(2)])
-
-        #expect(writer.write(events, as: .ndjson))
-        let body = events.map { $0.jsonText + "\n" }.joined()
-        let chunk = try #require(try channel.readOutbound(as: ByteBuffer.self))
-        #expect(String(buffer: chunk) == String(body.utf8.count, radix: 16) + "\r\n" + body + "\r\n")
+        #expect(writer.canWrite)
+        writer.write(ByteBuffer(string: "5\r\nhello\r\n"))
+        let written = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        #expect(String(buffer: written) == "5\r\nhello\r\n")
         #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
 
         _ = try channel.finish()
-        #expect(!writer.write(events, as: .ndjson), "a closed channel leaves the batch to the response writer")
+        #expect(!writer.canWrite, "a closed channel leaves the batch to the response writer")
     }
 
     @Test func noDirectWritesWithoutAnHTTP1Encoder() {

@@ -1,4 +1,3 @@
-import Herald
 import NIOCore
 import NIOHTTP1
 
@@ -28,17 +27,14 @@ struct DirectChunkWriter: Sendable {
         self.channel = channel
     }
 
-    /// Writes `events` as one chunk and returns true, or returns false when the
-    /// channel is closed or not writable and the response writer must take the batch.
-    func write(_ events: [Event], as format: StreamFormat) -> Bool {
-        guard channel.eventLoop.inEventLoop, channel.isActive, channel.isWritable else { return false }
-        let size = format.byteCount(of: events)
-        var chunk = channel.allocator.buffer(capacity: size + 20)
-        chunk.writeString(String(size, radix: 16))
-        chunk.writeStaticString("\r\n")
-        format.append(events, to: &chunk)
-        chunk.writeStaticString("\r\n")
+    /// Whether ``write(_:)`` may be used now: when the channel is closed or
+    /// not writable, the response writer must take the batch.
+    var canWrite: Bool {
+        channel.eventLoop.inEventLoop && channel.isActive && channel.isWritable
+    }
+
+    /// Writes one chunk framed by ``StreamFormat/frames(_:allocator:asHTTPChunk:)``.
+    func write(_ chunk: ByteBuffer) {
         encoderContext.value.writeAndFlush(NIOAny(IOData.byteBuffer(chunk)), promise: nil)
-        return true
     }
 }

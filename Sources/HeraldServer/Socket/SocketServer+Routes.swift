@@ -225,7 +225,9 @@ extension SocketServer {
                     if !events.isEmpty { covering = nil }
                 }
                 if events.isEmpty { continue }
-                if direct?.write(events, as: format) != true {
+                if let direct, direct.canWrite {
+                    direct.write(format.frames(events, allocator: channel.allocator, asHTTPChunk: true))
+                } else {
                     try await writer.write(format.frames(events, allocator: channel.allocator))
                 }
                 progress.recordWrite()

@@ -16,30 +16,24 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     }
 
     /// The events framed in one buffer, so that a batch goes out in one write.
-    func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator) -> ByteBuffer {
-        var buffer = allocator.buffer(capacity: byteCount(of: events))
-        append(events, to: &buffer)
+    ///
+    /// With `asHTTPChunk`, the buffer is also one HTTP/1.1 chunk (size, data,
+    /// CRLF), for ``DirectChunkWriter``.
+    func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
+        // Each event's bytes are looked up once: one replayed from the journal is encoded here.
+        let encoded = events.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }
+        let size = encoded.reduce(self == .ndjson ? encoded.count : 0) { $0 + $1.count }
+        var buffer = allocator.buffer(capacity: size + (asHTTPChunk ? 20 : 0))
+        if asHTTPChunk {
+            buffer.writeString(String(size, radix: 16))
+            buffer.writeStaticString("\r\n")
+        }
+        for bytes in encoded {
+            buffer.writeBytes(bytes)
+            if self == .ndjson { buffer.writeInteger(UInt8(ascii: "\n")) }
+        }
+        if asHTTPChunk { buffer.writeStaticString("\r\n") }
         return buffer
-    }
-
-    /// The size of the events, framed.
-    func byteCount(of events: some Collection<Event>) -> Int {
-        switch self {
-        case .sse: return events.reduce(0) { $0 + $1.serverSentEventFrame.count }
-        case .ndjson: return events.reduce(events.count) { $0 + $1.jsonBytes.count }
-        }
-    }
-
-    func append(_ events: some Collection<Event>, to buffer: inout ByteBuffer) {
-        switch self {
-        case .sse:
-            for event in events { buffer.writeBytes(event.serverSentEventFrame) }
-        case .ndjson:
-            for event in events {
-                buffer.writeBytes(event.jsonBytes)
-                buffer.writeInteger(UInt8(ascii: "\n"))
-            }
-        }
     }
 
     /// Keeps an idle stream (and proxies in between) alive. SSE clients
