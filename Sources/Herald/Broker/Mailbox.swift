@@ -20,10 +20,43 @@ final class Mailbox: Sendable {
     }
 
     private struct State {
-        var buffer: Deque<Event> = []
+        /// The batches offered, kept as the broker's arrays: a batch taken
+        /// whole is handed on without a copy, and most batches are.
+        var buffer: Deque<[Event]> = []
+        /// Events of the first batch already taken.
+        var taken = 0
+        /// Events buffered, over all batches.
+        var count = 0
         var waiter: CheckedContinuation<Void, Never>?
         var termination: Termination?
         var heartbeatDue = false
+
+        mutating func append(_ events: [Event]) {
+            guard !events.isEmpty else { return }
+            buffer.append(events)
+            count += events.count
+        }
+
+        mutating func take(upTo limit: Int) -> [Event] {
+            if taken == 0, buffer[0].count <= limit, buffer.count == 1 || buffer[0].count + buffer[1].count > limit {
+                count -= buffer[0].count
+                return buffer.removeFirst()
+            }
+            var events: [Event] = []
+            events.reserveCapacity(min(limit, count))
+            while events.count < limit, let first = buffer.first {
+                let end = min(first.count, taken + limit - events.count)
+                events += first[taken..<end]
+                if end == first.count {
+                    buffer.removeFirst()
+                    taken = 0
+                } else {
+                    taken = end
+                }
+            }
+            count -= events.count
+            return events
+        }
     }
 
     /// What a wait for events ended with.
@@ -48,7 +81,7 @@ final class Mailbox: Sendable {
     /// Wakes an idle consumer with ``Take/heartbeat``; a busy one is left alone.
     func requestHeartbeat() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard state.buffer.isEmpty, state.termination == nil else { return nil }
+            guard state.count == 0, state.termination == nil else { return nil }
             state.heartbeatDue = true
             let waiter = state.waiter
             state.waiter = nil
@@ -62,12 +95,12 @@ final class Mailbox: Sendable {
     func offer(_ events: [Event]) -> OfferResult {
         let (result, waiter) = state.withLock { state -> (OfferResult, CheckedContinuation<Void, Never>?) in
             guard state.termination == nil else { return (.closed, nil) }
-            let room = capacity - state.buffer.count
+            let room = capacity - state.count
             if events.count > room {
-                state.buffer.append(contentsOf: events.prefix(room))
+                state.append(Array(events.prefix(room)))
                 state.termination = .overflowed
             } else {
-                state.buffer.append(contentsOf: events)
+                state.append(events)
             }
             let waiter = state.waiter
             state.waiter = nil
@@ -99,12 +132,9 @@ final class Mailbox: Sendable {
     ) async throws(SubscriptionOverflowError) -> Take {
         while true {
             let outcome = state.withLock { state -> Result<Take, SubscriptionOverflowError>? in
-                if !state.buffer.isEmpty {
-                    let count = min(limit, state.buffer.count)
-                    let events = Array(state.buffer.prefix(count))
-                    state.buffer.removeFirst(count)
+                if state.count > 0 {
                     state.heartbeatDue = false
-                    return .success(.events(events))
+                    return .success(.events(state.take(upTo: limit)))
                 }
                 switch state.termination {
                 case .finished?: return .success(.finished)
@@ -126,7 +156,7 @@ final class Mailbox: Sendable {
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
                         precondition(state.waiter == nil, "a subscription has a single consumer")
-                        if !state.buffer.isEmpty || state.termination != nil || state.heartbeatDue { return true }
+                        if state.count > 0 || state.termination != nil || state.heartbeatDue { return true }
                         state.waiter = continuation
                         return false
                     }
