@@ -19,8 +19,11 @@ enum EventFields {
 
     /// Microseconds since the epoch of the event's `at` (`2026-11-21T12:00:00.123456Z`),
     /// as the daemon writes it (`"at":"`) or as the trigger does (`"at" : "`).
+    ///
+    /// Both put `at` after the rows, so it is looked for from the end: from
+    /// the start, every quote in the rows would be a candidate.
     static func timestamp(in line: UnsafeRawBufferPointer) -> Int64? {
-        guard var start = find(#""at""#, in: line) else { return nil }
+        guard var start = findLast(#""at""#, in: line) else { return nil }
         while start < line.count, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: ":") || line[start] == UInt8(ascii: "\"") {
             start += 1
         }
@@ -46,6 +49,17 @@ enum EventFields {
             index = base.distance(to: UnsafeRawPointer(hit))
             if memcmp(base + index, needle.utf8Start, length) == 0 { return index + length }
             index += 1
+        }
+        return nil
+    }
+
+    private static func findLast(_ needle: StaticString, in line: UnsafeRawBufferPointer) -> Int? {
+        guard let base = line.baseAddress else { return nil }
+        let length = needle.utf8CodeUnitCount
+        var index = line.count - length
+        while index >= 0 {
+            if line[index] == needle.utf8Start[0], memcmp(base + index, needle.utf8Start, length) == 0 { return index + length }
+            index -= 1
         }
         return nil
     }

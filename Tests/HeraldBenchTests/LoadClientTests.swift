@@ -38,6 +38,11 @@ import Testing
             #expect(EventFields.count(in: bytes) == nil)
             #expect(EventFields.timestamp(in: bytes) == 1_795_262_400_123_456)
         }
+        // A row with a column named "at" comes before the event's own.
+        let rowWithAt = Array(#"{"id":"7","count":1,"new":{"at":"1999-01-01T00:00:00.000000Z"},"at":"2026-11-21T12:00:00.123456Z"}"#.utf8)
+        rowWithAt.withUnsafeBytes { bytes in
+            #expect(EventFields.timestamp(in: bytes) == 1_795_262_400_123_456)
+        }
     }
 
     @Test func parsesServerSentEventsSplitAcrossReads() {
