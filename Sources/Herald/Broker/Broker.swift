@@ -25,6 +25,7 @@ public final class Broker: Sendable {
 
     /// A class, so that the fan-out loop retains one reference per subscriber, not four.
     final class Subscriber: Sendable {
+        let id: UInt64
         let filter: EventFilter
         let mailbox: Mailbox
         let kind: String
@@ -32,7 +33,8 @@ public final class Broker: Sendable {
         /// Whether every event passes the filter, so deliveries need no check.
         let takesEverything: Bool
 
-        init(filter: EventFilter, mailbox: Mailbox, kind: String, onOverflow: (@Sendable () -> Void)?) {
+        init(id: UInt64, filter: EventFilter, mailbox: Mailbox, kind: String, onOverflow: (@Sendable () -> Void)?) {
+            self.id = id
             self.filter = filter
             self.mailbox = mailbox
             self.kind = kind
@@ -46,9 +48,9 @@ public final class Broker: Sendable {
         var tableCounts: [TableName: UInt64] = [:]
         var nextSubscriberID: UInt64 = 1
         /// Subscribers that name their tables, indexed by each of those tables.
-        var subscribersByTable: [TableName: [UInt64: Subscriber]] = [:]
+        var subscribersByTable: [TableName: SubscriberList] = [:]
         /// Subscribers interested in every table (possibly narrowed by schema or op).
-        var subscribersForAllTables: [UInt64: Subscriber] = [:]
+        var subscribersForAllTables = SubscriberList()
         var overflowCount: UInt64 = 0
         var isShutDown = false
         var history: EventHistory
@@ -99,16 +101,16 @@ public final class Broker: Sendable {
         onOverflow: (@Sendable () -> Void)? = nil
     ) -> (subscription: Subscription, replay: [Event]?) {
         let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity, wantsHeartbeats: wantsHeartbeats)
-        let subscriber = Subscriber(filter: filter, mailbox: mailbox, kind: kind, onOverflow: onOverflow)
         let (id, replay) = state.withLock { state -> (UInt64, [Event]?) in
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
+            let subscriber = Subscriber(id: id, filter: filter, mailbox: mailbox, kind: kind, onOverflow: onOverflow)
             if state.isShutDown {
                 mailbox.finish()
             } else if let tables = filter.tables {
-                for table in tables { state.subscribersByTable[table, default: [:]][id] = subscriber }
+                for table in tables { state.subscribersByTable[table, default: SubscriberList()].insert(subscriber) }
             } else {
-                state.subscribersForAllTables[id] = subscriber
+                state.subscribersForAllTables.insert(subscriber)
             }
             return (id, eventID.flatMap { state.history.events(after: $0, matching: filter) })
         }
@@ -146,16 +148,16 @@ public final class Broker: Sendable {
                 stamped.append(event)
             }
             var fanOut = FanOut(events: stamped)
-            for (id, subscriber) in state.subscribersForAllTables {
-                fanOut.deliver(to: subscriber, id: id)
+            for subscriber in state.subscribersForAllTables.members {
+                fanOut.deliver(to: subscriber)
             }
             let tables = Set(stamped.lazy.map(\.table))
             // A subscriber indexed under several tables of this batch gets the batch once.
             var delivered = Set<UInt64>()
             for table in tables {
-                for (id, subscriber) in state.subscribersByTable[table] ?? [:] {
-                    if tables.count > 1, !delivered.insert(id).inserted { continue }
-                    fanOut.deliver(to: subscriber, id: id)
+                for subscriber in state.subscribersByTable[table]?.members ?? [] {
+                    if tables.count > 1, !delivered.insert(subscriber.id).inserted { continue }
+                    fanOut.deliver(to: subscriber)
                 }
             }
             var overflowed: [Subscriber] = []
@@ -190,13 +192,13 @@ public final class Broker: Sendable {
             rows = events.map(LazyRow.init(event:))
         }
 
-        mutating func deliver(to subscriber: Subscriber, id: UInt64) {
+        mutating func deliver(to subscriber: Subscriber) {
             let share = subscriber.takesEverything ? events : matching(subscriber.filter)
             guard !share.isEmpty else { return }
             switch subscriber.mailbox.offer(share) {
             case .accepted: break
-            case .overflowed: overflowed.append(id)
-            case .closed: closed.append(id)  // The consumer was cancelled; forget it.
+            case .overflowed: overflowed.append(subscriber.id)
+            case .closed: closed.append(subscriber.id)  // The consumer was cancelled; forget it.
             }
         }
 
@@ -228,7 +230,7 @@ public final class Broker: Sendable {
         let subscribers = state.withLock { state -> [Subscriber] in
             state.isShutDown = true
             let all = state.allSubscribers
-            state.subscribersForAllTables = [:]
+            state.subscribersForAllTables = SubscriberList()
             state.subscribersByTable = [:]
             return all
         }
@@ -239,10 +241,10 @@ public final class Broker: Sendable {
 extension Broker.State {
     /// Every registered subscriber once, including those indexed under several tables.
     var allSubscribers: [Broker.Subscriber] {
-        var seen = Set(subscribersForAllTables.keys)
-        var all = Array(subscribersForAllTables.values)
+        var seen = Set(subscribersForAllTables.members.lazy.map(\.id))
+        var all = Array(subscribersForAllTables.members)
         for subscribers in subscribersByTable.values {
-            for (id, subscriber) in subscribers where seen.insert(id).inserted {
+            for subscriber in subscribers.members where seen.insert(subscriber.id).inserted {
                 all.append(subscriber)
             }
         }
@@ -251,10 +253,10 @@ extension Broker.State {
 
     /// Removes a subscriber from every index it is in.
     mutating func remove(id: UInt64) -> Broker.Subscriber? {
-        if let subscriber = subscribersForAllTables.removeValue(forKey: id) { return subscriber }
+        if let subscriber = subscribersForAllTables.remove(id: id) { return subscriber }
         var removed: Broker.Subscriber?
         for table in subscribersByTable.keys {
-            if let subscriber = subscribersByTable[table]?.removeValue(forKey: id) {
+            if let subscriber = subscribersByTable[table]?.remove(id: id) {
                 removed = subscriber
                 if subscribersByTable[table]?.isEmpty == true { subscribersByTable[table] = nil }
             }
