@@ -61,6 +61,7 @@ let package = Package(
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
+                "HeraldClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -111,6 +111,11 @@ extension HeraldClient {
                 var request = try client.request(path: query.isEmpty ? "/events" : "/events?\(query)")
                 request.headers.add(name: "Accept", value: "text/event-stream")
                 if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
+                if let problem = client.checkReachable() {
+                    failedAttempts += 1
+                    pending.append(.unreachable(problem))
+                    return
+                }
                 let response: HTTPClientResponse
                 do {
                     response = try await client.httpClient.execute(request, deadline: .distantFuture, logger: client.logger)
@@ -118,21 +123,28 @@ extension HeraldClient {
                     if Task.isCancelled { throw CancellationError() }
                     failedAttempts += 1
                     client.logger.debug("cannot connect to the daemon", metadata: ["attempt": "\(failedAttempts)", "error": "\(error)"])
+                    pending.append(.unreachable(client.unreachable(error)))
                     return
                 }
                 switch response.status {
                 case .ok:
                     body = response.body.makeAsyncIterator()
                     parser = ServerSentEventParser()
+                    // After a drop, or after attempts that were reported as unreachable.
+                    if hasConnected || failedAttempts > 0 { pending.append(.reconnected) }
                     failedAttempts = 0
-                    if hasConnected { pending.append(.reconnected) }
                     hasConnected = true
                 case .badRequest:
                     let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
                     throw HeraldClientError(code: .rejected, message: "the daemon rejected the subscription: \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
                 default:
                     failedAttempts += 1
+                    let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
                     client.logger.info("the daemon refused the stream for now", metadata: ["status": "\(response.status.code)"])
+                    pending.append(.unreachable(HeraldClientError(
+                        code: .unavailable,
+                        message: "pgherald at \(client.configuration.socketPath) refused the stream for now (\(response.status.code)): \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(200))"
+                    )))
                 }
             }
 

@@ -48,7 +48,14 @@ public struct HeraldClient: Sendable {
     let httpClient: HTTPClient
     let logger: Logger
 
-    public init(configuration: Configuration, httpClient: HTTPClient = sharedHTTPClient, logger: Logger = Logger(label: "socket")) {
+    /// - Parameter logger: where the client logs its reconnects; silent by
+    ///   default, since ``Message/unreachable(_:)`` and ``Message/reconnected``
+    ///   tell the caller what happened.
+    public init(
+        configuration: Configuration,
+        httpClient: HTTPClient = sharedHTTPClient,
+        logger: Logger = Logger(label: "pgherald-client", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.configuration = configuration
         self.httpClient = httpClient
         self.logger = logger
@@ -70,7 +77,8 @@ public struct HeraldClient: Sendable {
     /// What a stream carries: events, and the points where some may have been missed.
     public enum Message: Sendable {
         case event(Event)
-        /// The stream was re-established after a drop or an overflow. It
+        /// The stream was established after failed attempts
+        /// (``unreachable(_:)``), or re-established after a drop or an overflow. It
         /// resumed after the last event received (`Last-Event-ID`), so the
         /// events in between follow; a ``reset(reason:)`` comes instead when
         /// the daemon could not find that position.
@@ -79,6 +87,9 @@ public struct HeraldClient: Sendable {
         /// position is older than its retention, or it runs notify-only):
         /// events were missed, so refetch what you show.
         case reset(reason: String)
+        /// An attempt to connect failed; the stream keeps trying with backoff.
+        /// The error says why and what to check.
+        case unreachable(HeraldClientError)
     }
 
     /// Events and reconnect markers that match `filter`.
@@ -104,6 +115,7 @@ public struct HeraldClient: Sendable {
 
     /// Fetches a small document; returns the status code and body.
     private func fetch(_ path: String) async throws -> (UInt, Data) {
+        if let problem = checkReachable() { throw problem }
         do {
             let response = try await httpClient.execute(try request(path: path), timeout: .seconds(10), logger: logger)
             let body = try await response.body.collect(upTo: 16 << 20)
@@ -111,7 +123,35 @@ public struct HeraldClient: Sendable {
         } catch let error as HeraldClientError {
             throw error
         } catch {
-            throw HeraldClientError(code: .unavailable, message: "cannot reach pgherald at \(configuration.socketPath): \(error)")
+            throw unreachable(error)
         }
+    }
+
+    /// Why the socket cannot be reached, or nil when it accepts connections.
+    func checkReachable() -> HeraldClientError? {
+        UnixSocketProbe.connectError(configuration.socketPath) == 0 ? nil : unreachable(nil)
+    }
+
+    /// Why the socket cannot be reached, in words that say what to check.
+    func unreachable(_ error: (any Error)?) -> HeraldClientError {
+        let path = configuration.socketPath
+        var status = stat()
+        let reason: String
+        if path.utf8.count > UnixSocketProbe.maximumPathLength {
+            reason = "the path is longer than the \(UnixSocketProbe.maximumPathLength) bytes a Unix socket allows"
+        } else if stat(path, &status) != 0 {
+            reason = errno == ENOENT
+                ? "no such file; is the daemon running? (systemctl status pgherald)"
+                : String(cString: strerror(errno))
+        } else if status.st_mode & S_IFMT != S_IFSOCK {
+            reason = "not a socket; is --socket the daemon's socket?"
+        } else if access(path, W_OK) != 0 {
+            reason = "permission denied; the socket's group may connect (ls -l \(path))"
+        } else if let error {
+            reason = "\(error)"
+        } else {
+            reason = "nothing accepts connections on it; is the daemon running? (systemctl status pgherald)"
+        }
+        return HeraldClientError(code: .unavailable, message: "cannot reach pgherald at \(path): \(reason)")
     }
 }

@@ -57,11 +57,19 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
 
     /// libpq quotes the offending fragment of a bad conninfo, which may be a
     /// password; keep the message and single-character quotes such as `"="`,
-    /// but not longer fragments.
+    /// but not longer fragments. An unknown option's name is kept when it
+    /// looks like one (lowercase letters and underscores), so the user sees
+    /// which option is wrong.
     static func maskingQuotedText(in message: String) -> String {
-        message.split(separator: "\"", omittingEmptySubsequences: false)
-            .enumerated()
-            .map { index, part in index % 2 == 1 && part.count > 1 ? "…" : String(part) }
+        let parts = message.split(separator: "\"", omittingEmptySubsequences: false)
+        return parts.enumerated()
+            .map { index, part in
+                guard index % 2 == 1, part.count > 1 else { return String(part) }
+                let namesAnOption = parts[index - 1].hasSuffix("invalid connection option ")
+                    || parts[index - 1].hasSuffix("invalid URI query parameter: ")
+                let looksLikeAName = part.count <= 40 && part.allSatisfy { $0 == "_" || ("a"..."z").contains($0) }
+                return namesAnOption && looksLikeAName ? String(part) : "…"
+            }
             .joined(separator: "\"")
     }
 }

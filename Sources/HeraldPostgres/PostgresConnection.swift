@@ -144,7 +144,11 @@ public final class PostgresConnection {
                 guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
             }
         }
-        if let firstError { throw firstError }
+        if let firstError {
+            // libpq reports a connection the server closed as a failed query; it is a lost connection.
+            if PQstatus(handle) == CONNECTION_BAD { throw PostgresError(.connectionLost, firstError.message, sqlState: firstError.sqlState) }
+            throw firstError
+        }
         return last ?? QueryResult(columns: [], rows: [], affectedRows: nil)
     }
 

@@ -29,14 +29,23 @@ final class SerialConnection: Sendable {
         return try result.get()
     }
 
+    /// Runs `body` on the open connection, or on a new one. A connection
+    /// found broken (the server restarted, or the backend was terminated
+    /// while idle) is replaced and `body` runs once more: every caller's body
+    /// is a read or an idempotent delete, so running it twice is safe.
     private func runOnQueue<Value>(_ body: (PostgresConnection) throws(PostgresError) -> Value) throws(PostgresError) -> Value {
-        let connection: PostgresConnection
         if let open = slot.value {
-            connection = open
-        } else {
-            connection = try PostgresConnection.connect(connectionString, timeout: .seconds(5), applicationName: applicationName)
-            slot.value = connection
+            do {
+                return try body(open)
+            } catch where error.code == .connectionLost {
+                slot.value = nil
+            } catch {
+                if error.code != .queryFailed { slot.value = nil }
+                throw error
+            }
         }
+        let connection = try PostgresConnection.connect(connectionString, timeout: .seconds(5), applicationName: applicationName)
+        slot.value = connection
         do {
             return try body(connection)
         } catch {

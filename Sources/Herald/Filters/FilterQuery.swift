@@ -35,7 +35,7 @@ public struct FilterError: Error, Hashable, CustomStringConvertible {
 /// Conditions combine with AND.
 public enum FilterQuery {
     /// Query parameters this parser understands.
-    public static let parameterNames: Set<String> = ["table", "op", "where"]
+    public static let parameterNames = ["table", "op", "where"]
 
     /// Limits that keep a hostile query cheap to refuse.
     public static let maximumTables = 100
@@ -44,10 +44,11 @@ public enum FilterQuery {
     /// PostgreSQL's identifier limit (NAMEDATALEN - 1).
     public static let maximumNameLength = 63
 
-    /// Parses decoded query items. Items named in `ignoring` belong to the caller.
+    /// Parses decoded query items. Items named in `ignoring` belong to the caller, and are listed with
+    /// this parser's own when a name is unknown.
     public static func parse(
         _ items: [(name: String, value: String)],
-        ignoring: Set<String> = []
+        ignoring: [String] = []
     ) throws(FilterError) -> EventFilter {
         var tables: Set<TableName> = []
         var operations: OperationSet = []
@@ -74,7 +75,8 @@ public enum FilterQuery {
                     throw FilterError(.malformed, parameter: "where", "more than \(maximumPredicates) conditions")
                 }
             default:
-                throw FilterError(.unknownParameter, parameter: String(name.prefix(64)), "unknown parameter (known: table, op, where)")
+                let known = (parameterNames + ignoring).joined(separator: ", ")
+                throw FilterError(.unknownParameter, parameter: String(name.prefix(64)), "unknown parameter (known: \(known))")
             }
         }
         return EventFilter(

@@ -23,11 +23,13 @@ public enum Journal {
 
     /// What the database was installed with; `nil` before version 2 of the publisher.
     public static func installedDurability(on connection: PostgresConnection) throws(PostgresError) -> Durability? {
-        let result = try connection.execute("""
-            SELECT CASE WHEN to_regprocedure('pgherald.durability()') IS NOT NULL
-                        THEN pgherald.durability() END
+        // Asked apart from the call: a statement naming pgherald.durability() fails to parse without the schema.
+        let installed = try connection.execute("""
+            SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                            WHERE n.nspname = 'pgherald' AND p.proname = 'durability')
             """)
-        return result.rows.first?[0].flatMap { Durability(rawValue: $0) }
+        guard installed.rows.first?[0] == "t" else { return nil }
+        return try connection.execute("SELECT pgherald.durability()").rows.first?[0].flatMap { Durability(rawValue: $0) }
     }
 
     public static func currentSnapshot(on connection: PostgresConnection) throws(PostgresError) -> TransactionSnapshot {

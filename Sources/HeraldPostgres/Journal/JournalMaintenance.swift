@@ -44,7 +44,11 @@ public final class JournalMaintenance: Service, Sendable {
     public var statistics: DaemonStatistics.Journal? { measured.withLock { $0 } }
 
     public func run() async throws {
-        guard await listener.waitUntilListening(), listener.durability == .durable else { return }
+        guard await listener.waitUntilListening(), listener.durability == .durable else {
+            // Nothing to maintain; a service that ends while the group shuts down counts as a failure.
+            try? await gracefulShutdown()
+            return
+        }
         while true {
             await runOnce()
             do {

@@ -13,8 +13,8 @@ extension PostgresListener {
         let durability: Durability
         switch (configuration.durability, installed) {
         case (nil, nil):
-            logger.warning("the pgherald publisher is not installed in this database; only events sent by hand arrive", metadata: [
-                "hint": "run pgherald install",
+            logger.warning("the pgherald publisher is not installed in this database: no triggers publish changes, only events sent by hand arrive", metadata: [
+                "hint": "run pgherald install --db '\(connection.endpointDescription)' (the same --db as serve), then restart serve",
             ])
             durability = .notifyOnly
         case (nil, let installed?):

@@ -44,7 +44,7 @@ extension PostgresListener {
                 }
             case .waitBeforeReconnect(let delay, let attempt):
                 setStatus(.reconnecting(attempt: attempt, lastError: lastError.message))
-                logger.info("reconnecting", metadata: ["attempt": "\(attempt)", "delay": "\(delay)"])
+                logger.info("reconnecting", metadata: ["attempt": "\(attempt)", "delay": "\(delay.secondsText)"])
                 if wake.wait(until: .now + delay) == .woken {
                     action = machine.stop()
                 } else {

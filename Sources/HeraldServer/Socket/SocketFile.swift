@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HeraldClient
 
 /// Why the socket file cannot be used.
 public struct SocketFileError: Error, Hashable, CustomStringConvertible {
@@ -17,6 +18,7 @@ enum SocketFile {
     /// removed. Anything that is not a socket is left alone.
     /// - Returns: whether a stale socket was removed.
     static func prepare(_ path: String) throws(SocketFileError) -> Bool {
+        try checkBindable(path)
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return false }
@@ -25,7 +27,7 @@ enum SocketFile {
         guard status.st_mode & S_IFMT == S_IFSOCK else {
             throw SocketFileError(description: "\(path) exists and is not a socket; refusing to replace it")
         }
-        switch probe(path) {
+        switch UnixSocketProbe.connectError(path) {
         case 0:
             throw SocketFileError(description: "another process is serving \(path) (is pgherald already running?); not taking it over")
         case ECONNREFUSED:
@@ -35,6 +37,23 @@ enum SocketFile {
             return true
         case let error:
             throw SocketFileError(description: "cannot check whether \(path) is in use: \(String(cString: strerror(error)))")
+        }
+    }
+
+    /// Fails with the path and what to change when bind(2) could not succeed.
+    static func checkBindable(_ path: String) throws(SocketFileError) {
+        let length = path.utf8.count
+        guard length <= UnixSocketProbe.maximumPathLength else {
+            throw SocketFileError(description: "socket path \(path) is \(length) bytes, longer than the \(UnixSocketProbe.maximumPathLength) a Unix socket allows; choose a shorter --socket")
+        }
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        var status = stat()
+        guard stat(directory.isEmpty ? "/" : directory, &status) == 0 else {
+            let reason = errno == ENOENT ? "does not exist; create it or choose another --socket" : String(cString: strerror(errno))
+            throw SocketFileError(description: "cannot create socket \(path): directory \(directory) \(reason)")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw SocketFileError(description: "cannot create socket \(path): \(directory) is not a directory")
         }
     }
 
@@ -69,26 +88,5 @@ enum SocketFile {
         if lstat(path, &status) == 0, status.st_ino == inode {
             unlink(path)
         }
-    }
-
-    /// Tries to connect; returns 0 on success, else the errno.
-    private static func probe(_ path: String) -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return errno }
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { return ENAMETOOLONG }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer.copyBytes(from: path.utf8)
-            buffer[path.utf8.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return result == 0 ? 0 : errno
     }
 }

@@ -48,6 +48,13 @@ public final class SocketServer: Service, Sendable {
     }
 
     public func run() async throws {
+        // Bind once the database has answered: a start that cannot connect then
+        // never touches the socket, and its one error line is the connection's.
+        guard await listener.waitForStatus(where: { $0 != .notStarted && $0 != .connecting }) != .stopped else {
+            // The listener's failure ends the group; finishing first would start a shutdown that hides it.
+            try? await gracefulShutdown()
+            return
+        }
         let path = configuration.path
         if let group = configuration.group { _ = try SocketFile.groupID(group) }
         if try SocketFile.prepare(path) {

@@ -138,7 +138,7 @@ struct Serve: AsyncParsableCommand {
             listener: listener,
             logger: LogCategory.database.logger
         )
-        // Ends at once in notify-only mode; the daemon carries on without it.
+        // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
         if !noSocket {
             // Files the daemon creates are not for other users; the socket's mode is set explicitly.
