@@ -10,8 +10,9 @@ import Synchronization
 /// little. Queries run on a queue of their own, never on the async runtime.
 public final class SchemaCatalog: Sendable {
     struct Snapshot: Sendable {
-        var columns: [TableName: Set<String>] = [:]
-        var allColumns: Set<String> = []
+        var columns: [TableName: [String: ColumnType]] = [:]
+        /// Every type each column name has in some table.
+        var allColumns: [String: Set<ColumnType>] = [:]
         var taken: ContinuousClock.Instant?
     }
 
@@ -26,10 +27,12 @@ public final class SchemaCatalog: Sendable {
         self.logger = logger
     }
 
-    /// Checks that every table and column the filter names exists.
+    /// Checks that every table and column the filter names exists, and that
+    /// each value is one the column can hold.
     ///
     /// A column must exist in at least one of the filter's tables, or in any
-    /// user table when the filter names none.
+    /// user table when the filter names none; a value is refused only when
+    /// no such column can hold it.
     public func validate(_ filter: EventFilter) async throws -> FilterError? {
         var current = snapshot.withLock { $0 }
         if problem(with: filter, in: current) != nil {
@@ -44,16 +47,35 @@ public final class SchemaCatalog: Sendable {
             return FilterError(.unknownTable, parameter: "table", "table \(table) does not exist")
         }
         for predicate in filter.predicates {
-            let known: Bool
-            if let tables {
-                known = tables.contains { snapshot.columns[$0]?.contains(predicate.column) == true }
+            let types: [ColumnType] = if let tables {
+                tables.compactMap { snapshot.columns[$0]?[predicate.column] }
             } else {
-                known = snapshot.allColumns.contains(predicate.column)
+                Array(snapshot.allColumns[predicate.column] ?? [])
             }
-            if !known {
+            guard let firstType = types.first else {
                 let scope = tables.map { "table \($0.map(\.description).joined(separator: ", "))" } ?? "any table"
                 return FilterError(.unknownColumn, parameter: "where", "column \(predicate.column) does not exist in \(scope)")
             }
+            let problems = types.map { Self.problem(with: predicate, of: $0) }
+            if problems.allSatisfy({ $0 != nil }), let problem = problems.first ?? nil {
+                return FilterError(.invalidValue, parameter: "where", "column \(predicate.column) is \(firstType): \(problem)")
+            }
+        }
+        return nil
+    }
+
+    /// Why `predicate` can never hold on a column of `type`.
+    static func problem(with predicate: ColumnPredicate, of type: ColumnType) -> String? {
+        let values: [String]
+        switch predicate.operand {
+        case .value(let text): values = [text]
+        case .list(let items): values = items
+        case .null: return nil
+        case .true, .false:
+            return type.holdsBooleans ? nil : "is.\(predicate.operand == .true ? "true" : "false") holds only for booleans"
+        }
+        for value in values {
+            if let problem = type.problem(with: value) { return "'\(value.prefix(40))' is \(problem)" }
         }
         return nil
     }
@@ -70,7 +92,9 @@ public final class SchemaCatalog: Sendable {
                     return current
                 }
                 let columns = try Self.loadColumns(on: connection)
-                let fresh = Snapshot(columns: columns, allColumns: columns.values.reduce(into: []) { $0.formUnion($1) }, taken: .now)
+                var allColumns: [String: Set<ColumnType>] = [:]
+                for (column, type) in columns.values.joined() { allColumns[column, default: []].insert(type) }
+                let fresh = Snapshot(columns: columns, allColumns: allColumns, taken: .now)
                 self.snapshot.withLock { $0 = fresh }
                 return fresh
             }
@@ -80,20 +104,23 @@ public final class SchemaCatalog: Sendable {
         }
     }
 
-    private static func loadColumns(on connection: PostgresConnection) throws(PostgresError) -> [TableName: Set<String>] {
+    private static func loadColumns(on connection: PostgresConnection) throws(PostgresError) -> [TableName: [String: ColumnType]] {
+        // A domain is checked as its base type.
         let result = try connection.execute("""
-            SELECT n.nspname, c.relname, a.attname
+            SELECT n.nspname, c.relname, a.attname, coalesce(b.typname, t.typname)
               FROM pg_class c
               JOIN pg_namespace n ON n.oid = c.relnamespace
               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+              JOIN pg_type t ON t.oid = a.atttypid
+              LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype
              WHERE c.relkind IN ('r', 'p')
                AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgherald')
                AND n.nspname NOT LIKE 'pg_toast%'
             """, timeout: .seconds(10))
-        var columns: [TableName: Set<String>] = [:]
+        var columns: [TableName: [String: ColumnType]] = [:]
         for row in result.rows {
-            guard let schema = row[0], let table = row[1], let column = row[2] else { continue }
-            columns[TableName(schema: schema, name: table), default: []].insert(column)
+            guard let schema = row[0], let table = row[1], let column = row[2], let type = row[3] else { continue }
+            columns[TableName(schema: schema, name: table), default: [:]][column] = ColumnType(name: type)
         }
         return columns
     }

@@ -27,17 +27,4 @@ import Testing
         #expect(filter.matches(makeEvent(1, table: "log", schema: "audit")))
         #expect(!filter.matches(makeEvent(1, table: "log", schema: "public")))
     }
-
-    @Test(arguments: [
-        ("course", TableName(schema: "public", name: "course")),
-        ("school.student", TableName(schema: "school", name: "student")),
-    ])
-    func parsesTableNames(text: String, expected: TableName) {
-        #expect(TableName(parsing: text) == expected)
-    }
-
-    @Test(arguments: ["", ".", "a.", ".b"])
-    func rejectsMalformedTableNames(text: String) {
-        #expect(TableName(parsing: text) == nil)
-    }
 }

@@ -126,4 +126,40 @@ import Testing
         #expect(!filter.matches(makeEvent(8, operation: .delete)))
         #expect(!filter.matches(makeEvent(7, operation: .truncate)))
     }
+
+    @Test(arguments: [
+        ("course", TableName(schema: "public", name: "course")),
+        ("school.student", TableName(schema: "school", name: "student")),
+        (#""Weird Table""#, TableName(schema: "public", name: "Weird Table")),
+        (#""My Schema"."a.b""#, TableName(schema: "My Schema", name: "a.b")),
+        (#"public."say ""hi""""#, TableName(schema: "public", name: #"say "hi""#)),
+    ])
+    func parsesTableNamesPlainOrQuoted(text: String, expected: TableName) throws {
+        #expect(try FilterQuery.parseTable(Substring(text)) == expected)
+    }
+
+    @Test(arguments: ["", ".", "a.", ".b", "a.b.c", #""unterminated"#, #"a"b"#, #""a"x"#])
+    func rejectsMalformedTableNames(text: String) {
+        #expect(throws: FilterError.self) { try FilterQuery.parseTable(Substring(text)) }
+    }
+
+    @Test func quotedNamesWithCommasAndDotsSurviveARoundTrip() throws {
+        let filter = try FilterQuery.parse([
+            ("table", #""a,b".c,"x.y""#),
+            ("where", #""Odd.Col".eq.1.5"#),
+            ("where", #"plain.in.("q,r",s)"#),
+        ])
+        #expect(filter.tables == [TableName(schema: "a,b", name: "c"), TableName(name: "x.y")])
+        #expect(filter.predicates == [
+            ColumnPredicate(column: "Odd.Col", comparison: .eq, operand: .value("1.5")),
+            ColumnPredicate(column: "plain", comparison: .in, operand: .list(["q,r", "s"])),
+        ])
+        #expect(try FilterQuery.parse(FilterQuery.queryItems(for: filter)) == filter)
+    }
+
+    @Test func theUnknownParameterErrorListsTheCallersParametersToo() {
+        #expect(throws: FilterError(.unknownParameter, parameter: "sincee", "unknown parameter (known: table, op, where, format, since)")) {
+            try FilterQuery.parse([("sincee", "1")], ignoring: ["format", "since"])
+        }
+    }
 }

@@ -75,6 +75,6 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case .true: operandText = "true"
         case .false: operandText = "false"
         }
-        return "\(column).\(comparison.rawValue).\(operandText)"
+        return "\(FilterQuery.quotedIfNeeded(column)).\(comparison.rawValue).\(operandText)"
     }
 }

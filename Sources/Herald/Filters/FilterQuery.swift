@@ -9,6 +9,8 @@ public struct FilterError: Error, Hashable, CustomStringConvertible {
         case unknownTable = "unknown_table"
         /// The filter names a column that none of its tables has.
         case unknownColumn = "unknown_column"
+        /// A value the column can never hold, such as `id.gt.abc` on an integer column.
+        case invalidValue = "invalid_value"
     }
 
     public var code: Code
@@ -56,7 +58,10 @@ public enum FilterQuery {
         for (name, value) in items where !ignoring.contains(name) {
             switch name {
             case "table":
-                for item in value.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let items = split(Substring(value), at: ",") else {
+                    throw FilterError(.malformed, parameter: "table", "unterminated quote in \(quoted(value))")
+                }
+                for item in items {
                     tables.insert(try parseTable(item))
                 }
                 guard tables.count <= maximumTables else {
@@ -90,7 +95,7 @@ public enum FilterQuery {
     public static func queryItems(for filter: EventFilter) -> [(name: String, value: String)] {
         var items: [(name: String, value: String)] = []
         if let tables = filter.tables {
-            items += tables.sorted().map { ("table", "\($0.schema).\($0.name)") }
+            items += tables.sorted().map { ("table", "\(quotedIfNeeded($0.schema)).\(quotedIfNeeded($0.name))") }
         }
         if filter.operations != .all {
             let names = Operation.allCases.filter { filter.operations.contains($0) }.map(\.rawValue)
@@ -100,10 +105,16 @@ public enum FilterQuery {
         return items
     }
 
+    /// `table`, `schema.table`, or either part in double quotes (`"Weird Table"`).
     static func parseTable(_ text: Substring) throws(FilterError) -> TableName {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count <= 2, let table = TableName(parsing: text) else {
-            throw FilterError(.malformed, parameter: "table", "\(quoted(text)) is not TABLE or SCHEMA.TABLE")
+        let names = split(text, at: ".")?.map(identifier)
+        let table: TableName? = switch names {
+        case let names? where names.count == 1: names[0].map { TableName(name: $0) }
+        case let names? where names.count == 2: names[0].flatMap { schema in names[1].map { TableName(schema: schema, name: $0) } }
+        default: nil
+        }
+        guard let table else {
+            throw FilterError(.malformed, parameter: "table", "\(quoted(text)) is not TABLE or SCHEMA.TABLE (quote names with dots: \"a.b\")")
         }
         try checkName(table.schema, parameter: "table")
         try checkName(table.name, parameter: "table")
@@ -114,11 +125,12 @@ public enum FilterQuery {
         guard text.utf8.count <= maximumNameLength + maximumValueLength + 8 else {
             throw FilterError(.malformed, parameter: "where", "condition longer than \(maximumValueLength) bytes")
         }
-        let parts = text.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
+        // The column may be quoted; the value is everything after the operator, dots and quotes included.
+        let columnEnd = text.first == "\"" ? split(Substring(text), at: ".", maxSplits: 1)?.first?.endIndex : text.firstIndex(of: ".")
+        let parts = columnEnd.map { [text[..<$0]] + text[$0...].dropFirst().split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false) } ?? []
+        guard parts.count == 3, let column = identifier(parts[0]) else {
             throw FilterError(.malformed, parameter: "where", "\(quoted(text)) is not COLUMN.OP.VALUE")
         }
-        let column = String(parts[0])
         try checkName(column, parameter: "where")
         guard let comparison = ColumnPredicate.Comparison(rawValue: String(parts[1])) else {
             throw FilterError(
