@@ -88,6 +88,17 @@ CREATE TABLE IF NOT EXISTS pgherald.checkpoint (
     PRIMARY KEY (daemon, seq)
 );
 
+-- Who runs each daemon name. `serve` holds a session advisory lock on its
+-- name while connected and refuses to start when another process holds it;
+-- this row lets the refused one say which host and process that is.
+CREATE TABLE IF NOT EXISTS pgherald.daemon (
+    name text PRIMARY KEY,
+    host text NOT NULL,
+    pid int NOT NULL,
+    backend_pid int NOT NULL,
+    since timestamptz NOT NULL DEFAULT now()
+);
+
 -- The event JSON for one row change, without row data when `omit_rows`.
 -- The primary-key columns are the trigger's arguments, captured when the
 -- trigger is attached (and refreshed on ALTER TABLE), so no catalog lookup

@@ -14,6 +14,9 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The database's pgherald installation does not fit what was asked
         /// for; the message says which `pgherald install` to run.
         case incompatibleInstall
+        /// Another daemon runs under the same `--name` on this database; the
+        /// message names its host and pid. Stop it or choose another name.
+        case nameInUse
         /// The operation was abandoned because the caller is shutting down.
         case stopped
     }

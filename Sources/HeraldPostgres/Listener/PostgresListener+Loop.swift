@@ -72,6 +72,7 @@ extension PostgresListener {
         let channel = try connection.escapeIdentifier(configuration.channel)
         let ticks = try connection.escapeIdentifier(tickChannel)
         try connection.execute("LISTEN \(channel); LISTEN \(ticks)", timeout: ContinuousClock.now.duration(to: deadline))
+        try claimName(on: connection)
         logger.info("listening", metadata: [
             "channel": "\(configuration.channel)",
             "server": "\(connection.endpointDescription)",
