@@ -37,6 +37,9 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
             .joined(separator: " ")
     }
 
+    /// Whether the text itself holds a password (rather than `.pgpass` or `PGPASSWORD`).
+    public var containsPassword: Bool { password.map { !$0.isEmpty } ?? false }
+
     /// Removes this connection's password from a message that might echo it.
     func redact(_ message: String) -> String {
         guard let password, !password.isEmpty else { return message }

@@ -29,7 +29,7 @@ public final class JournalMaintenance: Service, Sendable {
     let listener: PostgresListener
     let logger: Logger
     private let connection: SerialConnection
-    private let measured = Mutex<DaemonStatistics.Journal?>(nil)
+    private let measured = Mutex<(statistics: DaemonStatistics.Journal, at: ContinuousClock.Instant)?>(nil)
     private let prunedTotal = Atomic<Int64>(0)
 
     public init(configuration: Configuration, connection: ConnectionString, daemon: String, listener: PostgresListener, logger: Logger) {
@@ -41,7 +41,21 @@ public final class JournalMaintenance: Service, Sendable {
     }
 
     /// The journal as last measured; `nil` in notify-only mode.
-    public var statistics: DaemonStatistics.Journal? { measured.withLock { $0 } }
+    public var statistics: DaemonStatistics.Journal? { measured.withLock { $0?.statistics } }
+
+    /// The journal measured at most `maximumAge` ago: measured again now if
+    /// the last measurement is older, so `/stats` shows rows written since the
+    /// last pruning run. On a failed measurement, the last one.
+    public func statistics(maximumAge: Duration) async -> DaemonStatistics.Journal? {
+        guard let last = measured.withLock({ $0 }) else { return nil }
+        guard ContinuousClock.now - last.at > maximumAge else { return last.statistics }
+        do {
+            try await measure(pruned: prunedTotal.load(ordering: .relaxed))
+        } catch {
+            logger.debug("cannot measure the journal", metadata: ["error": "\(error)"])
+        }
+        return statistics
+    }
 
     public func run() async throws {
         guard await listener.waitUntilListening(), listener.durability == .durable else {
@@ -70,10 +84,7 @@ public final class JournalMaintenance: Service, Sendable {
             if pruned > 0 {
                 logger.info("pruned the journal", metadata: ["rows": "\(pruned)", "retention": "\(configuration.retention)"])
             }
-            let statistics = try await connection.run { [self] connection throws(PostgresError) in
-                try measure(on: connection, pruned: total)
-            }
-            measured.withLock { $0 = statistics }
+            try await measure(pruned: total)
             return pruned
         } catch {
             logger.warning("journal maintenance failed; retrying at the next run", metadata: ["error": "\(error)"])
@@ -115,10 +126,21 @@ public final class JournalMaintenance: Service, Sendable {
         return pruned
     }
 
+    private func measure(pruned: Int64) async throws(PostgresError) {
+        let statistics = try await connection.run { [self] connection throws(PostgresError) in
+            try measure(on: connection, pruned: pruned)
+        }
+        measured.withLock { $0 = (statistics, .now) }
+    }
+
+    /// Rows are counted exactly up to this many; beyond, the planner's estimate stands.
+    static let exactCountLimit = 100_000
+
     private func measure(on connection: PostgresConnection, pruned: Int64) throws(PostgresError) -> DaemonStatistics.Journal {
         let result = try connection.execute("""
-            SELECT (SELECT CASE WHEN reltuples < 0 THEN (SELECT count(*) FROM pgherald.journal) ELSE reltuples::bigint END
-                      FROM pg_class WHERE oid = 'pgherald.journal'::regclass),
+            SELECT (SELECT CASE WHEN counted < \(Self.exactCountLimit) THEN counted
+                                ELSE greatest(counted, (SELECT reltuples::bigint FROM pg_class WHERE oid = 'pgherald.journal'::regclass)) END
+                      FROM (SELECT count(*) AS counted FROM (SELECT FROM pgherald.journal LIMIT \(Self.exactCountLimit)) AS capped) AS c),
                    pg_total_relation_size('pgherald.journal'),
                    oldest.id,
                    to_char(oldest.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

@@ -5,10 +5,7 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case database
     case broker
     case socket
-    case webhook
-    case eventlog
     case lifecycle
-    case config
 
     /// A logger for this category; levels and format come from ``LoggingSetup``.
     public var logger: Logger { Logger(label: rawValue) }

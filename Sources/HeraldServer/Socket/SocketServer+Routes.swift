@@ -11,7 +11,7 @@ extension SocketServer {
             try await self.events(request, context: context)
         }
         router.get("stats") { _, _ in
-            self.jsonResponse(.ok, self.statistics())
+            self.jsonResponse(.ok, self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(2))))
         }
         router.get("healthz") { _, _ in
             let listener = self.listenerState()
@@ -19,7 +19,7 @@ extension SocketServer {
         }
     }
 
-    func statistics() -> DaemonStatistics {
+    func statistics(journal: DaemonStatistics.Journal?) -> DaemonStatistics {
         let broker = self.broker.statistics
         return DaemonStatistics(
             version: version,
@@ -30,7 +30,7 @@ extension SocketServer {
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
             listener: listenerState(),
             durability: listener.durability?.rawValue,
-            journal: maintenance?.statistics
+            journal: journal
         )
     }
 

@@ -25,7 +25,7 @@ struct Demo: AsyncParsableCommand {
 
     @MainActor
     func run() async throws {
-        let connection = try database.connectionString()
+        let connection = try database.connectionStringWarningOnStderr()
         let socketPath = socket.path
         let terminal = isatty(STDOUT_FILENO) == 1
         let client = HeraldClient(socketPath: socketPath)

@@ -29,7 +29,7 @@ struct Install: ParsableCommand {
     var durability: Durability?
 
     func run() throws {
-        let connection = try PostgresConnection.connect(database.connectionString())
+        let connection = try PostgresConnection.connect(database.connectionStringWarningOnStderr())
         let tables = try Installer.install(on: connection, schemas: schemas, durability: durability)
         for notice in connection.takeNotices() where notice.severity == "WARNING" {
             FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))

@@ -171,6 +171,7 @@ struct Serve: AsyncParsableCommand {
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
         )
         lifecycle.info("starting", metadata: ["database": "\(connection)", "channel": "\(channel)", "version": "\(PGHerald.configuration.version)"])
+        if let warning = database.passwordWarning(for: connection) { lifecycle.warning("\(warning)") }
         try await group.run()
         lifecycle.info("stopped", metadata: ["events": "\(broker.statistics.changeCount)"])
     }

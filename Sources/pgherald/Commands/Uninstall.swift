@@ -9,7 +9,7 @@ struct Uninstall: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {
-        let connection = try PostgresConnection.connect(database.connectionString())
+        let connection = try PostgresConnection.connect(database.connectionStringWarningOnStderr())
         try Installer.uninstall(on: connection)
         print("pgherald publisher removed (\(connection.endpointDescription))")
     }
