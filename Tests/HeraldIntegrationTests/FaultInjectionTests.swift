@@ -30,18 +30,6 @@ extension IntegrationTests {
             return deliveries
         }
 
-        /// `pg_ctl restart -m fast` through scripts/pg-cluster.
-        func restartCluster() async throws {
-            let cluster = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"], "run through scripts/test")
-            let script = TestDatabase.repositoryRoot.appending(path: "scripts/pg-cluster").path
-            // system() on a thread of its own: Foundation's Process does not reap this
-            // child reliably here, and a blocking wait must not hold a cooperative thread.
-            let status = await withCheckedContinuation { continuation in
-                Thread { continuation.resume(returning: system("'\(script)' restart '\(cluster)'")) }.start()
-            }
-            try #require(status == 0, "pg-cluster restart failed with \(status)")
-        }
-
         @Test(.enabled(if: ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"] != nil))
         func nothingMissingNothingExtraUnderFaults() async throws {
             let database = try TestDatabase.create(enrolment: false, install: false)
@@ -59,7 +47,7 @@ extension IntegrationTests {
                  WHERE application_name = 'pgherald' AND datname = current_database()
                 """)
             try await Task.sleep(for: .seconds(1))
-            try await restartCluster()
+            try await PostgresAdmin.restartCluster()
             try await daemon.waitUntilHealthy(within: 60)
             try await Task.sleep(for: .seconds(1))
             await writer.pause()

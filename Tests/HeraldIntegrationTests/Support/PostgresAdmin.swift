@@ -1,4 +1,6 @@
+import Foundation
 import HeraldPostgres
+import Testing
 
 /// Statements run on the cluster's `postgres` database.
 enum PostgresAdmin {
@@ -6,5 +8,30 @@ enum PostgresAdmin {
     static func execute(_ sql: String) throws -> PostgresConnection.QueryResult {
         let connection = try PostgresConnection.connect(ConnectionString(TestDatabase.clusterConnInfo ?? ""))
         return try connection.execute(sql)
+    }
+
+    /// Whether scripts/test told the tests where its cluster is, so they may restart it.
+    static var canRestartCluster: Bool { ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"] != nil }
+
+    /// `pg_ctl restart -m fast` through scripts/pg-cluster: every session is cut.
+    static func restartCluster() async throws {
+        let cluster = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"], "run through scripts/test")
+        let script = TestDatabase.repositoryRoot.appending(path: "scripts/pg-cluster").path
+        // system() on a thread of its own: Foundation's Process does not reap this
+        // child reliably here, and a blocking wait must not hold a cooperative thread.
+        let status = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: system("'\(script)' restart '\(cluster)' >/dev/null")) }.start()
+        }
+        try #require(status == 0, "pg-cluster restart failed with \(status)")
+    }
+
+    /// Ends the server sessions of `database` whose application_name is `application`; returns how many.
+    @discardableResult
+    static func terminateSessions(of application: String, in database: TestDatabase) throws -> Int {
+        let result = try execute("""
+            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = '\(application)' AND datname = '\(database.name)'
+            """)
+        return Int(result.rows.first?[0] ?? "0") ?? 0
     }
 }

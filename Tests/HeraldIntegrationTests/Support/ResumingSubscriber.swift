@@ -21,7 +21,7 @@ final class ResumingSubscriber: Sendable {
                 switch message {
                 case .event(let event): received.events.withLock { $0.append(event) }
                 case .reset(let reason): received.resets.withLock { $0.append(reason) }
-                case .reconnected: break
+                case .reconnected, .unreachable: break
                 }
             }
         }
