@@ -30,6 +30,18 @@ import Testing
         }
     }
 
+    @Test func anUnknownOptionIsNamedSoTheTypoCanBeFound() {
+        #expect(throws: PostgresError(.invalidConnectionString, #"invalid connection string: invalid connection option "hots""#)) {
+            try ConnectionString("hots=db password=s3cret")
+        }
+    }
+
+    @Test func aPasswordInTheTextIsNoticed() throws {
+        #expect(try ConnectionString("host=x password=s3cret").containsPassword)
+        #expect(try ConnectionString("postgresql://u:s3cret@h/db").containsPassword)
+        #expect(try !ConnectionString("host=x user=u").containsPassword)
+    }
+
     @Test func emptyMeansLibpqDefaults() throws {
         _ = try ConnectionString("")
     }

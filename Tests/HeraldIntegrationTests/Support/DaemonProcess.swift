@@ -14,8 +14,8 @@ struct DaemonProcess {
     let stderr = Pipe()
     private let reaper: Reaper
 
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = Self.executable
+    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = Self.executable) throws {
+        process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = stdout

@@ -1,0 +1,163 @@
+import Foundation
+import Herald
+import HeraldPostgres
+import Testing
+
+extension IntegrationTests {
+    /// What a new user meets in the first hour: failing starts, missing
+    /// sockets, half-installed databases, typos, a second daemon, the demo.
+    @Suite
+    struct FirstHourTests {
+        @Test func thirtyFastFailingStartsEachPrintOnlyTheConnectionError() async throws {
+            let socket = SocketDaemon.temporarySocketPath()
+            for attempt in 1...30 {
+                let result = try await DaemonProcess([
+                    "serve", "--db", "host=127.0.0.1 port=1", "--socket", socket, "--log-format", "logfmt",
+                ]).finish()
+                #expect(result.status != 0)
+                let lines = result.stderr.split(separator: "\n")
+                let errors = lines.filter { $0.hasPrefix("Error:") || $0.contains("level=error") || $0.contains("level=critical") }
+                #expect(errors.count == 1 && errors[0].hasPrefix("Error: cannot connect"), "start \(attempt): \(result.stderr)")
+                #expect(!result.stderr.contains("CancellationError") && !result.stderr.contains("Already closed"), "start \(attempt): \(result.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: socket), "start \(attempt) left its socket behind")
+            }
+        }
+
+        @Test(arguments: [["tail"], ["demo", "--db", "host=127.0.0.1 port=1"]])
+        func clientCommandsSayAtOnceThatTheDaemonIsMissing(command: [String]) async throws {
+            let started = ContinuousClock.now
+            let result = try await DaemonProcess(command + ["--socket", "/nonexistent/pgherald.sock"]).finish(within: 10)
+            #expect(ContinuousClock.now - started < .seconds(2))
+            #expect(result.status == 69)
+            #expect(result.stderr.contains(
+                "cannot reach pgherald at /nonexistent/pgherald.sock: no such file; is the daemon running? (systemctl status pgherald)"
+            ), "\(result.stderr)")
+        }
+
+        @Test func tailWithRetryWaitsForTheDaemonAndSaysSo() async throws {
+            let database = try TestDatabase.create()
+            let socket = SocketDaemon.temporarySocketPath()
+            let tail = try DaemonProcess(["tail", "--socket", socket, "--retry", "--format", "json"])
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(tail.process.isRunning, "tail --retry gave up")
+            let daemon = try await SocketDaemon(database: database, socketPath: socket)
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('RTY', 'Retry')")
+            _ = try await tail.readLine { $0.contains("RTY") }
+            _ = try await daemon.stop()
+            tail.signal(SIGTERM)
+            let result = try await tail.finish()
+            let lines = result.stderr.split(separator: "\n")
+            // The problem once, not once per attempt; then the connection; then the problem again after the stop.
+            #expect(lines.count >= 2 && lines[0].hasPrefix("pgherald tail: cannot reach pgherald at \(socket): no such file"), "\(result.stderr)")
+            #expect(lines.count >= 2 && lines[1] == "pgherald tail: connected to \(socket)", "\(result.stderr)")
+            // Only tail's own lines: no log line of the client library in between.
+            #expect(lines.allSatisfy { $0.hasPrefix("pgherald tail: ") }, "\(result.stderr)")
+        }
+
+        @Test func aDatabaseWithoutThePublisherSaysWhichInstallToRun() async throws {
+            let database = try TestDatabase.create(install: false)
+            let daemon = try DaemonProcess(["serve", "--db", database.connInfo, "--no-socket", "--log-format", "logfmt"])
+            try await Task.sleep(for: .seconds(1))
+            daemon.signal(SIGTERM)
+            let result = try await daemon.finish()
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(!result.stderr.contains("does not exist"), "\(result.stderr)")
+            #expect(result.stderr.contains("run pgherald install --db '"), "\(result.stderr)")
+            #expect(result.stderr.contains("dbname=\(database.name)"))
+        }
+
+        @Test func badSocketPathsAreNamedWithWhatToChange() async throws {
+            let database = try TestDatabase.create()
+            let missing = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", "/nonexistent/dir/p.sock"]).finish()
+            #expect(missing.status != 0)
+            #expect(missing.stderr.contains("Error: cannot create socket /nonexistent/dir/p.sock: directory /nonexistent/dir does not exist"), "\(missing.stderr)")
+
+            let long = "/tmp/" + String(repeating: "x", count: 110) + ".sock"
+            let tooLong = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", long]).finish()
+            #expect(tooLong.stderr.contains("Error: socket path \(long) is 120 bytes, longer than the 107 a Unix socket allows"), "\(tooLong.stderr)")
+        }
+
+        @Test func anUnknownConnectionOptionIsNamedButValuesStayMasked() async throws {
+            let result = try await DaemonProcess(["serve", "--db", "hots=localhost password=s3cr3t", "--no-socket"]).finish()
+            #expect(result.stderr.contains(#"invalid connection option "hots""#), "\(result.stderr)")
+            #expect(!result.stderr.contains("s3cr3t"))
+        }
+
+        @Test func aPasswordOnTheCommandLineIsWarnedAbout() async throws {
+            let result = try await DaemonProcess(["serve", "--db", "host=127.0.0.1 port=1 password=hunter2", "--no-socket", "--log-format", "logfmt"]).finish()
+            #expect(result.stderr.contains("--db contains a password, which every local user can read with ps"), "\(result.stderr)")
+            #expect(!result.stderr.contains("hunter2"))
+        }
+
+        @Test func helpListsOnlyLogCategoriesThatExist() async throws {
+            let help = try await DaemonProcess(["serve", "--help"]).finish()
+            #expect(help.stdout.contains("Categories: database, broker, socket, lifecycle."), "\(help.stdout)")
+        }
+
+        @Test func filterValuesAreCheckedAgainstColumnTypesAndQuotedNamesWork() async throws {
+            let database = try TestDatabase.create()
+            try database.execute(#"CREATE TABLE "Weird Table" (id int PRIMARY KEY, "Odd.Col" text); SELECT pgherald.attach_all()"#)
+            let daemon = try await SocketDaemon(database: database)
+
+            let badValue = try await daemon.get("/events?table=course&where=id.gt.abc")
+            #expect(badValue.status == 400)
+            #expect(badValue.body.contains(#""error":"invalid_value""#), "\(badValue.body)")
+            #expect(badValue.body.contains("column id is int4: 'abc' is not a whole number"), "\(badValue.body)")
+            let badList = try await daemon.get("/events?where=id.in.(1,x)")
+            #expect(badList.status == 400, "\(badList.body)")
+            #expect(try await daemon.get("/events?table=course&where=id.gt.5&format=ndjson&since=x").status == 400, "since still checked")
+
+            let unknown = try await daemon.get("/events?sincee=1")
+            #expect(unknown.body.contains("known: table, op, where, format, since"), "\(unknown.body)")
+
+            let quoted = try await RawStream(
+                socketPath: daemon.socketPath, path: "/events?format=ndjson&table=%22Weird%20Table%22&where=%22Odd.Col%22.eq.yes"
+            )
+            try database.execute(#"INSERT INTO "Weird Table" VALUES (1, 'no'), (2, 'yes')"#)
+            try await quoted.waitForLines(1)
+            try await Task.sleep(for: .milliseconds(200))
+            let events = quoted.lines.compactMap { try? Event(payload: String($0)) }
+            #expect(events.map(\.table) == [TableName(name: "Weird Table")])
+            #expect(events.first?.row?["id"] == .number(JSONNumber(2)))
+        }
+
+        @Test func aSecondDaemonUnderTheSameNameIsRefusedWithTheFirstOnesPid() async throws {
+            let database = try TestDatabase.create()
+            let first = try await SocketDaemon(database: database)
+            let second = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", SocketDaemon.temporarySocketPath()]).finish()
+            #expect(second.status != 0)
+            let pid = first.process.process.processIdentifier
+            #expect(second.stderr.contains("another pgherald serve runs under --name default on this database (host \(ProcessInfo.processInfo.hostName), pid \(pid),"), "\(second.stderr)")
+            // Another name shares the database.
+            _ = try await SocketDaemon(database: database, arguments: ["--name", "second"])
+            // Once the first stops, the name is free again.
+            _ = try await first.stop()
+            _ = try await SocketDaemon(database: database)
+        }
+
+        @Test func statusCountsJournalRowsWrittenSinceStart() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            try database.execute("INSERT INTO course (short_code, name) SELECT 'J' || n, 'j' FROM generate_series(1, 7) AS n")
+            try await Task.sleep(for: .seconds(2.5))
+            let status = try await DaemonProcess(["status", "--socket", daemon.socketPath]).finish()
+            #expect(status.stdout.contains("journal:     about 7 rows"), "\(status.stdout)")
+            #expect(!status.stdout.contains("empty"), "\(status.stdout)")
+        }
+
+        @Test func theDemoReachesItsSampleWritesWithinFiveSecondsOfServing() async throws {
+            let demo = try DaemonProcess(
+                ["--once"],
+                environment: ["PGHERALD_BINARY": DaemonProcess.executable.path],
+                executable: TestDatabase.repositoryRoot.appending(path: "scripts/demo")
+            )
+            _ = try await demo.readLine(within: 60) { $0.hasPrefix("==> pgherald serve") }
+            let serving = ContinuousClock.now
+            _ = try await demo.readLine(within: 20) { $0.contains("INSERT public.course") }
+            #expect(ContinuousClock.now - serving < .seconds(5))
+            let result = try await demo.finish(within: 30)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+    }
+}
