@@ -14,6 +14,8 @@ extension IntegrationTests {
             let received = Mutex<[HeraldClient.Message]>([])
             let following = Task {
                 for try await message in daemon.client.messages(EventFilter(tables: [TableName(name: "course")])) {
+                    // Attempts while the daemon is away are reported as they fail; the test follows the rest.
+                    if case .unreachable = message { continue }
                     received.withLock { $0.append(message) }
                 }
             }

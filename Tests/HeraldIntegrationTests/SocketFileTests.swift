@@ -58,7 +58,8 @@ extension IntegrationTests {
         @Test func liveSocketIsNeverTakenOver() async throws {
             let database = try TestDatabase.create()
             let first = try await SocketDaemon(database: database)
-            let second = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", first.socketPath]).finish()
+            // Under another name: one name runs once per database.
+            let second = try await DaemonProcess(["serve", "--db", database.connInfo, "--name", "second", "--socket", first.socketPath]).finish()
             #expect(second.status != 0)
             #expect(second.stderr.contains("another process is serving \(first.socketPath)"))
             // The first daemon still serves its socket.
