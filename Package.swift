@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let strictConcurrency: [SwiftSetting] = [
@@ -24,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -70,6 +73,19 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // The daemon's settings: a YAML file, PGHERALD_* variables and flags, checked without connecting.
+        .target(
+            name: "HeraldConfiguration",
+            dependencies: [
+                "HeraldPostgres",
+                "HeraldServer",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         // Swift client for the socket: event streams with reconnect, statistics.
         .target(
             name: "HeraldClient",
@@ -89,6 +105,7 @@ let package = Package(
                 "HeraldPostgres",
                 "HeraldServer",
                 "HeraldClient",
+                "HeraldConfiguration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -110,7 +127,7 @@ let package = Package(
         .testTarget(
             name: "HeraldTests",
             dependencies: [
-                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient",
+                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],

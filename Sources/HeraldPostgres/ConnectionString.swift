@@ -8,13 +8,19 @@ import CLibPQ
 public struct ConnectionString: Sendable, CustomStringConvertible {
     /// The text as given; pass only to libpq.
     let rawValue: String
+    /// The password in the text, if any.
     private let password: String?
+    /// A password given apart from the text (read from a file); it overrides the text's.
+    let separatePassword: String?
     public let description: String
 
     /// Validates `text` with libpq, without connecting.
     ///
     /// An empty string means "libpq defaults": everything from `PG*` variables.
-    public init(_ text: String) throws(PostgresError) {
+    /// - Parameter password: a password kept out of the text (from a file or a
+    ///   systemd credential); it overrides one in the text.
+    public init(_ text: String, password separatePassword: String? = nil) throws(PostgresError) {
+        self.separatePassword = separatePassword
         var errorPointer: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(text, &errorPointer) else {
             let detail = errorPointer.map { String(cString: $0) } ?? "out of memory"
@@ -42,8 +48,10 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
 
     /// Removes this connection's password from a message that might echo it.
     func redact(_ message: String) -> String {
-        guard let password, !password.isEmpty else { return message }
-        return message.replacing(password, with: "***")
+        [password, separatePassword].reduce(message) { message, secret in
+            guard let secret, !secret.isEmpty else { return message }
+            return message.replacing(secret, with: "***")
+        }
     }
 
     private static func values(of options: UnsafeMutablePointer<PQconninfoOption>) -> [String: String] {

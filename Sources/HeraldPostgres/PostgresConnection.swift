@@ -74,10 +74,11 @@ public final class PostgresConnection {
         applicationName: String,
         wake: WakeSignal?
     ) throws(PostgresError) -> PostgresConnection {
+        // Later entries override what the expanded conninfo in dbname set.
         let parameters = defaultParameters + [
             ("fallback_application_name", applicationName),
             ("dbname", connectionString.rawValue),
-        ]
+        ] + (connectionString.separatePassword.map { [("password", $0)] } ?? [])
         let handle = withOptionalCStrings(parameters.map(\.0)) { keywords in
             withOptionalCStrings(parameters.map(\.1)) { values in
                 PQconnectStartParams(keywords, values, 1)

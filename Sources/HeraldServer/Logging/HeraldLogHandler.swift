@@ -10,20 +10,40 @@ public import Logging
 /// Under systemd (`JOURNAL_STREAM` set) each line starts with `<N>`, the
 /// syslog priority, so the journal keeps levels.
 public struct HeraldLogHandler: LogHandler {
-    public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     public let category: String
-    let format: LogFormat
+    private var fixedLevel: Logger.Level
+    private let fixedFormat: LogFormat
+    /// When set, level and format follow it, so a reload reaches loggers that already exist.
+    private let live: LiveLogSettings?
     let journalPrefix: Bool
     let colour: Bool
 
     public init(category: String, level: Logger.Level, format: LogFormat, journalPrefix: Bool, colour: Bool) {
         self.category = category
-        self.logLevel = level
-        self.format = format
+        self.fixedLevel = level
+        self.fixedFormat = format
+        self.live = nil
         self.journalPrefix = journalPrefix
         self.colour = colour
     }
+
+    init(category: String, live: LiveLogSettings, journalPrefix: Bool, colour: Bool) {
+        let current = live.current
+        self.category = category
+        self.fixedLevel = current.levels.level(for: category)
+        self.fixedFormat = current.format
+        self.live = live
+        self.journalPrefix = journalPrefix
+        self.colour = colour
+    }
+
+    public var logLevel: Logger.Level {
+        get { live?.current.levels.level(for: category) ?? fixedLevel }
+        set { fixedLevel = newValue }
+    }
+
+    var format: LogFormat { live?.current.format ?? fixedFormat }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Herald
+import HeraldConfiguration
 import HeraldPostgres
 import HeraldServer
 import Logging
@@ -20,144 +21,164 @@ struct Serve: AsyncParsableCommand {
             """
     )
 
-    enum StdoutChoice: String, ExpressibleByArgument, CaseIterable {
-        case none, json, pretty
-    }
+    @Option(help: ArgumentHelp(
+        "The configuration file.",
+        discussion: "Default: \(ConfigurationSources.defaultFile), if it exists. Settings come from this file, then PGHERALD_* environment variables (socket.max_subscribers is PGHERALD_SOCKET_MAX_SUBSCRIBERS), then these flags, each overriding the one before. `pgherald check-config` shows the result. systemd/pgherald.yaml lists every key.",
+        valueName: "file"
+    ))
+    var config: String?
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
-    @Option(help: "Print events to stdout: none, json (one event per line, the shared shape) or pretty.")
-    var stdout: StdoutChoice = .none
+    @Option(help: "Print events to stdout: none (default), json (one event per line, the shared shape) or pretty. Key: stdout.")
+    var stdout: DaemonConfiguration.StdoutChoice?
 
-    @Option(help: "Channel the triggers notify on.")
-    var channel = "pgherald"
+    @Option(help: "Channel the triggers notify on. Default: pgherald. Key: channel.")
+    var channel: String?
 
     @Option(help: ArgumentHelp(
-        "durable or notify-only; must match `pgherald install --durability`.",
+        "durable or notify-only; must match `pgherald install --durability`. Key: durability.",
         discussion: "Default: whatever the database was installed with. Durable mode catches up from the journal after any gap, so nothing committed is lost.",
         valueName: "durable|notify-only"
     ))
     var durability: Durability?
 
-    @Option(help: "This daemon's name, under which it records its progress in the database, so that several daemons can share one. Default: default.")
-    var name = "default"
+    @Option(help: "This daemon's name, under which it records its progress in the database, so that several daemons can share one; one name runs once per database. Default: default. Key: name.")
+    var name: String?
 
     @Option(help: ArgumentHelp(
-        "How long delivered events stay in the journal (durable mode), such as 24h, 90m or 7d. Socket clients can resume from an event this old.",
+        "How long delivered events stay in the journal (durable mode), such as 24h, 90m or 7d. Socket clients can resume from an event this old. Default: 24h. Key: retention.",
         valueName: "duration"
     ))
-    var retention = HumanDuration(argument: "24h")!
+    var retention: String?
 
-    @Option(help: ArgumentHelp("Time between journal pruning runs.", valueName: "duration"))
-    var pruneInterval = HumanDuration(argument: "60s")!
+    @Option(help: ArgumentHelp("Time between journal pruning runs. Default: 60s. Key: prune_interval.", valueName: "duration"))
+    var pruneInterval: String?
 
-    @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 64 MiB). Older resumes are read from the journal.")
-    var history = 100_000
+    @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 64 MiB). Older resumes are read from the journal. Default: 100000. Key: history.")
+    var history: Int?
 
-    @Option(help: "Events a subscriber may fall behind before it is dropped.")
-    var mailboxCapacity = 4096
+    @Option(help: "Events a subscriber may fall behind before it is dropped. Default: 4096. Key: mailbox_capacity.")
+    var mailboxCapacity: Int?
 
-    @Option(help: "Seconds allowed for connecting and running LISTEN.")
-    var connectTimeout = 10.0
+    @Option(help: ArgumentHelp("Time allowed for connecting and running LISTEN. Default: 10s. Key: connect_timeout.", valueName: "duration"))
+    var connectTimeout: String?
 
     @OptionGroup(title: "Socket") var socketPath: SocketPathOption
 
-    @Flag(help: "Do not serve the Unix socket.")
+    @Flag(help: "Do not serve the Unix socket. Key: socket.enabled.")
     var noSocket = false
 
-    @Option(help: "Permissions of the socket file, in octal.")
-    var socketMode = "660"
+    @Option(help: "Permissions of the socket file, in octal. Default: 660. Key: socket.mode.")
+    var socketMode: String?
 
-    @Option(help: "Group to own the socket file, so its members may connect. Default: the daemon's group.")
+    @Option(help: "Group to own the socket file, so its members may connect. Default: the daemon's group. Key: socket.group.")
     var socketGroup: String?
 
-    @Option(help: "Concurrent event streams on the socket; more get 503.")
-    var maxSubscribers = 10_000
+    @Option(help: "Concurrent event streams on the socket; more get 503. Default: 10000. Key: socket.max_subscribers.")
+    var maxSubscribers: Int?
 
-    @Option(help: "Events a socket stream may fall behind before it gets `event: overflow` and is closed.")
-    var subscriberBuffer = 4096
+    @Option(help: "Events a socket stream may fall behind before it gets `event: overflow` and is closed. Default: 4096. Key: socket.subscriber_buffer.")
+    var subscriberBuffer: Int?
 
-    @Option(help: "Seconds between heartbeats on idle socket streams.")
-    var heartbeatInterval = 15.0
+    @Option(help: ArgumentHelp("Time between heartbeats on idle socket streams. Default: 15s. Key: socket.heartbeat_interval.", valueName: "duration"))
+    var heartbeatInterval: String?
 
     @Option(help: ArgumentHelp(
-        "Writes per second to spend on all socket streams together; 0 writes every batch at once.",
+        "Writes per second to spend on all socket streams together; 0 writes every batch at once. Default: 50000. Key: socket.write_rate.",
         discussion: "Each stream is written at most every (open streams / write rate) seconds, and the events that arrive meanwhile go out together: 2 ms apart with 100 streams, 20 ms with 1000. A write costs a system call and a wake-up of the client whatever its size, so at high fan-out this keeps the daemon from spending the machine on writes."
     ))
-    var writeRate = 50_000
+    var writeRate: Int?
 
-    func validate() throws {
-        let batch = PostgresListener.maximumBatch
-        guard mailboxCapacity >= batch else {
-            throw ValidationError("--mailbox-capacity must be at least \(batch): the listener hands over up to \(batch) events at once")
-        }
-        guard connectTimeout > 0 else { throw ValidationError("--connect-timeout must be positive") }
-        guard !name.isEmpty else { throw ValidationError("--name must not be empty") }
-        guard history >= 0 else { throw ValidationError("--history must not be negative") }
-        guard let mode = mode_t(socketMode, radix: 8), mode <= 0o777 else {
-            throw ValidationError("--socket-mode must be octal permissions such as 660, not '\(socketMode)'")
-        }
-        guard mode & 0o600 == 0o600 else { throw ValidationError("--socket-mode must let the owner read and write (at least 600)") }
-        guard maxSubscribers > 0 else { throw ValidationError("--max-subscribers must be at least 1") }
-        guard subscriberBuffer >= batch else {
-            throw ValidationError("--subscriber-buffer must be at least \(batch): the listener hands over up to \(batch) events at once")
-        }
-        guard heartbeatInterval > 0 else { throw ValidationError("--heartbeat-interval must be positive") }
-        guard writeRate >= 0 else { throw ValidationError("--write-rate must not be negative (0 writes every batch at once)") }
+    @Option(help: ArgumentHelp(
+        "Append every event to this file as one JSON line. Default: off. Key: event_log.path (with event_log.sync, sync_interval, max_size and keep in the file).",
+        valueName: "path"
+    ))
+    var eventLog: String?
+
+    @Option(help: ArgumentHelp("Serve GET /metrics over TCP on HOST:PORT as well as on the socket. Default: off. Key: metrics.listen.", valueName: "host:port"))
+    var metricsListen: String?
+
+    /// The flags given, by the setting key they set.
+    var flags: [String: ConfigurationSources.Flag] {
+        let given: [(String, String, String?)] = [
+            ("database", "--db", database.db),
+            ("log.level", "--log-level", logging.logLevel),
+            ("log.format", "--log-format", logging.logFormat?.rawValue),
+            ("stdout", "--stdout", stdout?.rawValue),
+            ("channel", "--channel", channel),
+            ("durability", "--durability", durability?.rawValue),
+            ("name", "--name", name),
+            ("retention", "--retention", retention),
+            ("prune_interval", "--prune-interval", pruneInterval),
+            ("history", "--history", history.map(String.init)),
+            ("mailbox_capacity", "--mailbox-capacity", mailboxCapacity.map(String.init)),
+            ("connect_timeout", "--connect-timeout", connectTimeout),
+            ("socket.path", "--socket", socketPath.socket),
+            ("socket.enabled", "--no-socket", noSocket ? "false" : nil),
+            ("socket.mode", "--socket-mode", socketMode),
+            ("socket.group", "--socket-group", socketGroup),
+            ("socket.max_subscribers", "--max-subscribers", maxSubscribers.map(String.init)),
+            ("socket.subscriber_buffer", "--subscriber-buffer", subscriberBuffer.map(String.init)),
+            ("socket.heartbeat_interval", "--heartbeat-interval", heartbeatInterval),
+            ("socket.write_rate", "--write-rate", writeRate.map(String.init)),
+            ("event_log.path", "--event-log", eventLog),
+            ("metrics.listen", "--metrics-listen", metricsListen),
+        ]
+        return Dictionary(uniqueKeysWithValues: given.compactMap { key, flag, value in
+            value.map { (key, ConfigurationSources.Flag(name: flag, value: $0)) }
+        })
+    }
+
+    var sources: ConfigurationSources {
+        ConfigurationSources(
+            file: config ?? ConfigurationSources.defaultFile,
+            fileRequired: config != nil,
+            environment: ProcessInfo.processInfo.environment,
+            flags: flags
+        )
     }
 
     func run() async throws {
-        try logging.bootstrap()
+        let settings = try await DaemonConfiguration.loadOrExit(from: sources)
+        LoggingSetup.bootstrap(.init(levels: settings.logLevels, format: settings.logFormat), environment: ProcessInfo.processInfo.environment)
         let lifecycle = LogCategory.lifecycle.logger
-        let connection = try database.connectionString()
-        let broker = Broker(configuration: .init(mailboxCapacity: mailboxCapacity, historyCapacity: history))
+        let connection = settings.database
+        let broker = Broker(configuration: .init(mailboxCapacity: settings.mailboxCapacity, historyCapacity: settings.history))
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        let format: StdoutFormat? = switch stdout {
-        case .none: nil
-        case .json: .json
-        case .pretty: .pretty
-        }
-        if let format {
+        if let format = settings.stdout {
             let output = StdoutOutput(broker: broker, format: format, logger: LogCategory.broker.logger)
             services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let listener = PostgresListener(
             configuration: .init(
-                connection: connection, channel: channel, connectTimeout: .seconds(connectTimeout),
-                durability: durability, name: name
+                connection: connection, channel: settings.channel, connectTimeout: settings.connectTimeout,
+                durability: settings.durability, name: settings.name
             ),
             broker: broker,
             logger: LogCategory.database.logger
         )
         let maintenance = JournalMaintenance(
-            configuration: .init(retention: retention.duration, interval: pruneInterval.duration),
+            configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
             connection: connection,
-            daemon: name,
+            daemon: settings.name,
             listener: listener,
             logger: LogCategory.database.logger
         )
         // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
-        if !noSocket {
+        if let socket = settings.socket {
             // Files the daemon creates are not for other users; the socket's mode is set explicitly.
             umask(0o007)
-            raiseOpenFileLimit(toServe: maxSubscribers, logger: lifecycle)
+            raiseOpenFileLimit(toServe: socket.maximumSubscribers, logger: lifecycle)
             let server = SocketServer(
-                configuration: SocketConfiguration(
-                    path: socketPath.path,
-                    mode: mode_t(socketMode, radix: 8)!,
-                    group: socketGroup,
-                    maximumSubscribers: maxSubscribers,
-                    subscriberBuffer: subscriberBuffer,
-                    heartbeatInterval: .milliseconds(Int64(heartbeatInterval * 1000)),
-                    writeRate: writeRate == 0 ? nil : writeRate
-                ),
+                configuration: socket,
                 broker: broker,
                 listener: listener,
                 catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
-                journal: JournalReader(connection: connection, daemon: name),
+                journal: JournalReader(connection: connection, daemon: settings.name),
                 maintenance: maintenance,
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
@@ -170,8 +191,11 @@ struct Serve: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
         )
-        lifecycle.info("starting", metadata: ["database": "\(connection)", "channel": "\(channel)", "version": "\(PGHerald.configuration.version)"])
-        if let warning = database.passwordWarning(for: connection) { lifecycle.warning("\(warning)") }
+        lifecycle.info("starting", metadata: [
+            "database": "\(connection)", "channel": "\(settings.channel)", "version": "\(PGHerald.configuration.version)",
+            "config": "\(sources.file.map { FileManager.default.fileExists(atPath: $0) ? $0 : "none" } ?? "none")",
+        ])
+        for warning in settings.warnings { lifecycle.warning("\(warning)") }
         try await group.run()
         lifecycle.info("stopped", metadata: ["events": "\(broker.statistics.changeCount)"])
     }

@@ -11,10 +11,10 @@ struct DatabaseOptions: ParsableArguments {
             valueName: "conninfo"
         )
     )
-    var db = ""
+    var db: String?
 
     func connectionString() throws -> ConnectionString {
-        try ConnectionString(db)
+        try ConnectionString(db ?? "")
     }
 
     /// What to say when `--db` itself carries a password; nil when it does not.

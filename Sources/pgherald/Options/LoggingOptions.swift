@@ -5,32 +5,15 @@ public import HeraldServer
 struct LoggingOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Log level, with per-category overrides.",
+            "Log level, with per-category overrides. Default: info. Key: log.level (and log.categories).",
             discussion: "Levels: trace, debug, info, notice, warning, error, critical. Categories: \(LogCategory.allCases.map(\.rawValue).joined(separator: ", ")). Example: info,database=debug.",
             valueName: "levels"
         )
     )
-    var logLevel = "info"
+    var logLevel: String?
 
-    @Option(help: "Log format: json, logfmt or pretty. Default: pretty on a terminal, logfmt otherwise.")
+    @Option(help: "Log format: json, logfmt or pretty. Default: pretty on a terminal, logfmt otherwise. Key: log.format.")
     var logFormat: LogFormat?
-
-    func validate() throws {
-        _ = try levels()
-    }
-
-    /// Installs the log handler; call before any logger is made.
-    func bootstrap() throws {
-        LoggingSetup.bootstrap(.init(levels: try levels(), format: logFormat), environment: ProcessInfo.processInfo.environment)
-    }
-
-    private func levels() throws -> LogLevels {
-        do {
-            return try LogLevels(parsing: logLevel)
-        } catch {
-            throw ValidationError(error.description)
-        }
-    }
 }
 
 extension LogFormat: ExpressibleByArgument {}

@@ -1,0 +1,48 @@
+public import HeraldPostgres
+public import HeraldServer
+
+/// Everything `pgherald serve` runs with, from the file, the environment and
+/// flags (see ``ConfigurationSources``). Each default is the one documented
+/// in `systemd/pgherald.yaml` and `serve --help`.
+public struct DaemonConfiguration: Sendable {
+    /// What `stdout` prints.
+    public enum StdoutChoice: String, Sendable, CaseIterable {
+        case none, json, pretty
+    }
+
+    /// Key `database`: libpq conninfo or URI; empty (the default) uses libpq's
+    /// defaults (`PG*` variables, `.pgpass`). With `password_file`, the password comes from that file.
+    public var database: ConnectionString
+    /// Key `name`. Default `default`.
+    public var name: String
+    /// Key `durability`. Default: as installed.
+    public var durability: Durability?
+    /// Key `channel`. Default `pgherald`.
+    public var channel: String
+    /// Key `retention`. Default 24h.
+    public var retention: Duration
+    /// Key `prune_interval`. Default 60s.
+    public var pruneInterval: Duration
+    /// Key `history`. Default 100,000 events.
+    public var history: Int
+    /// Key `mailbox_capacity`. Default 4096.
+    public var mailboxCapacity: Int
+    /// Key `connect_timeout`. Default 10s.
+    public var connectTimeout: Duration
+    /// Key `stdout`. Default none.
+    public var stdout: StdoutFormat?
+    /// Section `socket`; nil with `socket.enabled: false`.
+    public var socket: SocketConfiguration?
+    /// Section `log`.
+    public var logLevels: LogLevels
+    /// Key `log.format`. Default: pretty on a terminal, logfmt otherwise.
+    public var logFormat: LogFormat?
+    /// Section `event_log`; nil without `event_log.path`.
+    public var eventLog: EventLogConfiguration?
+    /// Key `metrics.listen`: `HOST:PORT` for `/metrics` over TCP. Default: off.
+    public var metricsListen: String?
+    /// Things worth saying that do not stop the daemon.
+    public var warnings: [String]
+    /// Every setting as it is in force, with its source, for `check-config`.
+    public var effective: [EffectiveSetting]
+}

@@ -1,0 +1,153 @@
+import Configuration
+import Foundation
+import SystemPackage
+
+/// Reads settings through swift-configuration, noting for each key where its
+/// value came from and what it finally is, for errors and `check-config`.
+final class SettingsReader {
+    let sources: ConfigurationSources
+    private let reader: ConfigReader
+    private let file: ConfigurationFile?
+    private(set) var effective: [EffectiveSetting] = []
+    private(set) var readKeys: Set<String> = []
+
+    init(sources: ConfigurationSources) async throws(ConfigurationError) {
+        self.sources = sources
+        var providers: [any ConfigProvider] = []
+        // Flags are text like environment variables, and are converted the same way.
+        let flags = Dictionary(uniqueKeysWithValues: sources.flags.map { (ConfigurationSources.environmentName(of: $0.key), $0.value.value) })
+        providers.append(EnvironmentVariablesProvider(environmentVariables: flags).prefixKeys(with: "pgherald"))
+        providers.append(EnvironmentVariablesProvider(environmentVariables: sources.environment).prefixKeys(with: "pgherald"))
+        var file: ConfigurationFile?
+        if let path = sources.file {
+            let text: String
+            do {
+                text = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                let missing = (error as NSError).code == NSFileReadNoSuchFileError
+                if sources.fileRequired || !missing {
+                    throw ConfigurationError(key: "(file)", source: path, reason: missing ? "no such file" : "cannot be read: \(error.localizedDescription)")
+                }
+                text = ""
+            }
+            let parsed = try ConfigurationFile(path: path, text: text)
+            if !parsed.lines.isEmpty {
+                do {
+                    providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
+                } catch {
+                    throw ConfigurationError(key: "(file)", source: path, reason: "cannot be read: \(error)")
+                }
+                file = parsed
+            }
+        }
+        self.file = file
+        reader = ConfigReader(providers: providers)
+    }
+
+    /// Where a key's value comes from, highest precedence first; nil when it is not set anywhere.
+    func source(of key: String) -> String? {
+        if let flag = sources.flags[key] { return flag.name }
+        let variable = ConfigurationSources.environmentName(of: key)
+        if sources.environment[variable] != nil { return variable }
+        return file?.source(of: key)
+    }
+
+    /// Fails on the first key of the file that no setting read.
+    func rejectUnknownKeys(allowingPrefixes prefixes: [String] = []) throws(ConfigurationError) {
+        guard let file else { return }
+        for (key, line) in file.lines.sorted(by: { $0.value < $1.value }) where !readKeys.contains(key) {
+            guard !prefixes.contains(where: { key.hasPrefix($0) }) else { continue }
+            throw ConfigurationError(key: key, source: "\(file.path) line \(line)", reason: "not a pgherald setting (see systemd/pgherald.yaml for every key)")
+        }
+    }
+
+    func fail(_ key: String, _ reason: String) -> ConfigurationError {
+        ConfigurationError(key: key, source: source(of: key) ?? "default", reason: reason)
+    }
+
+    /// Records the value in force, for `check-config`.
+    func record(_ key: String, _ shown: String) {
+        readKeys.insert(key)
+        effective.append(EffectiveSetting(key: key, value: shown, source: source(of: key) ?? "default"))
+    }
+
+    /// - Parameter recorded: false when the caller records a shown form itself (a secret's redacted summary).
+    func string(_ key: String, default defaultValue: String? = nil, secret: Bool = false, recorded: Bool = true) -> String? {
+        readKeys.insert(key)
+        let value = reader.string(forKey: ConfigKey(key), isSecret: secret) ?? defaultValue
+        if recorded { record(key, value.map(Self.quotedIfNeeded) ?? "(none)") }
+        return value
+    }
+
+    func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        readKeys.insert(key)
+        guard reader.string(forKey: ConfigKey(key)) != nil else {
+            record(key, String(defaultValue))
+            return defaultValue
+        }
+        guard let value = reader.int(forKey: ConfigKey(key)) else {
+            throw fail(key, "'\(reader.string(forKey: ConfigKey(key)) ?? "")' is not a whole number")
+        }
+        guard range.contains(value) else {
+            let upper = range.upperBound == .max ? "" : " and \(range.upperBound)"
+            throw fail(key, "\(value) is out of range: it must be \(range.upperBound == .max ? "at least \(range.lowerBound)" : "between \(range.lowerBound)\(upper)")")
+        }
+        record(key, String(value))
+        return value
+    }
+
+    func bool(_ key: String, default defaultValue: Bool) throws(ConfigurationError) -> Bool {
+        readKeys.insert(key)
+        guard let text = reader.string(forKey: ConfigKey(key)) else {
+            record(key, String(defaultValue))
+            return defaultValue
+        }
+        guard let value = reader.bool(forKey: ConfigKey(key)) else { throw fail(key, "'\(text)' is not true or false") }
+        record(key, String(value))
+        return value
+    }
+
+    /// A value of a type written as text (a duration, a size, a choice); `expected` says what it should look like.
+    func value<Value: ExpressibleByConfigString>(
+        _ key: String, default defaultValue: Value?, expected: String
+    ) throws(ConfigurationError) -> Value? {
+        readKeys.insert(key)
+        guard let text = reader.string(forKey: ConfigKey(key)) else {
+            record(key, defaultValue.map { "\($0)" } ?? "(none)")
+            return defaultValue
+        }
+        guard let value = reader.string(forKey: ConfigKey(key), as: Value.self) else {
+            throw fail(key, "'\(text.prefix(60))' is not \(expected)")
+        }
+        record(key, "\(value)")
+        return value
+    }
+
+    func choice<Choice: RawRepresentable & CaseIterable>(
+        _ key: String, default defaultValue: Choice?
+    ) throws(ConfigurationError) -> Choice? where Choice.RawValue == String {
+        readKeys.insert(key)
+        guard let text = reader.string(forKey: ConfigKey(key)) else {
+            record(key, defaultValue?.rawValue ?? "(none)")
+            return defaultValue
+        }
+        guard let value = Choice(rawValue: text) else {
+            throw fail(key, "'\(text.prefix(60))' is not one of \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        record(key, value.rawValue)
+        return value
+    }
+
+    private static func quotedIfNeeded(_ text: String) -> String {
+        text.isEmpty || text.contains(where: { ": #'\"".contains($0) }) ? "'\(text.replacing("'", with: "''"))'" : text
+    }
+}
+
+/// One setting as it is in force, and where it came from.
+public struct EffectiveSetting: Sendable, Hashable {
+    public var key: String
+    /// Shown as it would be written in the file; secrets as `(secret)`.
+    public var value: String
+    /// A flag, an environment variable, a file line, or `default`.
+    public var source: String
+}

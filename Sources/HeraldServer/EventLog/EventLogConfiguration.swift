@@ -1,0 +1,42 @@
+/// Settings of the event log: every event as one JSON line, appended to a file.
+public struct EventLogConfiguration: Sendable, Hashable {
+    /// When written lines are forced to disk.
+    public enum Sync: String, Sendable, CaseIterable {
+        /// After every write: nothing acknowledged is lost in a power cut, at the cost of an fsync per batch.
+        case every
+        /// At most every ``EventLogConfiguration/syncInterval``: a power cut loses at most that much.
+        case interval
+        /// Never by pgherald; the kernel writes back when it likes.
+        case none
+    }
+
+    /// The file. Rotated files get `.1`, `.2`, … appended.
+    public var path: String
+    /// Default ``Sync/interval``.
+    public var sync: Sync
+    /// Default 1 s.
+    public var syncInterval: Duration
+    /// Rotate before a write would take the file past this many bytes; nil (the default) never rotates.
+    public var maximumSize: Int64?
+    /// Rotated files kept (`.1` … `.keep`); older ones are removed. Default 5.
+    public var keep: Int
+    /// Events the log may fall behind (a slow or full disk) before it drops
+    /// its backlog, logs how many events were lost and carries on. Default 65,536.
+    public var buffer: Int
+
+    public init(
+        path: String,
+        sync: Sync = .interval,
+        syncInterval: Duration = .seconds(1),
+        maximumSize: Int64? = nil,
+        keep: Int = 5,
+        buffer: Int = 65_536
+    ) {
+        self.path = path
+        self.sync = sync
+        self.syncInterval = syncInterval
+        self.maximumSize = maximumSize
+        self.keep = keep
+        self.buffer = buffer
+    }
+}
