@@ -43,7 +43,11 @@ struct ConfigurationFile {
         lines[key].map { "\(path) line \($0)" }
     }
 
+    /// Yams's message on one line, without the excerpt of the file it quotes (it may hold a secret).
     private static func oneLine(_ text: String) -> String {
-        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let message = lines.prefix { !$0.hasPrefix("Context:") }
+        let position = lines.last { $0.hasPrefix("in line ") }
+        return (message + (position.map { [$0] } ?? [])).joined(separator: "; ")
     }
 }

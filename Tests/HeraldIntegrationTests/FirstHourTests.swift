@@ -92,7 +92,7 @@ extension IntegrationTests {
 
         @Test func helpListsOnlyLogCategoriesThatExist() async throws {
             let help = try await DaemonProcess(["serve", "--help"]).finish()
-            #expect(help.stdout.contains("Categories: database, broker, socket, lifecycle."), "\(help.stdout)")
+            #expect(help.stdout.contains("Categories: database, broker, socket, eventlog, lifecycle, config."), "\(help.stdout)")
         }
 
         @Test func filterValuesAreCheckedAgainstColumnTypesAndQuotedNamesWork() async throws {

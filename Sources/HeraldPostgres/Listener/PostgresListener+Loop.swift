@@ -12,6 +12,7 @@ extension PostgresListener {
         var action = machine.start()
         defer { setStatus(.stopped) }
         while true {
+            recordProgress()
             switch action {
             case .connect(let attempt):
                 if attempt == 0 { setStatus(.connecting) }
@@ -45,7 +46,7 @@ extension PostgresListener {
             case .waitBeforeReconnect(let delay, let attempt):
                 setStatus(.reconnecting(attempt: attempt, lastError: lastError.message))
                 logger.info("reconnecting", metadata: ["attempt": "\(attempt)", "delay": "\(delay.secondsText)"])
-                if wake.wait(until: .now + delay) == .woken {
+                if waitInSlices(until: .now + delay) == .woken {
                     action = machine.stop()
                 } else {
                     action = machine.backoffElapsed()
@@ -57,6 +58,16 @@ extension PostgresListener {
                 logger.info("listener stopped")
                 return .success(())
             }
+        }
+    }
+
+    /// Waits for the backoff a second at a time, recording progress, so a long backoff does not look like a wedge.
+    private func waitInSlices(until deadline: ContinuousClock.Instant) -> WakeSignal.WaitResult {
+        while true {
+            recordProgress()
+            let slice = min(deadline, .now + Self.idleWake)
+            let outcome = wake.wait(until: slice)
+            if outcome == .woken || slice == deadline { return outcome }
         }
     }
 

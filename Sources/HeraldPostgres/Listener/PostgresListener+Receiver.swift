@@ -33,6 +33,7 @@ extension PostgresListener {
         /// Runs until the connection fails or the listener is stopped.
         mutating func run(cursor: inout DeliveryCursor?) -> PostgresError {
             while true {
+                listener.recordProgress()
                 do throws(PostgresError) {
                     // Queries (catch-up, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
@@ -43,7 +44,7 @@ extension PostgresListener {
                     do {
                         try connection.awaitInput(until: tickDeadline(cursor))
                     } catch where error.code == .timedOut {
-                        // Time for a checkpoint.
+                        // Time for a checkpoint, or to show the watchdog the loop still turns.
                     }
                 } catch {
                     return error
@@ -51,9 +52,11 @@ extension PostgresListener {
             }
         }
 
-        private func tickDeadline(_ cursor: DeliveryCursor?) -> ContinuousClock.Instant? {
-            guard let cursor, cursor.needsCheckpoint else { return nil }
-            return lastTick + listener.configuration.checkpointInterval
+        /// The next checkpoint, or a second from now: an idle loop still turns, so a wedged one can be told apart.
+        private func tickDeadline(_ cursor: DeliveryCursor?) -> ContinuousClock.Instant {
+            let idle = ContinuousClock.now + PostgresListener.idleWake
+            guard let cursor, cursor.needsCheckpoint else { return idle }
+            return min(idle, lastTick + listener.configuration.checkpointInterval)
         }
 
         /// Publishes everything that has arrived.

@@ -75,6 +75,24 @@ public final class PostgresListener: Service, Sendable {
     let logger: Logger
     let wake = WakeSignal()
     let state = Mutex(State())
+    /// When the listener thread last came round its loop, in nanoseconds after `createdAt`.
+    private let progress = Atomic<Int64>(0)
+    private let createdAt = ContinuousClock.now
+
+    /// The longest the thread waits without coming round its loop, when nothing is wedged.
+    static let idleWake: Duration = .seconds(1)
+
+    /// How long ago the listener thread last showed it was not stuck. Waits
+    /// are at most a second, except a connection attempt (up to the connect
+    /// timeout) and a query; a value well past those means a wedged thread.
+    public var timeSinceProgress: Duration {
+        let last = createdAt + .nanoseconds(progress.load(ordering: .relaxed))
+        return ContinuousClock.now - last
+    }
+
+    func recordProgress() {
+        progress.store(Int64((ContinuousClock.now - createdAt) / .nanoseconds(1)), ordering: .relaxed)
+    }
 
     public init(configuration: Configuration, broker: Broker, logger: Logger) {
         self.configuration = configuration

@@ -5,7 +5,9 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case database
     case broker
     case socket
+    case eventlog
     case lifecycle
+    case config
 
     /// A logger for this category; levels and format come from ``LoggingSetup``.
     public var logger: Logger { Logger(label: rawValue) }

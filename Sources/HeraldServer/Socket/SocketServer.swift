@@ -26,6 +26,7 @@ public final class SocketServer: Service, Sendable {
     let version: String
     let started = ContinuousClock.now
     let openStreams = Mutex(0)
+    private let serving = OneShotFlag()
 
     public init(
         configuration: SocketConfiguration,
@@ -47,7 +48,14 @@ public final class SocketServer: Service, Sendable {
         self.logger = logger
     }
 
+    /// Waits until the socket accepts connections with its permissions set;
+    /// false if the server ended first.
+    public func waitUntilServing() async -> Bool {
+        await serving.wait()
+    }
+
     public func run() async throws {
+        defer { serving.set(false) }
         // Bind once the database has answered: a start that cannot connect then
         // never touches the socket, and its one error line is the connection's.
         guard await listener.waitForStatus(where: { $0 != .notStarted && $0 != .connecting }) != .stopped else {
@@ -69,10 +77,11 @@ public final class SocketServer: Service, Sendable {
             router: router,
             configuration: .init(address: .unixDomainSocket(path: path), serverName: "pgherald"),
             services: [HeartbeatTicker(broker: broker, interval: configuration.heartbeatInterval)],
-            onServerRunning: { [configuration, logger] _ in
+            onServerRunning: { [configuration, logger, serving] _ in
                 do {
                     let created = try SocketFile.applyPermissions(path, mode: configuration.mode, group: configuration.group)
                     inode.withLock { $0 = created }
+                    serving.set(true)
                     logger.info("serving", metadata: [
                         "socket": "\(path)", "mode": "\(String(configuration.mode, radix: 8))",
                         "group": "\(configuration.group ?? "(daemon's)")",

@@ -16,7 +16,8 @@ public import ServiceLifecycle
 /// own, so a slow reader of stdout never blocks the async runtime.
 public final class StdoutOutput: Service, Sendable {
     let broker: Broker
-    let format: StdoutFormat
+    /// A reload may switch between json and pretty.
+    let format: Mutex<StdoutFormat>
     let formatter: PrettyEventFormatter
     let logger: Logger
     /// Replaced after an overflow; graceful shutdown cancels whichever is current.
@@ -26,10 +27,10 @@ public final class StdoutOutput: Service, Sendable {
     /// - Parameter colour: colour the pretty format; `nil` means "when stdout is a terminal and NO_COLOR is unset".
     public init(broker: Broker, format: StdoutFormat, colour: Bool? = nil, logger: Logger) {
         self.broker = broker
-        self.format = format
+        self.format = Mutex(format)
         self.formatter = PrettyEventFormatter(colour: colour ?? (isatty(STDOUT_FILENO) == 1 && getenv("NO_COLOR") == nil))
         self.logger = logger
-        self.subscription = Mutex(broker.subscribe())
+        self.subscription = Mutex(broker.subscribe(kind: "stdout"))
     }
 
     public func run() async throws {
@@ -52,13 +53,19 @@ public final class StdoutOutput: Service, Sendable {
             } catch {
                 if Task.isShuttingDownGracefully { return }
                 logger.error("stdout fell behind and missed events; continuing with new ones", metadata: ["error": "\(error)"])
-                subscription.withLock { $0 = broker.subscribe() }
+                subscription.withLock { $0 = broker.subscribe(kind: "stdout") }
             }
         }
     }
 
+    /// Prints the next batches in `format`.
+    public func setFormat(_ format: StdoutFormat) {
+        self.format.withLock { $0 = format }
+    }
+
     func render(_ events: [Event]) -> [UInt8] {
         var bytes: [UInt8] = []
+        let format = self.format.withLock { $0 }
         for event in events {
             switch format {
             case .json: bytes += event.jsonBytes

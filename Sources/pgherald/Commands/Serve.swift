@@ -147,11 +147,25 @@ struct Serve: AsyncParsableCommand {
         let connection = settings.database
         let broker = Broker(configuration: .init(mailboxCapacity: settings.mailboxCapacity, historyCapacity: settings.history))
 
+        let environment = ProcessInfo.processInfo.environment
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var stdoutOutput: StdoutOutput?
         if let format = settings.stdout {
             let output = StdoutOutput(broker: broker, format: format, logger: LogCategory.broker.logger)
             services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
+            stdoutOutput = output
         }
+        var eventLogOutput: EventLogOutput?
+        if let eventLog = settings.eventLog {
+            let output = try EventLogOutput(configuration: eventLog, broker: broker, logger: LogCategory.eventlog.logger)
+            services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
+            eventLogOutput = output
+        }
+        let notifier = SystemdNotifier(environment: environment)
+        services.append(.init(service: ConfigurationReloader(
+            sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput,
+            notifier: notifier, logger: LogCategory.config.logger
+        )))
         let listener = PostgresListener(
             configuration: .init(
                 connection: connection, channel: settings.channel, connectTimeout: settings.connectTimeout,
@@ -169,6 +183,7 @@ struct Serve: AsyncParsableCommand {
         )
         // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
+        var socketServer: SocketServer?
         if let socket = settings.socket {
             // Files the daemon creates are not for other users; the socket's mode is set explicitly.
             umask(0o007)
@@ -184,9 +199,18 @@ struct Serve: AsyncParsableCommand {
                 logger: LogCategory.socket.logger
             )
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
+            socketServer = server
         }
-        // Last, so that on shutdown it stops first and the outputs drain after it.
+        // Near the end, so that on shutdown the listener stops before the outputs drain.
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
+        // Last, so that STOPPING=1 goes out first.
+        services.append(.init(service: SystemdService(
+            configuration: .init(
+                watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
+                stallLimit: settings.connectTimeout + .seconds(5)
+            ),
+            notifier: notifier, listener: listener, broker: broker, socket: socketServer, logger: LogCategory.lifecycle.logger
+        )))
 
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)

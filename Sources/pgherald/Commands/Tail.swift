@@ -12,6 +12,10 @@ struct Tail: AsyncParsableCommand {
             terminal, JSON lines (the shared event shape) otherwise. When the daemon restarts, tail \
             reconnects by itself and says so on stderr. If the daemon cannot be reached at the start, \
             tail says why and exits with status 69, unless --retry asks it to keep trying.
+
+            With --log PATH it reads the event log instead (no daemon needed): the events the file \
+            holds, then with -f the ones appended later, following it across rotations as tail -F \
+            does. --since ID starts after that event, looking through the rotated files too.
             """
     )
 
@@ -31,8 +35,20 @@ struct Tail: AsyncParsableCommand {
     @Flag(help: "Keep trying while the daemon cannot be reached at the start, with a status line on stderr, instead of exiting.")
     var retry = false
 
+    @Option(help: ArgumentHelp("Read this event log (event_log.path) instead of the socket.", valueName: "path"))
+    var log: String?
+
+    @Flag(name: [.customShort("f"), .customLong("follow")], help: "With --log: keep printing events as they are appended, across rotations.")
+    var follow = false
+
+    @Option(help: ArgumentHelp("With --log: start after the event with this id.", valueName: "id"))
+    var since: String?
+
     func validate() throws {
         _ = try filterOptions.filter()
+        if log == nil, follow || since != nil {
+            throw ValidationError("-f and --since read an event log; give it with --log PATH (the socket stream is always live)")
+        }
     }
 
     func run() async throws {
@@ -40,13 +56,21 @@ struct Tail: AsyncParsableCommand {
         let terminal = isatty(STDOUT_FILENO) == 1
         let formatter = PrettyEventFormatter(colour: terminal && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
         let pretty = (format ?? (terminal ? .pretty : .json)) == .pretty
+        let filter = try filterOptions.filter()
+        let printEvent = { (event: Event) in
+            // Written at once, so a pipe sees each event as it arrives.
+            FileHandle.standardOutput.write(Data(((pretty ? formatter.line(for: event) : event.jsonText) + "\n").utf8))
+        }
+        if let log {
+            try await readLog(log, filter: filter, printEvent: printEvent)
+            return
+        }
         var connected = false
         var lastProblem: String?
-        for try await message in client.messages(try filterOptions.filter()) {
+        for try await message in client.messages(filter) {
             switch message {
             case .event(let event):
-                // Written at once, so a pipe sees each event as it arrives.
-                FileHandle.standardOutput.write(Data(((pretty ? formatter.line(for: event) : event.jsonText) + "\n").utf8))
+                printEvent(event)
             case .reconnected where !connected:
                 Self.status("connected to \(socket.path)")
             case .reconnected:
@@ -65,6 +89,36 @@ struct Tail: AsyncParsableCommand {
             }
             connected = true
             lastProblem = nil
+        }
+    }
+
+    /// Prints the log's events (after `--since`, through the rotated files), then follows it with `-f`.
+    private func readLog(_ path: String, filter: EventFilter, printEvent: (Event) -> Void) async throws {
+        var waitingFor = since
+        let earlier = since == nil ? [] : EventLogReader.rotatedGenerations(of: path)
+        var reader = EventLogReader(path: path)
+        for file in earlier + [path] {
+            reader = EventLogReader(path: file)
+            for line in try reader.readAvailable() {
+                guard let event = try? Event(payload: line) else { continue }
+                if let id = waitingFor {
+                    if event.id == id { waitingFor = nil }
+                    continue
+                }
+                if filter.matches(event) { printEvent(event) }
+            }
+        }
+        if let waitingFor {
+            Self.status("event \(waitingFor) is not in \(path) or its rotated files; nothing printed")
+            throw ExitCode(1)
+        }
+        guard follow else { return }
+        while !Task.isCancelled {
+            let lines = try reader.readAvailable()
+            for line in lines {
+                if let event = try? Event(payload: line), filter.matches(event) { printEvent(event) }
+            }
+            if lines.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
         }
     }
 

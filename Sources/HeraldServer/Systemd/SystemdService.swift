@@ -1,0 +1,111 @@
+public import Herald
+public import HeraldPostgres
+public import Logging
+public import ServiceLifecycle
+
+/// Readiness, status and the watchdog for systemd (`Type=notify`).
+///
+/// `READY=1` goes out once the listener is listening, which is after its
+/// journal catch-up has been handed to the broker, and the socket (if any)
+/// accepts connections: when `systemctl start` returns, events flow.
+/// `WATCHDOG=1` goes out only while the listener thread keeps coming round
+/// its loop and the broker answers, so a wedged daemon is restarted.
+public final class SystemdService: Service, Sendable {
+    /// Watchdog and status settings.
+    public struct Configuration: Sendable {
+        /// Half of `WATCHDOG_USEC`; nil sends no pings.
+        public var watchdogInterval: Duration?
+        /// The listener counts as wedged once it has shown no progress for this long.
+        /// Default: the connect timeout plus 5 s, the longest it waits when healthy.
+        public var stallLimit: Duration
+        /// How often `STATUS=` is refreshed. Default 5 s.
+        public var statusInterval: Duration
+
+        public init(watchdogInterval: Duration?, stallLimit: Duration, statusInterval: Duration = .seconds(5)) {
+            self.watchdogInterval = watchdogInterval
+            self.stallLimit = stallLimit
+            self.statusInterval = statusInterval
+        }
+    }
+
+    public let configuration: Configuration
+    let notifier: SystemdNotifier
+    let listener: PostgresListener
+    let broker: Broker
+    let socket: SocketServer?
+    let logger: Logger
+
+    public init(configuration: Configuration, notifier: SystemdNotifier, listener: PostgresListener, broker: Broker, socket: SocketServer?, logger: Logger) {
+        self.configuration = configuration
+        self.notifier = notifier
+        self.listener = listener
+        self.broker = broker
+        self.socket = socket
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let ready = await listener.waitUntilListening()
+        let serving = await socket?.waitUntilServing() ?? true
+        guard ready, serving else {
+            // The group is ending on the listener's or the socket's error; ending first would start a shutdown that hides it.
+            try? await gracefulShutdown()
+            return
+        }
+        notifier.send("READY=1\nSTATUS=\(status())")
+        logger.debug("told systemd the daemon is ready")
+        await cancelWhenGracefulShutdown {
+            await self.reportUntilCancelled()
+        }
+        notifier.send("STOPPING=1\nSTATUS=stopping")
+    }
+
+    private func reportUntilCancelled() async {
+        let tick = min(configuration.watchdogInterval ?? configuration.statusInterval, configuration.statusInterval)
+        var lastStatus = ""
+        var lastPing = ContinuousClock.now - .seconds(3600)
+        var wasHealthy = true
+        while !Task.isCancelled {
+            var message: [String] = []
+            let status = status()
+            if status != lastStatus {
+                message.append("STATUS=\(status)")
+                lastStatus = status
+            }
+            if let interval = configuration.watchdogInterval, ContinuousClock.now - lastPing >= interval {
+                let stalled = listener.timeSinceProgress
+                let healthy = stalled < configuration.stallLimit
+                if healthy {
+                    message.append("WATCHDOG=1")
+                    lastPing = .now
+                } else if wasHealthy {
+                    logger.critical("the listener thread has made no progress; withholding the watchdog ping so systemd restarts the daemon", metadata: [
+                        "stalled_for": "\(stalled.secondsText)",
+                    ])
+                }
+                wasHealthy = healthy
+            }
+            if !message.isEmpty { notifier.send(message.joined(separator: "\n")) }
+            do {
+                try await Task.sleep(for: tick)
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// A line for `systemctl status`. Reading the broker's statistics takes
+    /// its lock, so a deadlocked broker stops this loop and the pings with it.
+    func status() -> String {
+        let statistics = broker.statistics
+        let listenerState: String = switch listener.status {
+        case .listening: "listening"
+        case .catchingUp: "catching up"
+        case .reconnecting(let attempt, let error): "reconnecting (attempt \(attempt): \(error.prefix(120)))"
+        case .notStarted, .connecting: "connecting"
+        case .stopped: "stopped"
+        }
+        let subscribers = statistics.subscribersByKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        return "\(listenerState); \(statistics.changeCount) changes; subscribers: \(subscribers.isEmpty ? "none" : subscribers.joined(separator: ", "))"
+    }
+}
