@@ -28,7 +28,8 @@ struct ConfigurationFile {
 
     private mutating func collect(_ node: Node, prefix: String?) {
         guard case .mapping(let mapping) = node else {
-            if let prefix { lines[prefix] = node.mark?.line ?? 0 }
+            // A key with nothing after it (a section whose keys are all commented out) sets nothing.
+            if let prefix, node.null == nil { lines[prefix] = node.mark?.line ?? 0 }
             return
         }
         if mapping.count == 0, let prefix { lines[prefix] = node.mark?.line ?? 0 }
@@ -45,7 +46,9 @@ struct ConfigurationFile {
 
     /// Yams's message on one line, without the excerpt of the file it quotes (it may hold a secret).
     private static func oneLine(_ text: String) -> String {
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        var lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        // libyaml's form quotes the offending line above a caret.
+        if let caret = lines.firstIndex(of: "^"), caret > 0 { lines.removeSubrange((caret - 1)...caret) }
         let message = lines.prefix { !$0.hasPrefix("Context:") }
         let position = lines.last { $0.hasPrefix("in line ") }
         return (message + (position.map { [$0] } ?? [])).joined(separator: "; ")

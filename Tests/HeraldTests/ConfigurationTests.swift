@@ -1,0 +1,172 @@
+import Foundation
+import HeraldConfiguration
+import HeraldServer
+import Testing
+
+@Suite struct ConfigurationTests {
+    let directory: URL = {
+        let url = FileManager.default.temporaryDirectory.appending(path: "pgherald-config-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    func file(_ text: String, named name: String = "pgherald.yaml") throws -> String {
+        let path = directory.appending(path: name).path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func load(
+        _ text: String, environment: [String: String] = [:], flags: [String: ConfigurationSources.Flag] = [:]
+    ) async throws -> DaemonConfiguration {
+        try await DaemonConfiguration.load(from: ConfigurationSources(file: file(text), fileRequired: true, environment: environment, flags: flags))
+    }
+
+    func rejection(
+        _ text: String, environment: [String: String] = [:], flags: [String: ConfigurationSources.Flag] = [:]
+    ) async throws -> ConfigurationError {
+        do {
+            _ = try await DaemonConfiguration.load(from: ConfigurationSources(file: file(text), fileRequired: true, environment: environment, flags: flags))
+        } catch let error as ConfigurationError {
+            return error
+        }
+        Issue.record("accepted")
+        return ConfigurationError(key: "", source: "", reason: "")
+    }
+
+    @Test func defaultsApplyWithAnEmptyFile() async throws {
+        let configuration = try await load("")
+        #expect(configuration.name == "default")
+        #expect(configuration.channel == "pgherald")
+        #expect(configuration.retention == .seconds(86_400))
+        #expect(configuration.socket?.maximumSubscribers == 10_000)
+        #expect(configuration.socket?.writeRate == 50_000)
+        #expect(configuration.eventLog == nil)
+        #expect(configuration.effective.allSatisfy { $0.source == "default" })
+    }
+
+    @Test func theFileIsOverriddenByTheEnvironmentAndTheEnvironmentByFlags() async throws {
+        let yaml = """
+            name: from-file
+            channel: file-channel
+            socket:
+              max_subscribers: 10
+              write_rate: 100
+            """
+        let environment = ["PGHERALD_SOCKET_MAX_SUBSCRIBERS": "20", "PGHERALD_CHANNEL": "env-channel"]
+        let configuration = try await load(yaml, environment: environment, flags: ["channel": .init(name: "--channel", value: "flag-channel")])
+        #expect(configuration.name == "from-file")
+        #expect(configuration.socket?.maximumSubscribers == 20)
+        #expect(configuration.socket?.writeRate == 100)
+        #expect(configuration.channel == "flag-channel")
+        let sources = Dictionary(uniqueKeysWithValues: configuration.effective.map { ($0.key, $0.source) })
+        #expect(sources["name"]?.hasSuffix("pgherald.yaml line 1") == true)
+        #expect(sources["socket.max_subscribers"] == "PGHERALD_SOCKET_MAX_SUBSCRIBERS")
+        #expect(sources["channel"] == "--channel")
+        #expect(sources["history"] == "default")
+    }
+
+    @Test func everyRejectionNamesTheKeyTheSourceAndWhy() async throws {
+        var error = try await rejection("socket:\n  max_subscribers: lots\n")
+        #expect(error.key == "socket.max_subscribers")
+        #expect(error.source.hasSuffix("pgherald.yaml line 2"))
+        #expect(error.reason == "'lots' is not a whole number")
+
+        error = try await rejection("", environment: ["PGHERALD_SOCKET_MAX_SUBSCRIBERS": "0"])
+        #expect(error.source == "PGHERALD_SOCKET_MAX_SUBSCRIBERS")
+        #expect(error.reason.contains("out of range"))
+
+        error = try await rejection("", flags: ["retention": .init(name: "--retention", value: "forever")])
+        #expect(error.source == "--retention")
+        #expect(error.reason.contains("not a duration"))
+
+        error = try await rejection("socket:\n  path: /tmp/x.sock\n  pahtt: /tmp/y.sock\n")
+        #expect(error.key == "socket.pahtt")
+        #expect(error.source.hasSuffix("line 3"))
+        #expect(error.reason.contains("not a pgherald setting"))
+
+        error = try await rejection("durability: sometimes\n")
+        #expect(error.reason == "'sometimes' is not one of durable, notify-only")
+
+        error = try await rejection("socket:\n  mode: '400'\n")
+        #expect(error.key == "socket.mode")
+
+        error = try await rejection("log:\n  categories:\n    database: loud\n")
+        #expect(error.key == "log.categories.database")
+
+        error = try await rejection("log:\n  categories:\n    nosuch: debug\n")
+        #expect(error.key == "log.categories.nosuch")
+
+        error = try await rejection("database: 'host=x nonsense'\n")
+        #expect(error.key == "database")
+
+        error = try await rejection("password_file: /nonexistent/secret\n")
+        #expect(error.key == "password_file")
+        #expect(error.reason.contains("cannot read /nonexistent/secret"))
+
+        error = try await rejection("password_file: db-password\n")
+        #expect(error.reason.contains("CREDENTIALS_DIRECTORY is not set"))
+
+        error = try await rejection("event_log:\n  path: /nonexistent/dir/events.jsonl\n")
+        #expect(error.key == "event_log.path")
+
+        error = try await rejection("a: [\n")
+        #expect(error.reason.hasPrefix("not valid YAML"))
+
+        let missing = ConfigurationSources(file: directory.appending(path: "missing.yaml").path, fileRequired: true, environment: [:])
+        await #expect(throws: ConfigurationError.self) { try await DaemonConfiguration.load(from: missing) }
+        let optional = ConfigurationSources(file: directory.appending(path: "missing.yaml").path, fileRequired: false, environment: [:])
+        _ = try await DaemonConfiguration.load(from: optional)
+    }
+
+    @Test func secretsAreReadFromFilesAndCredentialsAndNeverShown() async throws {
+        let secret = try file("s3cret-from-file\n", named: "password")
+        var configuration = try await load("database: 'host=db.internal dbname=app'\npassword_file: \(secret)\n")
+        #expect(!configuration.rendered.contains("s3cret-from-file"))
+        #expect(configuration.rendered.contains("(password masked)"))
+
+        let credentials = directory.appending(path: "credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try "from-credential".write(to: credentials.appending(path: "db-password"), atomically: true, encoding: .utf8)
+        configuration = try await load("password_file: db-password\n", environment: ["CREDENTIALS_DIRECTORY": credentials.path])
+        #expect(!configuration.rendered.contains("from-credential"))
+
+        configuration = try await load("database: 'host=db password=in-the-file'\n")
+        #expect(!configuration.rendered.contains("in-the-file"))
+        #expect(configuration.warnings.contains { $0.contains("contains a password") })
+    }
+
+    @Test func logLevelsCombineTheLevelAndItsCategories() async throws {
+        let configuration = try await load("log:\n  level: warning\n  format: json\n  categories:\n    database: debug\n")
+        #expect(configuration.logLevels.level(for: "database") == .debug)
+        #expect(configuration.logLevels.level(for: "socket") == .warning)
+        #expect(configuration.logFormat == .json)
+        // A category named in the level (as --log-level gives it) wins over the file's section.
+        let flagged = try await load("log:\n  categories:\n    database: debug\n", flags: ["log.level": .init(name: "--log-level", value: "info,database=error")])
+        #expect(flagged.logLevels.level(for: "database") == .error)
+    }
+
+    @Test func eventLogAndMetricsSettings() async throws {
+        let path = directory.appending(path: "events.jsonl").path
+        let configuration = try await load("event_log:\n  path: \(path)\n  sync: every\n  max_size: 1M\n  keep: 3\nmetrics:\n  listen: 127.0.0.1:9187\n")
+        #expect(configuration.eventLog == EventLogConfiguration(path: path, sync: .every, maximumSize: 1 << 20, keep: 3))
+        #expect(configuration.metricsListen == "127.0.0.1:9187")
+        let error = try await rejection("metrics:\n  listen: nowhere\n")
+        #expect(error.key == "metrics.listen")
+    }
+
+    @Test func theShippedExampleIsValidAndNamesEveryKey() async throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appending(path: "systemd/pgherald.yaml").path
+        let configuration = try await DaemonConfiguration.load(from: ConfigurationSources(
+            file: example, fileRequired: true,
+            // What the unit provides: the client group and the logs directory.
+            environment: ["PGHERALD_SOCKET_GROUP": "root", "PGHERALD_EVENT_LOG_PATH": directory.appending(path: "events.jsonl").path]
+        ))
+        let text = try String(contentsOfFile: example, encoding: .utf8)
+        for setting in configuration.effective {
+            let leaf = setting.key.split(separator: ".").last!
+            #expect(text.contains("\(leaf):"), "systemd/pgherald.yaml does not mention \(setting.key)")
+        }
+    }
+}
