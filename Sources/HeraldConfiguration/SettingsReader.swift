@@ -21,14 +21,13 @@ final class SettingsReader {
         var file: ConfigurationFile?
         if let path = sources.file {
             let text: String
-            do {
-                text = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                let missing = (error as NSError).code == NSFileReadNoSuchFileError
-                if sources.fileRequired || !missing {
-                    throw ConfigurationError(key: "(file)", source: path, reason: missing ? "no such file" : "cannot be read: \(error.localizedDescription)")
-                }
+            if access(path, F_OK) != 0 {
+                guard !sources.fileRequired else { throw ConfigurationError(key: "(file)", source: path, reason: "no such file") }
                 text = ""
+            } else if let handle = FileHandle(forReadingAtPath: path), let contents = try? handle.readToEnd() ?? Data() {
+                text = String(decoding: contents, as: UTF8.self)
+            } else {
+                throw ConfigurationError(key: "(file)", source: path, reason: "cannot be read: \(String(cString: strerror(errno)))")
             }
             let parsed = try ConfigurationFile(path: path, text: text)
             if !parsed.lines.isEmpty {

@@ -14,10 +14,13 @@ final class SocketDaemon: Sendable {
     let process: DaemonProcess
 
     /// Starts the daemon and waits until `/healthz` says it is listening.
-    init(database: TestDatabase, socketPath: String? = nil, arguments: [String] = []) async throws {
+    init(database: TestDatabase, socketPath: String? = nil, arguments: [String] = [], environment: [String: String] = [:]) async throws {
         self.database = database
         self.socketPath = socketPath ?? Self.temporarySocketPath()
-        process = try DaemonProcess(["serve", "--db", database.connInfo, "--socket", self.socketPath, "--log-format", "json"] + arguments)
+        process = try DaemonProcess(
+            ["serve", "--db", database.connInfo, "--socket", self.socketPath, "--log-format", "json"] + arguments,
+            environment: environment
+        )
         try await waitUntilHealthy()
     }
 

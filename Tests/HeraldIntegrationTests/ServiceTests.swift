@@ -1,0 +1,200 @@
+import Foundation
+import Herald
+import HeraldPostgres
+import HeraldServer
+import Synchronization
+import Testing
+
+extension IntegrationTests {
+    /// serve as systemd runs it: readiness, status, the watchdog, SIGHUP reloads, the event log.
+    @Suite
+    struct ServiceTests {
+        func insertCourses(_ database: TestDatabase, _ codes: some Sequence<String>) throws {
+            for code in codes {
+                try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: [code])
+            }
+        }
+
+        func events(in path: String) -> [Event] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { try? Event(payload: String($0)) }
+        }
+
+        func temporaryDirectory() -> String {
+            let path = FileManager.default.temporaryDirectory.appending(path: "pgherald-service-\(UUID().uuidString.prefix(8))").path
+            try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            return path
+        }
+
+        @Test func readyComesOnlyOnceCatchUpIsDeliveredAndReloadAndStopAreAnnounced() async throws {
+            let database = try TestDatabase.create()
+            let first = try await SocketDaemon(database: database)
+            _ = try await first.stop()
+            // Written while no daemon runs: the next start must deliver it before saying it is ready.
+            try insertCourses(database, ["GAP"])
+
+            let notify = try NotifyReceiver()
+            let daemon = try await SocketDaemon(database: database, socketPath: first.socketPath, environment: ["NOTIFY_SOCKET": notify.path])
+            let ready = try await notify.waitFor("READY=1")
+            #expect(ready.contains("STATUS=listening; 1 changes"), "\(ready)")
+
+            daemon.process.signal(SIGHUP)
+            let reloading = try await notify.waitFor("RELOADING=1")
+            #expect(reloading.contains("MONOTONIC_USEC="))
+            try await waitFor { notify.times(of: "READY=1").count == 2 } failure: { "no READY=1 after the reload: \(notify.messages)" }
+
+            _ = try await daemon.stop()
+            try await notify.waitFor("STOPPING=1")
+            let order = notify.messages.compactMap { message in ["READY=1", "RELOADING=1", "STOPPING=1"].first { message.contains($0) } }
+            #expect(order == ["READY=1", "RELOADING=1", "READY=1", "STOPPING=1"])
+        }
+
+        @Test func theWatchdogPingsUnderLoadAndStopsWhenTheListenerIsWedged() async throws {
+            let database = try TestDatabase.create()
+            let notify = try NotifyReceiver()
+            let daemon = try await SocketDaemon(
+                database: database, arguments: ["--connect-timeout", "1s"],
+                environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"]
+            )
+            try await notify.waitFor("READY=1")
+            // Normal load: pings every half second.
+            let loadStart = ContinuousClock.now
+            for round in 0..<30 {
+                try insertCourses(database, ["L\(round)"])
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let duringLoad = notify.times(of: "WATCHDOG=1").filter { $0 > loadStart }
+            #expect(duringLoad.count >= 4, "\(duringLoad.count) pings in 3 s of load")
+
+            // Wedge the listener: its next checkpoint waits for a lock that is never released.
+            let locker = try database.connect()
+            try locker.execute("BEGIN; LOCK TABLE pgherald.checkpoint IN ACCESS EXCLUSIVE MODE")
+            try insertCourses(database, ["WEDGE"])
+            // The stall limit is the connect timeout plus 5 s; allow a little more, then watch.
+            try await Task.sleep(for: .seconds(8))
+            let watchFrom = ContinuousClock.now
+            try await Task.sleep(for: .seconds(2))
+            let whileWedged = notify.times(of: "WATCHDOG=1").filter { $0 > watchFrom }
+            #expect(whileWedged.isEmpty, "\(whileWedged.count) pings while wedged")
+
+            try locker.execute("ROLLBACK")
+            let released = ContinuousClock.now
+            try await waitFor(seconds: 10) { notify.times(of: "WATCHDOG=1").contains { $0 > released } } failure: { "pings did not resume" }
+            _ = try await daemon.stop()
+        }
+
+        @Test func sighupChangesLogLevelsAndKeepsSubscribersAndTheDatabaseConnection() async throws {
+            let database = try TestDatabase.create()
+            let directory = temporaryDirectory()
+            let config = "\(directory)/pgherald.yaml"
+            try "log:\n  level: info\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let backend = try database.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'pgherald' AND datname = current_database()").rows
+
+            let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
+            for round in 0..<10 {
+                try insertCourses(database, ["H\(round)"])
+                daemon.process.signal(SIGHUP)
+                try await Task.sleep(for: .milliseconds(150))
+            }
+            try await stream.waitForLines(10)
+            try await Task.sleep(for: .milliseconds(200))
+            let codes = stream.lines.compactMap { try? Event(payload: String($0)) }.compactMap { $0.row?["short_code"]?.stringValue }
+            #expect(codes == (0..<10).map { "H\($0)" })
+            #expect(!stream.isFinished)
+            let after = try database.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'pgherald' AND datname = current_database()").rows
+            #expect(after == backend, "the listener's connection was replaced")
+
+            // A debug line appears only once the reload asked for debug.
+            try "log:\n  level: info,socket=debug\n".write(toFile: config, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await daemon.get("/events?table=nope")
+            // A bad file is refused with one line naming the key; the running configuration stays.
+            try "socket:\n  max_subscribers: many\n".write(toFile: config, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            try await Task.sleep(for: .milliseconds(300))
+            let result = try await daemon.stop()
+            let lines = result.stderr.split(separator: "\n")
+            let debugLines = lines.filter { $0.contains(#""level":"debug""#) && $0.contains(#""category":"socket""#) }
+            #expect(debugLines.count >= 1, "no socket debug line after the reload")
+            let firstDebug = try #require(lines.firstIndex { $0.contains(#""level":"debug""#) })
+            let firstReload = try #require(lines.firstIndex { $0.contains("reloaded the configuration") })
+            #expect(firstDebug > firstReload)
+            let rejected = lines.filter { $0.contains("the new configuration was rejected") }
+            #expect(rejected.count == 1 && rejected[0].contains("socket.max_subscribers"), "\(rejected)")
+        }
+
+        @Test func theEventLogLosesNothingAcrossLogrotateAndItsOwnRotation() async throws {
+            let database = try TestDatabase.create()
+            let directory = temporaryDirectory()
+            let path = "\(directory)/events.jsonl"
+            let config = "\(directory)/pgherald.yaml"
+            try "event_log:\n  path: \(path)\n  max_size: 8K\n  keep: 1000\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+
+            let writer = Task.detached {
+                for round in 0..<300 {
+                    try insertCourses(database, ["R\(round)"])
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            // logrotate's way, twice, during the writes: move the file away, then SIGHUP.
+            for moved in 1...2 {
+                try await Task.sleep(for: .milliseconds(400))
+                try FileManager.default.moveItem(atPath: path, toPath: "\(path).logrotate-\(moved)")
+                daemon.process.signal(SIGHUP)
+            }
+            try await writer.value
+            try await waitFor { try await daemon.statistics().changeCount == 300 }
+            _ = try await daemon.stop()
+
+            let files = ["\(path).logrotate-1", "\(path).logrotate-2"].flatMap { moved in
+                EventLogReader.rotatedGenerations(of: moved) + [moved]
+            } + EventLogReader.rotatedGenerations(of: path) + [path]
+            let logged = files.flatMap(events)
+            #expect(logged.map(\.count) == Array(1...300), "every event once, in delivery order")
+            #expect(files.count > 4, "the 8K limit rotated too: \(files)")
+        }
+
+        @Test func tailFollowsTheEventLogAcrossThreeRotations() async throws {
+            let database = try TestDatabase.create()
+            let directory = temporaryDirectory()
+            let path = "\(directory)/events.jsonl"
+            let config = "\(directory)/pgherald.yaml"
+            // 4K per file: about 16 events each, so 60 events rotate at least three times.
+            try "event_log:\n  path: \(path)\n  max_size: 4K\n  keep: 100\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let tail = try DaemonProcess(["tail", "--log", path, "-f", "--format", "json", "--table", "course"])
+            try await Task.sleep(for: .milliseconds(300))
+            for batch in 0..<4 {
+                try insertCourses(database, (0..<25).map { "T\(batch * 25 + $0)" })
+                try await Task.sleep(for: .milliseconds(150))
+            }
+            let printed = Mutex<[String]>([])
+            _ = try await tail.readLine(within: 20) { line in
+                let code = (try? Event(payload: line))?.row?["short_code"]?.stringValue
+                printed.withLock { $0 += code.map { [$0] } ?? [] }
+                return code == "T99"
+            }
+            tail.signal(SIGTERM)
+            #expect(printed.withLock { $0 } == (0..<100).map { "T\($0)" })
+            #expect(EventLogReader.rotatedGenerations(of: path).count >= 3)
+            _ = try await daemon.stop()
+        }
+
+        @Test func aBadConfigurationStopsServeWithStatus78() async throws {
+            let directory = temporaryDirectory()
+            let config = "\(directory)/pgherald.yaml"
+            try "socket:\n  write_rate: -5\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let serve = try await DaemonProcess(["serve", "--config", config]).finish()
+            #expect(serve.status == 78)
+            #expect(serve.stderr.contains("Error: configuration: socket.write_rate (\(config) line 2): -5 is out of range"), "\(serve.stderr)")
+            let check = try await DaemonProcess(["check-config", config]).finish()
+            #expect(check.status == 78)
+            let good = try await DaemonProcess(["check-config", "/dev/null"], environment: ["PGHERALD_NAME": "from-env"]).finish()
+            #expect(good.status == 0, "\(good.stderr)")
+            #expect(good.stdout.contains("name: from-env"))
+            #expect(good.stdout.contains("# PGHERALD_NAME"))
+        }
+    }
+}
