@@ -142,6 +142,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try await DaemonConfiguration.loadOrExit(from: sources)
+        // What the daemon creates (the event log) is not for other users; the socket's mode is set explicitly.
+        umask(0o027)
         LoggingSetup.bootstrap(.init(levels: settings.logLevels, format: settings.logFormat), environment: ProcessInfo.processInfo.environment)
         let lifecycle = LogCategory.lifecycle.logger
         let connection = settings.database
@@ -185,8 +187,6 @@ struct Serve: AsyncParsableCommand {
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
         var socketServer: SocketServer?
         if let socket = settings.socket {
-            // Files the daemon creates are not for other users; the socket's mode is set explicitly.
-            umask(0o007)
             raiseOpenFileLimit(toServe: socket.maximumSubscribers, logger: lifecycle)
             let server = SocketServer(
                 configuration: socket,
