@@ -3,8 +3,12 @@ extension Broker {
     public struct Statistics: Sendable, Hashable {
         /// Events published since start.
         public var changeCount: UInt64
+        /// Events published per table and operation since start.
+        public var operationCounts: [TableOperation: UInt64]
         /// Events published per table since start.
-        public var tableCounts: [TableName: UInt64]
+        public var tableCounts: [TableName: UInt64] {
+            operationCounts.reduce(into: [:]) { $0[$1.key.table, default: 0] += $1.value }
+        }
         /// Subscribers registered now, by the kind they subscribed with.
         public var subscribersByKind: [String: Int]
         /// Subscribers registered now.
@@ -18,10 +22,21 @@ extension Broker {
             let subscribers = state.allSubscribers
             return Statistics(
                 changeCount: state.changeCount,
-                tableCounts: state.tableCounts,
+                operationCounts: state.operationCounts,
                 subscribersByKind: subscribers.reduce(into: [:]) { $0[$1.kind, default: 0] += 1 },
                 overflowCount: state.overflowCount
             )
         }
+    }
+}
+
+/// A table and an operation on it, the key of the broker's event counts.
+public struct TableOperation: Sendable, Hashable {
+    public var table: TableName
+    public var operation: Operation
+
+    public init(table: TableName, operation: Operation) {
+        self.table = table
+        self.operation = operation
     }
 }

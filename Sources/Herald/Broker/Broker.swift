@@ -45,7 +45,7 @@ public final class Broker: Sendable {
 
     struct State {
         var changeCount: UInt64 = 0
-        var tableCounts: [TableName: UInt64] = [:]
+        var operationCounts: [TableOperation: UInt64] = [:]
         var nextSubscriberID: UInt64 = 1
         /// Subscribers that name their tables, indexed by each of those tables.
         var subscribersByTable: [TableName: SubscriberList] = [:]
@@ -142,7 +142,7 @@ public final class Broker: Sendable {
             stamped.reserveCapacity(events.underestimatedCount)
             for decoded in events {
                 state.changeCount += 1
-                state.tableCounts[decoded.table, default: 0] += 1
+                state.operationCounts[TableOperation(table: decoded.table, operation: decoded.operation), default: 0] += 1
                 let event = decoded.stamped(count: state.changeCount)
                 state.history.append(event)
                 stamped.append(event)

@@ -71,10 +71,11 @@ extension PostgresListener {
                     }
                 }
                 for start in stride(from: 0, to: events.count, by: Self.maximumBatch) {
-                    broker.publish(events[start..<min(start + Self.maximumBatch, events.count)])
+                    recordLag(of: broker.publish(events[start..<min(start + Self.maximumBatch, events.count)]))
                 }
                 delivered += events.count
             } while rows.count == Self.catchUpPageSize
+            recordCatchUp(events: delivered)
             logger.info("caught up from the journal", metadata: ["events": "\(delivered)", "from": "\(range.from)", "to": "\(range.to)"])
         }
         if let covered = cursor.caughtUp() {

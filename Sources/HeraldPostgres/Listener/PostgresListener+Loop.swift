@@ -18,7 +18,9 @@ extension PostgresListener {
                 if attempt == 0 { setStatus(.connecting) }
                 do {
                     let opened = try openConnection()
-                    if !machine.hasListened {
+                    if machine.hasListened {
+                        recordReconnect()
+                    } else {
                         cursor = try prepareDurability(on: opened)
                     }
                     connection = opened

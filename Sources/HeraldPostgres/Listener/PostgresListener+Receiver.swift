@@ -122,7 +122,7 @@ extension PostgresListener {
         private mutating func publish(cursor: inout DeliveryCursor?) throws(PostgresError) {
             if !references.isEmpty { try resolveReferences() }
             if !batch.isEmpty {
-                listener.broker.publish(batch.lazy.compactMap { $0 })
+                listener.recordLag(of: listener.broker.publish(batch.lazy.compactMap { $0 }))
                 batch.removeAll(keepingCapacity: true)
                 for position in positions { cursor?.recordDelivered(id: position.id, transactionID: position.transactionID) }
                 positions.removeAll(keepingCapacity: true)

@@ -1,6 +1,7 @@
 import Foundation
 public import Herald
 public import Logging
+import Metrics
 public import ServiceLifecycle
 import Synchronization
 
@@ -75,6 +76,10 @@ public final class PostgresListener: Service, Sendable {
     let logger: Logger
     let wake = WakeSignal()
     let state = Mutex(State())
+    private let reconnectCount = Atomic<Int64>(0)
+    private let catchUpEventCount = Atomic<Int64>(0)
+    /// Delivery time minus the event's `at`, for every event handed to the broker.
+    private let deliveryLag = Metrics.Timer(label: "pgherald_delivery_lag_seconds")
     /// When the listener thread last came round its loop, in nanoseconds after `createdAt`.
     private let progress = Atomic<Int64>(0)
     private let createdAt = ContinuousClock.now
@@ -88,6 +93,30 @@ public final class PostgresListener: Service, Sendable {
     public var timeSinceProgress: Duration {
         let last = createdAt + .nanoseconds(progress.load(ordering: .relaxed))
         return ContinuousClock.now - last
+    }
+
+    /// Connections re-established after a loss, since start.
+    public var reconnects: Int64 { reconnectCount.load(ordering: .relaxed) }
+    /// Events delivered from the journal after gaps, since start.
+    public var catchUpEvents: Int64 { catchUpEventCount.load(ordering: .relaxed) }
+
+    func recordReconnect() {
+        reconnectCount.add(1, ordering: .relaxed)
+    }
+
+    func recordCatchUp(events: Int) {
+        catchUpEventCount.add(Int64(events), ordering: .relaxed)
+    }
+
+    /// Records how long after its trigger ran each event reached the broker.
+    func recordLag(of events: [Event]) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let nanoseconds = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+        for event in events {
+            guard let at = event.atNanosecondsSince1970 else { continue }
+            deliveryLag.recordNanoseconds(max(0, nanoseconds - at))
+        }
     }
 
     func recordProgress() {

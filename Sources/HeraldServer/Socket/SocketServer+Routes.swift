@@ -17,6 +17,11 @@ extension SocketServer {
             let listener = self.listenerState()
             return self.jsonResponse(listener.state == "listening" ? .ok : .serviceUnavailable, listener)
         }
+        if let metrics {
+            router.get("metrics") { _, _ in
+                await metrics.response(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)))
+            }
+        }
     }
 
     func statistics(journal: DaemonStatistics.Journal?) -> DaemonStatistics {
@@ -55,31 +60,31 @@ extension SocketServer {
         do {
             format = try streamFormat(items: items, accept: request.headers[.accept])
         } catch {
-            return jsonResponse(.badRequest, ErrorBody(error))
+            return refuse(.badRequest, ErrorBody(error))
         }
         let filter: EventFilter
         do {
             filter = try FilterQuery.parse(items, ignoring: ["format", "since"])
         } catch {
-            return jsonResponse(.badRequest, ErrorBody(error))
+            return refuse(.badRequest, ErrorBody(error))
         }
         let resumeFrom: UInt64?
         do throws(FilterError) {
             let lastEventID = request.headers.first { $0.name.canonicalName == "last-event-id" }?.value
             resumeFrom = try resumePosition(items: items, lastEventID: lastEventID)
         } catch {
-            return jsonResponse(.badRequest, ErrorBody(error))
+            return refuse(.badRequest, ErrorBody(error))
         }
         do {
             if let problem = try await catalog.validate(filter) {
-                return jsonResponse(.badRequest, ErrorBody(problem))
+                return refuse(.badRequest, ErrorBody(problem))
             }
         } catch {
-            return jsonResponse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
+            return refuse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
         }
         guard let slot = reserveStream() else {
             logger.warning("refused a stream: subscriber limit reached", metadata: ["limit": "\(configuration.maximumSubscribers)"])
-            return jsonResponse(.serviceUnavailable, ErrorBody(code: "too_many_subscribers", message: "the daemon serves at most \(configuration.maximumSubscribers) streams"))
+            return refuse(.serviceUnavailable, ErrorBody(code: "too_many_subscribers", message: "the daemon serves at most \(configuration.maximumSubscribers) streams"))
         }
 
         let channel = context.channel
@@ -251,6 +256,12 @@ extension SocketServer {
         }
         if let accept, accept.contains("application/x-ndjson") { return .ndjson }
         return .sse
+    }
+
+    /// A refused `GET /events`, counted for `/metrics`.
+    private func refuse(_ status: HTTPResponse.Status, _ body: ErrorBody) -> Response {
+        metrics?.recordRefusal(status: status.code)
+        return jsonResponse(status, body)
     }
 
     func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {

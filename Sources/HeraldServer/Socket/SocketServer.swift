@@ -13,6 +13,7 @@ import Synchronization
 ///   `?format=ndjson`), filtered by `table`, `op` and `where` (see ``FilterQuery``).
 /// - `GET /stats`: ``DaemonStatistics`` as JSON.
 /// - `GET /healthz`: 200 while listening, 503 with a reason otherwise.
+/// - `GET /metrics`: Prometheus text (``DaemonMetrics``).
 ///
 /// `curl -N --unix-socket PATH 'http://localhost/events?table=course'` works.
 public final class SocketServer: Service, Sendable {
@@ -22,6 +23,7 @@ public final class SocketServer: Service, Sendable {
     let catalog: SchemaCatalog
     let journal: JournalReader
     let maintenance: JournalMaintenance?
+    let metrics: DaemonMetrics?
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
@@ -35,11 +37,13 @@ public final class SocketServer: Service, Sendable {
         catalog: SchemaCatalog,
         journal: JournalReader,
         maintenance: JournalMaintenance? = nil,
+        metrics: DaemonMetrics? = nil,
         version: String,
         logger: Logger
     ) {
         self.journal = journal
         self.maintenance = maintenance
+        self.metrics = metrics
         self.configuration = configuration
         self.broker = broker
         self.listener = listener

@@ -5,6 +5,8 @@ import HeraldConfiguration
 import HeraldPostgres
 import HeraldServer
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 
 struct Serve: AsyncParsableCommand {
@@ -168,6 +170,8 @@ struct Serve: AsyncParsableCommand {
             sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput,
             notifier: notifier, logger: LogCategory.config.logger
         )))
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
         let listener = PostgresListener(
             configuration: .init(
                 connection: connection, channel: settings.channel, connectTimeout: settings.connectTimeout,
@@ -185,6 +189,13 @@ struct Serve: AsyncParsableCommand {
         )
         // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
+        let metrics = DaemonMetrics(registry: registry, broker: broker, listener: listener, maintenance: maintenance, eventLog: eventLogOutput)
+        if let address = settings.metricsListen {
+            guard let server = MetricsServer(
+                address: address, metrics: metrics, listener: listener, maintenance: maintenance, logger: LogCategory.lifecycle.logger
+            ) else { throw ValidationError("metrics.listen: '\(address)' is not HOST:PORT") }
+            services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
+        }
         var socketServer: SocketServer?
         if let socket = settings.socket {
             raiseOpenFileLimit(toServe: socket.maximumSubscribers, logger: lifecycle)
@@ -195,6 +206,7 @@ struct Serve: AsyncParsableCommand {
                 catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
                 journal: JournalReader(connection: connection, daemon: settings.name),
                 maintenance: maintenance,
+                metrics: metrics,
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
             )

@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Herald
+public import HeraldPostgres
+public import Prometheus
+import Foundation
+import Synchronization
+
+/// The daemon's Prometheus metrics, served as text at `GET /metrics`.
+///
+/// Counts the daemon keeps anyway (events by table, subscribers, journal
+/// size, …) are copied into the registry when scraped, so `/metrics` and
+/// `/stats` always agree; delivery lag and refused requests are recorded as
+/// they happen, through swift-metrics with this registry's factory.
+public final class DaemonMetrics: Sendable {
+    /// Delivery-lag buckets, in seconds: from a millisecond to a minute.
+    static let lagBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(60),
+    ]
+    /// Subscriber kinds always reported, so that a kind that drops to zero shows 0 rather than vanishing.
+    static let subscriberKinds = ["sse", "ndjson", "stdout", "eventlog", "in-process"]
+    static let listenerStates = ["connecting", "catching_up", "listening", "reconnecting", "stopped"]
+
+    public let registry: PrometheusCollectorRegistry
+    let broker: Broker
+    let listener: PostgresListener
+    let maintenance: JournalMaintenance?
+    let eventLog: EventLogOutput?
+    /// Totals already added to each counter, by counter name and labels.
+    private let reported = Mutex<[String: Int64]>([:])
+    private let reportedCPU = Mutex<Double>(0)
+
+    /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
+    public init(registry: PrometheusCollectorRegistry, broker: Broker, listener: PostgresListener, maintenance: JournalMaintenance?, eventLog: EventLogOutput?) {
+        self.registry = registry
+        self.broker = broker
+        self.listener = listener
+        self.maintenance = maintenance
+        self.eventLog = eventLog
+    }
+
+    /// The factory to bootstrap swift-metrics with, before anything makes a metric, so what is recorded through it lands in `registry`.
+    public static func factory(for registry: PrometheusCollectorRegistry) -> PrometheusMetricsFactory {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["pgherald_delivery_lag_seconds"] = lagBuckets
+        return factory
+    }
+
+    /// A refused `GET /events`: 400 (bad filter) or 503 (too many streams, catalog unavailable).
+    public func recordRefusal(status: Int) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(metricName: "pgherald_socket_refusals_total", unitName: "", helpText: "Event streams refused, by HTTP status."),
+            labels: [("status", String(status))]
+        ).increment()
+    }
+
+    /// The text format, with every collected value brought up to date.
+    public func render(journal: DaemonStatistics.Journal?) -> [UInt8] {
+        collect(journal: journal)
+        return registry.emitToBuffer()
+    }
+
+    private func collect(journal: DaemonStatistics.Journal?) {
+        let statistics = broker.statistics
+        for (key, count) in statistics.operationCounts {
+            advance("pgherald_events_total", to: Int64(count), labels: [
+                ("schema", key.table.schema), ("table", key.table.name), ("op", key.operation.rawValue),
+            ], help: "Events delivered, by schema, table and operation.")
+        }
+        gauge("pgherald_change_count", Double(statistics.changeCount), help: "The change counter: events since the daemon started.")
+        for kind in Set(Self.subscriberKinds).union(statistics.subscribersByKind.keys) {
+            gauge("pgherald_subscribers", Double(statistics.subscribersByKind[kind] ?? 0), labels: [("kind", kind)], help: "Subscribers now, by kind.")
+        }
+        advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers dropped for falling behind.")
+
+        let state = switch listener.status {
+        case .notStarted, .connecting: "connecting"
+        case .catchingUp: "catching_up"
+        case .listening: "listening"
+        case .reconnecting: "reconnecting"
+        case .stopped: "stopped"
+        }
+        for candidate in Self.listenerStates {
+            gauge("pgherald_listener_state", candidate == state ? 1 : 0, labels: [("state", candidate)], help: "1 for the listener's state now.")
+        }
+        advance("pgherald_listener_reconnects_total", to: listener.reconnects, help: "Connections to PostgreSQL re-established after a loss.")
+        advance("pgherald_catch_up_events_total", to: listener.catchUpEvents, help: "Events delivered from the journal after gaps.")
+        if let journal {
+            gauge("pgherald_journal_rows", Double(journal.rows), help: "Rows in pgherald.journal (exact up to 100,000, estimated beyond).")
+            gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")
+            advance("pgherald_journal_pruned_total", to: journal.pruned, help: "Journal rows pruned by retention.")
+        }
+        if let eventLog {
+            let log = eventLog.statistics
+            advance("pgherald_event_log_written_total", to: log.written, help: "Events appended to the event log.")
+            advance("pgherald_event_log_failed_writes_total", to: log.failedWrites, help: "Batches the event log could not write (a full disk).")
+            advance("pgherald_event_log_overflows_total", to: log.overflows, help: "Times the event log fell behind and lost events.")
+            advance("pgherald_event_log_rotations_total", to: log.rotations, help: "Size rotations of the event log.")
+        }
+        collectProcess()
+    }
+
+    /// RSS, open files and CPU time, from /proc.
+    private func collectProcess() {
+        if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+           let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) {
+            gauge("process_resident_memory_bytes", pages * Double(sysconf(Int32(_SC_PAGESIZE))), help: "Resident memory size in bytes.")
+        }
+        if let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            gauge("process_open_fds", Double(descriptors.count), help: "Open file descriptors.")
+        }
+        var usage = rusage()
+        if getrusage(RUSAGE_SELF.rawValue, &usage) == 0 {
+            let seconds = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            let counter = registry.makeCounter(
+                descriptor: MetricNameDescriptor(metricName: "process_cpu_seconds_total", unitName: "", helpText: "User and system CPU time spent, in seconds."),
+                labels: []
+            )
+            reportedCPU.withLock { reported in
+                if seconds > reported { counter.increment(by: seconds - reported) }
+                reported = max(reported, seconds)
+            }
+        }
+    }
+
+    /// Brings a counter up to `total` by adding what is new since the last scrape.
+    private func advance(_ name: String, to total: Int64, labels: [(String, String)] = [], help: String) {
+        let key = ([name] + labels.map { "\($0.0)=\($0.1)" }).joined(separator: ",")
+        let counter = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        reported.withLock { reported in
+            let before = reported[key, default: 0]
+            if total > before { counter.increment(by: total - before) }
+            reported[key] = max(before, total)
+        }
+    }
+
+    private func gauge(_ name: String, _ value: Double, labels: [(String, String)] = [], help: String) {
+        let gauge = registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+        gauge.set(value)
+    }
+}

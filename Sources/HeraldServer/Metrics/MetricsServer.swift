@@ -1,0 +1,48 @@
+public import Herald
+public import HeraldPostgres
+import Hummingbird
+public import Logging
+public import ServiceLifecycle
+
+/// `GET /metrics` (and `/healthz`) over TCP, for a Prometheus that cannot reach the Unix socket (`metrics.listen`).
+public struct MetricsServer: Service {
+    let host: String
+    let port: Int
+    let metrics: DaemonMetrics
+    let listener: PostgresListener
+    let maintenance: JournalMaintenance?
+    let logger: Logger
+
+    /// - Parameter address: `HOST:PORT`, `[::1]:PORT` for IPv6.
+    public init?(address: String, metrics: DaemonMetrics, listener: PostgresListener, maintenance: JournalMaintenance?, logger: Logger) {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else { return nil }
+        host = String(address[..<colon]).trimmingCharacters(in: ["[", "]"])
+        self.port = port
+        self.metrics = metrics
+        self.listener = listener
+        self.maintenance = maintenance
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        // As the socket does: bind once the database has answered, so a failing start shows only its own error.
+        guard await listener.waitForStatus(where: { $0 != .notStarted && $0 != .connecting }) != .stopped else {
+            try? await gracefulShutdown()
+            return
+        }
+        let router = Router()
+        router.get("metrics") { [metrics, maintenance] _, _ in
+            metrics.response(journal: await maintenance?.statistics(maximumAge: .seconds(2)))
+        }
+        router.get("healthz") { [listener] _, _ -> HTTPResponse.Status in
+            listener.status == .listening ? .ok : .serviceUnavailable
+        }
+        let application = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "pgherald"),
+            onServerRunning: { [logger, host, port] _ in logger.info("serving metrics over TCP", metadata: ["address": "\(host):\(port)"]) },
+            logger: logger
+        )
+        try await application.run()
+    }
+}
