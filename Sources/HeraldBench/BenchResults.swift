@@ -35,6 +35,8 @@ struct BenchResults: Codable {
         var daemonPeakRSSKiB: Int?
         /// Wall clock when the writer's last commit returned.
         var commitEndMicroseconds: Int64?
+        /// Lines in the daemon's event log after the run, when it kept one.
+        var eventLogLines: Int?
     }
 
     func runs(_ scenario: String) -> [Run] {

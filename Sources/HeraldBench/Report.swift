@@ -30,6 +30,7 @@ struct MarkdownReport {
         baseline()
         idle()
         burst()
+        eventLog()
     }
 
     private mutating func line(_ text: String = "") {
@@ -209,6 +210,28 @@ struct MarkdownReport {
                     "\(run.result.subscribers)", format(run.result.deliveredRatio, 4), elapsed,
                     "\(run.result.overflows)", run.daemonPeakRSSKiB.map { "\(format(Double($0) / 1024, 1)) MiB" } ?? "-",
                 ]
+            }
+        )
+    }
+
+    /// The same full-speed load with and without the event log, side by side.
+    private mutating func eventLog() {
+        guard let logged = results.runs("eventlog").first else { return }
+        line("### g. Event log: the same load with and without it")
+        line()
+        line("Full-speed writer, \(logged.result.subscribers) SSE subscribers; the event log with `sync: interval` (1 s).")
+        line()
+        let without = run("throughput", subscribers: logged.result.subscribers)
+        table(
+            ["run", "committed", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "pgherald CPU s / 1000 deliveries", "lines in the log"],
+            [(without, "without the event log"), (logged, "with the event log")].compactMap { run, name in
+                run.map { run in
+                    [
+                        name, "\(run.committed)", format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                        milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUPerThousand.map { format($0, 3) } ?? "-",
+                        run.eventLogLines.map { "\($0)" } ?? "-",
+                    ]
+                }
             }
         )
     }

@@ -35,11 +35,11 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let path = SocketDaemon.temporarySocketPath()
             let badMode = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", path, "--socket-mode", "999"]).finish()
-            #expect(badMode.status != 0)
-            #expect(badMode.stderr.contains("--socket-mode must be octal"))
+            #expect(badMode.status == 78)
+            #expect(badMode.stderr.contains("socket.mode (--socket-mode): '999' is not octal permissions"))
             let badGroup = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", path, "--socket-group", "no-such-group-xyz"]).finish()
-            #expect(badGroup.status != 0)
-            #expect(badGroup.stderr.contains("unknown group 'no-such-group-xyz'"))
+            #expect(badGroup.status == 78)
+            #expect(badGroup.stderr.contains("socket.group (--socket-group): no group named 'no-such-group-xyz'"))
         }
 
         @Test func staleSocketFromACrashIsReplaced() async throws {

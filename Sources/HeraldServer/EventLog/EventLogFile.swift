@@ -109,7 +109,8 @@ final class EventLogFile {
         for generation in stride(from: configuration.keep - 1, through: 1, by: -1) {
             rename("\(path).\(generation)", "\(path).\(generation + 1)")
         }
-        guard rename(path, "\(path).1") == 0 else { throw failure("cannot rotate") }
+        // Gone already means logrotate moved it and the SIGHUP is on its way: start the new file now.
+        guard rename(path, "\(path).1") == 0 || errno == ENOENT else { throw failure("cannot rotate") }
         rotations += 1
         try reopen()
     }
