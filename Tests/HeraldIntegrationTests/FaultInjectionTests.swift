@@ -21,7 +21,12 @@ extension IntegrationTests {
                 Set(subscriber.deliveries.keys).isSuperset(of: committed)
             } failure: {
                 let missing = committed.subtracting(subscriber.deliveries.keys)
-                return "\(phase): \(missing.count) of \(committed.count) committed rows never arrived, such as \(missing.sorted().prefix(10))"
+                let journal = (try? database.execute("""
+                    SELECT j.id, j.txid::text FROM pgherald.journal j
+                     WHERE (j.event::json->'new'->>'id')::bigint = ANY($1::bigint[])
+                    """, parameters: ["{" + missing.sorted().prefix(10).map(String.init).joined(separator: ",") + "}"]).rows) ?? []
+                return "\(phase): \(missing.count) of \(committed.count) committed rows never arrived, such as \(missing.sorted().prefix(10)); "
+                    + "journal (event id, txid): \(journal); the subscriber reconnected after \(subscriber.reconnects) events, resets \(subscriber.resets)"
             }
             try await Task.sleep(for: .milliseconds(500))
             let deliveries = subscriber.deliveries

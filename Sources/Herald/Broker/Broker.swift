@@ -134,9 +134,15 @@ public final class Broker: Sendable {
     /// Each subscriber receives its share of `events` with one mailbox
     /// operation, so a burst costs one lock and one wake-up per subscriber.
     /// Subscribers whose filter passes the whole batch share one array.
+    /// - Parameter resumable: whether a client may resume from these events
+    ///   out of the in-memory history. Catch-up after a gap passes false: it
+    ///   comes in transaction order, not in the order in which a client may
+    ///   have seen some of these events from an earlier run, so "everything
+    ///   after this one here" could skip events that client never had. Such
+    ///   resumes are answered from the journal instead.
     /// - Returns: the events as delivered, each stamped with its change count.
     @discardableResult
-    public func publish(_ events: some Sequence<Event>) -> [Event] {
+    public func publish(_ events: some Sequence<Event>, resumable: Bool = true) -> [Event] {
         let (stamped, overflowed) = state.withLock { state -> ([Event], [Subscriber]) in
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
@@ -144,7 +150,7 @@ public final class Broker: Sendable {
                 state.changeCount += 1
                 state.operationCounts[TableOperation(table: decoded.table, operation: decoded.operation), default: 0] += 1
                 let event = decoded.stamped(count: state.changeCount)
-                state.history.append(event)
+                state.history.append(event, resumable: resumable)
                 stamped.append(event)
             }
             var fanOut = FanOut(events: stamped)

@@ -21,10 +21,16 @@ struct EventHistory {
         self.byteLimit = byteLimit
     }
 
-    mutating func append(_ event: Event) {
+    /// - Parameter resumable: false keeps the event for resumes from earlier
+    ///   events but not as a starting point of its own (see ``Broker/publish(_:resumable:)``).
+    mutating func append(_ event: Event, resumable: Bool = true) {
         guard capacity > 0 else { return }
         events.append(event)
-        counts[event.id] = event.count
+        if resumable {
+            counts[event.id] = event.count
+        } else {
+            counts[event.id] = nil
+        }
         bytes += event.jsonBytes.count
         while events.count > capacity || (bytes > byteLimit && events.count > 1) {
             let evicted = events.removeFirst()

@@ -61,6 +61,10 @@ public enum Journal {
 
     /// Up to `limit` events committed between two snapshots, in (transaction id, event id)
     /// order, after the position `after`.
+    ///
+    /// The ORDER BY names the table's columns: a bare `txid` would mean the
+    /// output column `txid::text`, sorting pages as text ("1000" before "730")
+    /// while `after` compares numbers, which skipped rows between pages.
     public static func events(
         visibleIn newer: TransactionSnapshot,
         notVisibleIn older: TransactionSnapshot,
@@ -74,7 +78,7 @@ public enum Journal {
                AND pg_visible_in_snapshot(txid, $2::pg_snapshot)
                AND NOT pg_visible_in_snapshot(txid, $1::pg_snapshot)
                AND (txid, id) > ($3::xid8, $4::bigint)
-             ORDER BY txid, id
+             ORDER BY journal.txid, journal.id
              LIMIT \(limit)
             """, parameters: [
                 older.description, newer.description,

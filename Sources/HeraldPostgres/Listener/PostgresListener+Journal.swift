@@ -71,7 +71,7 @@ extension PostgresListener {
                     }
                 }
                 for start in stride(from: 0, to: events.count, by: Self.maximumBatch) {
-                    recordLag(of: broker.publish(events[start..<min(start + Self.maximumBatch, events.count)]))
+                    recordLag(of: broker.publish(events[start..<min(start + Self.maximumBatch, events.count)], resumable: false))
                 }
                 delivered += events.count
             } while rows.count == Self.catchUpPageSize

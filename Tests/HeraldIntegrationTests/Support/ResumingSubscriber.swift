@@ -8,6 +8,8 @@ final class ResumingSubscriber: Sendable {
     private final class Received: Sendable {
         let events = Mutex<[Event]>([])
         let resets = Mutex<[String]>([])
+        /// Where the stream was re-established: the number of events received by then.
+        let reconnects = Mutex<[Int]>([])
     }
 
     private let received = Received()
@@ -21,7 +23,8 @@ final class ResumingSubscriber: Sendable {
                 switch message {
                 case .event(let event): received.events.withLock { $0.append(event) }
                 case .reset(let reason): received.resets.withLock { $0.append(reason) }
-                case .reconnected, .unreachable: break
+                case .reconnected: received.reconnects.withLock { $0.append(received.events.withLock { $0.count }) }
+                case .unreachable: break
                 }
             }
         }
@@ -31,6 +34,7 @@ final class ResumingSubscriber: Sendable {
 
     var events: [Event] { received.events.withLock { $0 } }
     var resets: [String] { received.resets.withLock { $0 } }
+    var reconnects: [Int] { received.reconnects.withLock { $0 } }
 
     /// Row id (the `id` column) → the ids of the events that delivered it.
     var deliveries: [Int64: [String]] {
