@@ -177,6 +177,11 @@ public final class PostgresListener: Service, Sendable {
         }
     }
 
+    /// Waits until the first connection has answered (catching up or listening); false if the listener stopped instead.
+    public func waitUntilConnected() async -> Bool {
+        await waitForStatus { $0 != .notStarted && $0 != .connecting } != .stopped
+    }
+
     /// Waits until the listener is receiving notifications; returns false if it stopped instead.
     public func waitUntilListening() async -> Bool {
         await waitForStatus { $0 == .listening } == .listening

@@ -26,7 +26,7 @@ public struct MetricsServer: Service {
 
     public func run() async throws {
         // As the socket does: bind once the database has answered, so a failing start shows only its own error.
-        guard await listener.waitForStatus(where: { $0 != .notStarted && $0 != .connecting }) != .stopped else {
+        guard await listener.waitUntilConnected() else {
             try? await gracefulShutdown()
             return
         }

@@ -62,7 +62,7 @@ public final class SocketServer: Service, Sendable {
         defer { serving.set(false) }
         // Bind once the database has answered: a start that cannot connect then
         // never touches the socket, and its one error line is the connection's.
-        guard await listener.waitForStatus(where: { $0 != .notStarted && $0 != .connecting }) != .stopped else {
+        guard await listener.waitUntilConnected() else {
             // The listener's failure ends the group; finishing first would start a shutdown that hides it.
             try? await gracefulShutdown()
             return
