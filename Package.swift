@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -61,12 +62,29 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // Webhook endpoints: signing, the retry schedule, durable delivery state in PostgreSQL.
+        .target(
+            name: "HeraldWebhooks",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         // Outputs and process plumbing: logging, stdout, the Unix-socket server.
         .target(
             name: "HeraldServer",
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
+                "HeraldWebhooks",
                 "HeraldClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -83,6 +101,7 @@ let package = Package(
             name: "HeraldConfiguration",
             dependencies: [
                 "HeraldPostgres",
+                "HeraldWebhooks",
                 "HeraldServer",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -111,6 +130,7 @@ let package = Package(
                 "HeraldServer",
                 "HeraldClient",
                 "HeraldConfiguration",
+                "HeraldWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -135,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "HeraldTests",
             dependencies: [
-                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration",
+                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -156,8 +176,11 @@ let package = Package(
                 "HeraldPostgres",
                 "HeraldServer",
                 "HeraldClient",
+                "HeraldWebhooks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: strictConcurrency
         ),

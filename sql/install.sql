@@ -1,7 +1,7 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 2. Idempotent: running it again upgrades in place and keeps the
+-- Version 3. Idempotent: running it again upgrades in place and keeps the
 -- watched schemas, exclusions and durability. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
@@ -25,7 +25,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 2 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 3 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -98,6 +98,54 @@ CREATE TABLE IF NOT EXISTS pgherald.daemon (
     backend_pid int NOT NULL,
     since timestamptz NOT NULL DEFAULT now()
 );
+
+-- Webhooks (version 3). Deliveries waiting for an endpoint, by the endpoint's
+-- `name` in the daemon's configuration. In durable mode they are fed from the
+-- journal: each endpoint's `webhook_feed` snapshot says which transactions
+-- have been fed, so feeding is exact and shared by every daemon on the
+-- database. A delivery is leased by setting `leased_by` and pushing
+-- `next_attempt_at` to the lease's end; a lease that runs out (its daemon
+-- died) makes the row due again. `seq` is feeding order, which `ordered`
+-- endpoints keep.
+CREATE TABLE IF NOT EXISTS pgherald.webhook_feed (
+    endpoint text PRIMARY KEY,
+    snapshot pg_snapshot NOT NULL,
+    fed_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS pgherald.webhook_delivery (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    endpoint text NOT NULL,
+    event_id bigint NOT NULL,
+    body text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    attempts int NOT NULL DEFAULT 0,
+    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    leased_by text,
+    last_status int,
+    last_error text,
+    last_attempt_at timestamptz,
+    UNIQUE (endpoint, event_id)
+);
+CREATE INDEX IF NOT EXISTS webhook_delivery_due ON pgherald.webhook_delivery (endpoint, next_attempt_at, seq);
+CREATE INDEX IF NOT EXISTS webhook_delivery_order ON pgherald.webhook_delivery (endpoint, seq);
+
+-- Deliveries that failed for good: a permanent answer (4xx other than 408,
+-- 409, 425, 429), or out of attempts or age. `pgherald webhooks replay` moves
+-- them back.
+CREATE TABLE IF NOT EXISTS pgherald.webhook_dead_letter (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    endpoint text NOT NULL,
+    event_id bigint NOT NULL,
+    body text NOT NULL,
+    created_at timestamptz NOT NULL,
+    attempts int NOT NULL,
+    last_status int,
+    response_excerpt text,
+    error text NOT NULL,
+    failed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS webhook_dead_letter_endpoint ON pgherald.webhook_dead_letter (endpoint, id);
 
 -- The event JSON for one row change, without row data when `omit_rows`.
 -- The primary-key columns are the trigger's arguments, captured when the

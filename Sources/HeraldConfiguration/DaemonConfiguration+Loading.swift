@@ -32,6 +32,7 @@ extension DaemonConfiguration {
         if let metricsListen, !isHostAndPort(metricsListen) {
             throw settings.fail("metrics.listen", "'\(metricsListen)' is not HOST:PORT, such as 127.0.0.1:9187 or [::1]:9187")
         }
+        let webhooks = try webhookEndpoints(settings)
         try settings.rejectUnknownKeys()
 
         return DaemonConfiguration(
@@ -40,7 +41,7 @@ extension DaemonConfiguration {
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),
             socket: socket, logLevels: levels, logFormat: format, eventLog: eventLog,
-            metricsListen: metricsListen, warnings: warnings, effective: settings.effective
+            metricsListen: metricsListen, webhooks: webhooks, warnings: warnings, effective: settings.effective
         )
     }
 
@@ -66,12 +67,20 @@ extension DaemonConfiguration {
     /// read from `$CREDENTIALS_DIRECTORY`.
     private static func passwordFromFile(_ settings: SettingsReader) throws(ConfigurationError) -> String? {
         guard let reference = settings.string("password_file") else { return nil }
+        let (path, lines) = try secretFile(reference, key: "password_file", settings)
+        guard let password = lines.first else { throw settings.fail("password_file", "\(path) is empty") }
+        return password
+    }
+
+    /// The non-empty lines of a file holding secrets: `reference` is a path,
+    /// or a bare name for a systemd credential in `$CREDENTIALS_DIRECTORY`.
+    static func secretFile(_ reference: String, key: String, _ settings: SettingsReader) throws(ConfigurationError) -> (path: String, lines: [String]) {
         let path: String
         if reference.contains("/") {
             path = reference
         } else {
             guard let directory = settings.sources.environment["CREDENTIALS_DIRECTORY"] else {
-                throw settings.fail("password_file", "'\(reference)' names a systemd credential, but CREDENTIALS_DIRECTORY is not set (use LoadCredential=\(reference):FILE in the unit, or give a path)")
+                throw settings.fail(key, "'\(reference)' names a systemd credential, but CREDENTIALS_DIRECTORY is not set (use LoadCredential=\(reference):FILE in the unit, or give a path)")
             }
             path = "\(directory)/\(reference)"
         }
@@ -79,11 +88,10 @@ extension DaemonConfiguration {
         do {
             contents = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw settings.fail("password_file", "cannot read \(path): \((error as NSError).localizedDescription)")
+            throw settings.fail(key, "cannot read \(path): \((error as NSError).localizedDescription)")
         }
-        let password = contents.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-        guard !password.isEmpty else { throw settings.fail("password_file", "\(path) is empty") }
-        return password
+        let lines = contents.split(whereSeparator: \.isNewline).map(String.init)
+        return (path, lines)
     }
 
     private static func socketConfiguration(_ settings: SettingsReader) throws(ConfigurationError) -> SocketConfiguration? {

@@ -1,5 +1,6 @@
 public import HeraldPostgres
 public import HeraldServer
+public import HeraldWebhooks
 
 /// Everything `pgherald serve` runs with, from the file, the environment and
 /// flags (see ``ConfigurationSources``). Each default is the one documented
@@ -41,6 +42,8 @@ public struct DaemonConfiguration: Sendable {
     public var eventLog: EventLogConfiguration?
     /// Key `metrics.listen`: `HOST:PORT` for `/metrics` over TCP. Default: off.
     public var metricsListen: String?
+    /// Section `webhooks`: one endpoint per name. Default: none.
+    public var webhooks: [WebhookEndpoint]
     /// Things worth saying that do not stop the daemon.
     public var warnings: [String]
     /// Every setting as it is in force, with its source, for `check-config`.

@@ -106,6 +106,30 @@ final class SettingsReader {
         return value
     }
 
+    /// A list (`[a, b]`, or one `- item` per line) or a single value; nil when not set.
+    func list(_ key: String, secret: Bool = false) -> [String]? {
+        readKeys.insert(key)
+        if let items = reader.stringArray(forKey: ConfigKey(key), isSecret: secret) { return items }
+        return reader.string(forKey: ConfigKey(key), isSecret: secret).map { [$0] }
+    }
+
+    /// The names directly under `prefix` in the file (`webhooks.orders.url` gives `orders` under `webhooks`).
+    func fileSections(under prefix: String) -> [(name: String, line: Int)] {
+        guard let file else { return [] }
+        var sections: [String: Int] = [:]
+        for (key, line) in file.lines where key.hasPrefix(prefix + ".") {
+            let name = String(key.dropFirst(prefix.count + 1).prefix { $0 != "." })
+            sections[name] = min(sections[name] ?? .max, line)
+        }
+        return sections.map { ($0.key, $0.value) }.sorted { $0.line < $1.line }
+    }
+
+    /// The file's keys under `prefix`.
+    func fileKeys(under prefix: String) -> [String] {
+        guard let file else { return [] }
+        return file.lines.keys.filter { $0.hasPrefix(prefix + ".") }.sorted()
+    }
+
     /// A value of a type written as text (a duration, a size, a choice); `expected` says what it should look like.
     func value<Value: ExpressibleByConfigString>(
         _ key: String, default defaultValue: Value?, expected: String

@@ -26,7 +26,7 @@ public enum Installer {
         schemas: [String] = [],
         durability: Durability? = nil
     ) throws(PostgresError) -> [WatchedTable] {
-        try inTransaction(connection) { () throws(PostgresError) in
+        try connection.inTransaction { () throws(PostgresError) in
             if let durability {
                 try connection.execute("SELECT set_config('pgherald.durability', $1, true)", parameters: [durability.rawValue])
             }
@@ -43,7 +43,7 @@ public enum Installer {
 
     /// Removes every pgherald trigger and the `pgherald` schema; user data is untouched.
     public static func uninstall(on connection: PostgresConnection) throws(PostgresError) {
-        try inTransaction(connection) { () throws(PostgresError) in
+        try connection.inTransaction { () throws(PostgresError) in
             try connection.execute(String(decoding: PackageResources.uninstall_sql, as: UTF8.self))
         }
     }
@@ -61,20 +61,6 @@ public enum Installer {
                     return names.compactMap(\.stringValue)
                 } ?? []
             return WatchedTable(table: TableName(schema: row[0] ?? "", name: row[1] ?? ""), primaryKey: columns)
-        }
-    }
-
-    private static func inTransaction(
-        _ connection: PostgresConnection,
-        _ body: () throws(PostgresError) -> Void
-    ) throws(PostgresError) {
-        try connection.execute("BEGIN")
-        do {
-            try body()
-            try connection.execute("COMMIT")
-        } catch {
-            _ = try? connection.execute("ROLLBACK")
-            throw error
         }
     }
 }

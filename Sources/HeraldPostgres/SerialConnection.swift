@@ -5,20 +5,20 @@ import Dispatch
 /// libpq blocks, so queries run on a serial queue of their own, never on the
 /// async runtime's threads. The connection opens on first use and again after
 /// a failure.
-final class SerialConnection: Sendable {
+public final class SerialConnection: Sendable {
     private let connectionString: ConnectionString
     private let applicationName: String
     private let queue: DispatchQueue
     private let slot = ConnectionSlot()
 
-    init(_ connectionString: ConnectionString, applicationName: String) {
+    public init(_ connectionString: ConnectionString, applicationName: String) {
         self.connectionString = connectionString
         self.applicationName = applicationName
         queue = DispatchQueue(label: applicationName)
     }
 
     /// Runs `body` with the connection on the queue.
-    func run<Value: Sendable>(
+    public func run<Value: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> Value
     ) async throws(PostgresError) -> Value {
         let result: Result<Value, PostgresError> = await withCheckedContinuation { continuation in
@@ -32,7 +32,7 @@ final class SerialConnection: Sendable {
     /// Runs `body` on the open connection, or on a new one. A connection
     /// found broken (the server restarted, or the backend was terminated
     /// while idle) is replaced and `body` runs once more: every caller's body
-    /// is a read or an idempotent delete, so running it twice is safe.
+    /// is a read, an idempotent write or one transaction, so running it twice is safe.
     private func runOnQueue<Value>(_ body: (PostgresConnection) throws(PostgresError) -> Value) throws(PostgresError) -> Value {
         if let open = slot.value {
             do {

@@ -13,6 +13,6 @@ struct PGHerald: AsyncParsableCommand {
             PG* environment variables, .pgpass and service files all work.
             """,
         version: "0.1.0",
-        subcommands: [Serve.self, CheckConfig.self, Install.self, Uninstall.self, Tail.self, Status.self, Demo.self]
+        subcommands: [Serve.self, CheckConfig.self, Install.self, Uninstall.self, Tail.self, Status.self, Webhooks.self, Demo.self]
     )
 }

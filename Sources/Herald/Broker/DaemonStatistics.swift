@@ -36,6 +36,29 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         }
     }
 
+    /// One webhook endpoint: this daemon's attempts, and the shared backlog in the database.
+    public struct Webhook: Codable, Sendable, Hashable {
+        public var attempts: UInt64 = 0
+        public var successes: UInt64 = 0
+        /// Attempts that did not deliver (retried or given up).
+        public var failures: UInt64 = 0
+        /// Failures that will be tried again.
+        public var retries: UInt64 = 0
+        /// Deliveries moved to the dead letters.
+        public var deadLettered: UInt64 = 0
+        public var inFlight: Int = 0
+        /// True while the receiver fails and only probes are sent.
+        public var failing = false
+        public var lastStatus: Int?
+        public var lastError: String?
+        /// Deliveries waiting in the database (for every daemon), as last measured.
+        public var backlog: Int?
+        public var oldestPendingSeconds: Double?
+        public var dead: Int?
+
+        public init() {}
+    }
+
     public var version: String
     /// Events since the daemon started.
     public var changeCount: UInt64
@@ -51,6 +74,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var durability: String?
     /// `nil` in notify-only mode, or before the first measurement.
     public var journal: Journal?
+    /// By endpoint name; `nil` without webhooks.
+    public var webhooks: [String: Webhook]?
 
     public init(
         version: String,
@@ -61,8 +86,10 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         uptimeSeconds: Double,
         listener: Listener,
         durability: String? = nil,
-        journal: Journal? = nil
+        journal: Journal? = nil,
+        webhooks: [String: Webhook]? = nil
     ) {
+        self.webhooks = webhooks
         self.durability = durability
         self.journal = journal
         self.version = version

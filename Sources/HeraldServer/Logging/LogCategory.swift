@@ -5,6 +5,7 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case database
     case broker
     case socket
+    case webhook
     case eventlog
     case lifecycle
     case config

@@ -4,6 +4,7 @@ import Glibc
 public import Herald
 public import HeraldPostgres
 public import Prometheus
+public import HeraldWebhooks
 import Foundation
 import Synchronization
 
@@ -28,12 +29,17 @@ public final class DaemonMetrics: Sendable {
     let listener: PostgresListener
     let maintenance: JournalMaintenance?
     let eventLog: EventLogOutput?
+    let webhooks: WebhookService?
     /// Totals already added to each counter, by counter name and labels.
     private let reported = Mutex<[String: Int64]>([:])
     private let reportedCPU = Mutex<Double>(0)
 
     /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
-    public init(registry: PrometheusCollectorRegistry, broker: Broker, listener: PostgresListener, maintenance: JournalMaintenance?, eventLog: EventLogOutput?) {
+    public init(
+        registry: PrometheusCollectorRegistry, broker: Broker, listener: PostgresListener,
+        maintenance: JournalMaintenance?, eventLog: EventLogOutput?, webhooks: WebhookService? = nil
+    ) {
+        self.webhooks = webhooks
         self.registry = registry
         self.broker = broker
         self.listener = listener
@@ -45,6 +51,7 @@ public final class DaemonMetrics: Sendable {
     public static func factory(for registry: PrometheusCollectorRegistry) -> PrometheusMetricsFactory {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets["pgherald_delivery_lag_seconds"] = lagBuckets
+        factory.durationHistogramBuckets["pgherald_webhook_latency_seconds"] = lagBuckets
         return factory
     }
 
@@ -98,6 +105,19 @@ public final class DaemonMetrics: Sendable {
             advance("pgherald_event_log_failed_writes_total", to: log.failedWrites, help: "Batches the event log could not write (a full disk).")
             advance("pgherald_event_log_overflows_total", to: log.overflows, help: "Times the event log fell behind and lost events.")
             advance("pgherald_event_log_rotations_total", to: log.rotations, help: "Size rotations of the event log.")
+        }
+        if let webhooks {
+            for (name, figures) in webhooks.statistics {
+                let labels = [("endpoint", name)]
+                advance("pgherald_webhook_attempts_total", to: Int64(figures.attempts), labels: labels, help: "Webhook requests sent by this daemon.")
+                advance("pgherald_webhook_successes_total", to: Int64(figures.successes), labels: labels, help: "Webhook requests answered 2xx.")
+                advance("pgherald_webhook_failures_total", to: Int64(figures.failures), labels: labels, help: "Webhook requests that failed (retried or given up).")
+                advance("pgherald_webhook_retries_total", to: Int64(figures.retries), labels: labels, help: "Failed webhook requests that will be tried again.")
+                advance("pgherald_webhook_dead_letters_total", to: Int64(figures.deadLettered), labels: labels, help: "Webhook deliveries given up and moved to the dead letters.")
+                gauge("pgherald_webhook_in_flight", Double(figures.inFlight), labels: labels, help: "Webhook requests in flight now.")
+                gauge("pgherald_webhook_backlog", Double(figures.backlog ?? 0), labels: labels, help: "Webhook deliveries pending in the database, for every daemon.")
+                gauge("pgherald_webhook_oldest_pending_seconds", figures.oldestPendingSeconds ?? 0, labels: labels, help: "Age of the oldest pending webhook delivery.")
+            }
         }
         collectProcess()
     }

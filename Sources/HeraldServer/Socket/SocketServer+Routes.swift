@@ -35,7 +35,8 @@ extension SocketServer {
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
             listener: listenerState(),
             durability: listener.durability?.rawValue,
-            journal: journal
+            journal: journal,
+            webhooks: webhooks.flatMap { $0.endpoints.isEmpty ? nil : $0.statistics }
         )
     }
 

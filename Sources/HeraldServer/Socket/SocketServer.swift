@@ -1,6 +1,7 @@
 import Foundation
 public import Herald
 public import HeraldPostgres
+public import HeraldWebhooks
 import Hummingbird
 public import Logging
 import NIOCore
@@ -24,6 +25,7 @@ public final class SocketServer: Service, Sendable {
     let journal: JournalReader
     let maintenance: JournalMaintenance?
     let metrics: DaemonMetrics?
+    let webhooks: WebhookService?
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
@@ -38,12 +40,14 @@ public final class SocketServer: Service, Sendable {
         journal: JournalReader,
         maintenance: JournalMaintenance? = nil,
         metrics: DaemonMetrics? = nil,
+        webhooks: WebhookService? = nil,
         version: String,
         logger: Logger
     ) {
         self.journal = journal
         self.maintenance = maintenance
         self.metrics = metrics
+        self.webhooks = webhooks
         self.configuration = configuration
         self.broker = broker
         self.listener = listener

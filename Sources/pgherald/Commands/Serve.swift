@@ -4,6 +4,7 @@ import Herald
 import HeraldConfiguration
 import HeraldPostgres
 import HeraldServer
+import HeraldWebhooks
 import Logging
 import Metrics
 import Prometheus
@@ -165,11 +166,6 @@ struct Serve: AsyncParsableCommand {
             services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
             eventLogOutput = output
         }
-        let notifier = SystemdNotifier(environment: environment)
-        services.append(.init(service: ConfigurationReloader(
-            sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput,
-            notifier: notifier, logger: LogCategory.config.logger
-        )))
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
         let listener = PostgresListener(
@@ -180,6 +176,19 @@ struct Serve: AsyncParsableCommand {
             broker: broker,
             logger: LogCategory.database.logger
         )
+        // Always present, so that a reload can add the first endpoint; idle without any.
+        let webhooks = WebhookService(
+            endpoints: settings.webhooks,
+            store: WebhookStore(connection: connection, daemon: settings.name),
+            broker: broker, listener: listener, version: PGHerald.configuration.version,
+            logger: LogCategory.webhook.logger
+        )
+        services.append(.init(service: webhooks, successTerminationBehavior: .gracefullyShutdownGroup))
+        let notifier = SystemdNotifier(environment: environment)
+        services.append(.init(service: ConfigurationReloader(
+            sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput, webhooks: webhooks,
+            notifier: notifier, logger: LogCategory.config.logger
+        )))
         let maintenance = JournalMaintenance(
             configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
             connection: connection,
@@ -189,7 +198,7 @@ struct Serve: AsyncParsableCommand {
         )
         // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
-        let metrics = DaemonMetrics(registry: registry, broker: broker, listener: listener, maintenance: maintenance, eventLog: eventLogOutput)
+        let metrics = DaemonMetrics(registry: registry, broker: broker, listener: listener, maintenance: maintenance, eventLog: eventLogOutput, webhooks: webhooks)
         if let address = settings.metricsListen {
             guard let server = MetricsServer(
                 address: address, metrics: metrics, listener: listener, maintenance: maintenance, logger: LogCategory.lifecycle.logger
@@ -207,6 +216,7 @@ struct Serve: AsyncParsableCommand {
                 journal: JournalReader(connection: connection, daemon: settings.name),
                 maintenance: maintenance,
                 metrics: metrics,
+                webhooks: webhooks,
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
             )

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import HeraldConfiguration
 import HeraldServer
+import HeraldWebhooks
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -10,25 +11,28 @@ import UnixSignals
 
 /// Rereads the configuration on SIGHUP and applies what can change while
 /// running: log levels and format, stdout's format, the event log's settings
-/// (and it reopens the event log, for logrotate). The database connection
+/// (and it reopens the event log, for logrotate), and the webhook endpoints
+/// (pending deliveries stay in the database throughout). The database connection
 /// and socket streams are untouched. A rejected file leaves the old
 /// configuration in force; settings that need a restart say so.
 final class ConfigurationReloader: Service, Sendable {
     /// Keys a reload applies; any other key that changes needs a restart.
-    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file"]
+    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file", "webhooks."]
 
     let sources: ConfigurationSources
     let current: Mutex<DaemonConfiguration>
     let stdout: StdoutOutput?
     let eventLog: EventLogOutput?
+    let webhooks: WebhookService
     let notifier: SystemdNotifier
     let logger: Logger
 
-    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, notifier: SystemdNotifier, logger: Logger) {
+    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, webhooks: WebhookService, notifier: SystemdNotifier, logger: Logger) {
         self.sources = sources
         self.current = Mutex(current)
         self.stdout = stdout
         self.eventLog = eventLog
+        self.webhooks = webhooks
         self.notifier = notifier
         self.logger = logger
     }
@@ -61,6 +65,14 @@ final class ConfigurationReloader: Service, Sendable {
         if let stdout, let format = new.stdout { stdout.setFormat(format) }
         if let eventLog {
             await eventLog.reopen(with: new.eventLog)
+        }
+        if new.webhooks != old.webhooks {
+            do {
+                try await webhooks.reload(new.webhooks)
+                logger.info("applied the webhook endpoints", metadata: ["endpoints": "\(new.webhooks.map(\.name).joined(separator: ","))"])
+            } catch {
+                logger.error("cannot apply the webhook endpoints; the database is unavailable", metadata: ["error": "\(error)"])
+            }
         }
         let before = Dictionary(old.effective.map { ($0.key, $0.value) }) { first, _ in first }
         let needRestart = new.effective.filter { setting in

@@ -1,0 +1,15 @@
+extension PostgresConnection {
+    /// Runs `body` between BEGIN and COMMIT, rolling back when it throws, so
+    /// the connection is never left in a failed transaction.
+    public func inTransaction<Value>(_ body: () throws(PostgresError) -> Value) throws(PostgresError) -> Value {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Herald
+import HeraldPostgres
+
+extension WebhookService {
+    /// Time between feeding rounds when no event rings: the feeds of
+    /// endpoints another daemon was feeding, and rounds that failed.
+    static let feedInterval: Duration = .seconds(1)
+
+    /// Each batch the broker delivers means the journal has new rows.
+    func ringOnEvents() async {
+        while !Task.isCancelled {
+            let subscription = broker.subscribe(kind: "webhooks")
+            do {
+                while !Task.isCancelled {
+                    let batch = try await subscription.nextBatch(limit: 65_536)
+                    if batch.isEmpty { return }
+                    feedDoorbell.ring()
+                }
+            } catch {
+                // Fell behind: only the doorbell is lost, and the next round reads the journal anyway.
+                feedDoorbell.ring()
+            }
+        }
+    }
+
+    /// Durable mode: queues the journal's new events, round after round.
+    func feedFromJournal() async {
+        var failures = 0
+        while !Task.isCancelled {
+            await feedDoorbell.wait(timeout: Self.feedInterval)
+            guard !Task.isCancelled else { return }
+            do {
+                let fed = try await store.feedFromJournal(endpoints)
+                failures = 0
+                wakeDispatchers(fed)
+            } catch {
+                failures += 1
+                if failures == 1 { logger.warning("cannot feed webhook deliveries from the journal; retrying", metadata: ["error": "\(error)"]) }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Notify-only mode: queues each event the broker delivers.
+    func queueLiveEvents() async {
+        while !Task.isCancelled {
+            let subscription = broker.subscribe(kind: "webhooks")
+            do {
+                while !Task.isCancelled {
+                    let batch = try await subscription.nextBatch(limit: 4096)
+                    if batch.isEmpty { return }
+                    let endpoints = self.endpoints
+                    let deliveries = batch.flatMap { event in
+                        endpoints.filter { $0.filter.matches(event) }.map { (endpoint: $0.name, event: event) }
+                    }
+                    var attempts = 0
+                    while true {
+                        do {
+                            try await store.queue(deliveries)
+                            break
+                        } catch {
+                            attempts += 1
+                            // Notify-only mode keeps nothing while PostgreSQL is away; these are lost like any notification then.
+                            if attempts == 5 || Task.isCancelled {
+                                logger.error("cannot queue webhook deliveries; dropping them (notify-only mode)", metadata: [
+                                    "events": "\(batch.count)", "error": "\(error)",
+                                ])
+                                break
+                            }
+                            try? await Task.sleep(for: .seconds(1))
+                        }
+                    }
+                    wakeDispatchers(Set(deliveries.map(\.endpoint)))
+                }
+            } catch {
+                logger.error("webhooks fell behind the broker and lost events (notify-only mode)", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+public import Herald
+public import HeraldPostgres
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// Webhook delivery: feeds pending deliveries into the database and runs one
+/// ``WebhookDispatcher`` per endpoint.
+///
+/// Durable mode feeds from the journal (see ``WebhookStore/feedFromJournal(_:pageSize:)``),
+/// woken by the broker's events, so nothing committed is missed even while
+/// no daemon runs. Notify-only mode has no journal: it queues the events the
+/// broker delivers, and events committed while no daemon listens are not sent.
+public final class WebhookService: Service, Sendable {
+    /// How often the backlog in the database is measured for `/stats` and `/metrics`.
+    static let measureInterval: Duration = .seconds(2)
+
+    let store: WebhookStore
+    let broker: Broker
+    let listener: PostgresListener
+    let version: String
+    let logger: Logger
+    let state: Mutex<State>
+    let feedDoorbell = Doorbell()
+
+    struct State {
+        var endpoints: [WebhookEndpoint]
+        var dispatchers: [String: (dispatcher: WebhookDispatcher, task: Task<Void, Never>)] = [:]
+        var backlogs: [String: WebhookStore.Backlog] = [:]
+        var running = false
+    }
+
+    public init(endpoints: [WebhookEndpoint], store: WebhookStore, broker: Broker, listener: PostgresListener, version: String, logger: Logger) {
+        self.store = store
+        self.broker = broker
+        self.listener = listener
+        self.version = version
+        self.logger = logger
+        state = Mutex(State(endpoints: endpoints))
+    }
+
+    public var endpoints: [WebhookEndpoint] { state.withLock { $0.endpoints } }
+
+    public func run() async throws {
+        guard await listener.waitUntilConnected() else {
+            try? await gracefulShutdown()
+            return
+        }
+        do {
+            try await store.checkInstalled()
+            let released = try await store.releaseLeases()
+            if released > 0 {
+                logger.info("deliveries in flight when this daemon last stopped are due again", metadata: ["deliveries": "\(released)"])
+            }
+        } catch {
+            logger.error("webhooks cannot start", metadata: ["error": "\(error)"])
+            throw error
+        }
+        try await apply(endpoints)
+        let durable = listener.durability != .notifyOnly
+        await withDiscardingTaskGroup { group in
+            group.addTask { await cancelWhenGracefulShutdown { await self.measureBacklog() } }
+            if durable {
+                group.addTask { await cancelWhenGracefulShutdown { await self.ringOnEvents() } }
+                group.addTask { await cancelWhenGracefulShutdown { await self.feedFromJournal() } }
+            } else {
+                group.addTask { await cancelWhenGracefulShutdown { await self.queueLiveEvents() } }
+            }
+            try? await gracefulShutdown()
+            // In-flight requests get up to their timeout; what is not confirmed stays pending.
+            let running = state.withLock { state in
+                state.running = false
+                return state.dispatchers.values.map { $0 }
+            }
+            for entry in running { entry.dispatcher.stop() }
+            for entry in running { await entry.task.value }
+        }
+    }
+
+    /// Applies a changed `webhooks:` list: new endpoints start (fed from now
+    /// on), removed ones stop (their pending rows stay for when they return),
+    /// changed ones restart with the new settings. Pending work is kept throughout.
+    public func reload(_ endpoints: [WebhookEndpoint]) async throws {
+        state.withLock { $0.endpoints = endpoints }
+        // Before the first start, run() applies the list itself.
+        guard state.withLock({ $0.running }) else { return }
+        try await apply(endpoints)
+    }
+
+    private func apply(_ endpoints: [WebhookEndpoint]) async throws {
+        try await store.startFeeds(endpoints.map(\.name))
+        let wanted = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let stopped = state.withLock { state -> [(dispatcher: WebhookDispatcher, task: Task<Void, Never>)] in
+            state.running = true
+            var stopped: [(dispatcher: WebhookDispatcher, task: Task<Void, Never>)] = []
+            for (name, entry) in state.dispatchers where wanted[name] != entry.dispatcher.endpoint {
+                stopped.append(entry)
+                state.dispatchers[name] = nil
+            }
+            return stopped
+        }
+        for entry in stopped {
+            entry.dispatcher.stop()
+            await entry.task.value
+            logger.info("webhook endpoint stopped", metadata: ["endpoint": "\(entry.dispatcher.endpoint.name)"])
+        }
+        for endpoint in endpoints {
+            let started = state.withLock { state -> Bool in
+                guard state.dispatchers[endpoint.name] == nil else { return false }
+                let dispatcher = WebhookDispatcher(endpoint: endpoint, store: store, version: version, logger: logger)
+                state.dispatchers[endpoint.name] = (dispatcher, Task { await dispatcher.run() })
+                return true
+            }
+            if started {
+                logger.info("webhook endpoint started", metadata: [
+                    "endpoint": "\(endpoint.name)", "url": "\(endpoint.url)",
+                    "concurrency": "\(endpoint.effectiveConcurrency)", "ordered": "\(endpoint.ordered)",
+                ])
+            }
+        }
+        feedDoorbell.ring()
+    }
+
+    /// This daemon's figures per endpoint, with the backlog as last measured.
+    public var statistics: [String: DaemonStatistics.Webhook] {
+        state.withLock { state in
+            var all: [String: DaemonStatistics.Webhook] = [:]
+            for endpoint in state.endpoints {
+                var figures = state.dispatchers[endpoint.name]?.dispatcher.statistics ?? DaemonStatistics.Webhook()
+                let backlog = state.backlogs[endpoint.name] ?? WebhookStore.Backlog()
+                figures.backlog = backlog.pending
+                figures.oldestPendingSeconds = backlog.oldestPendingSeconds
+                figures.dead = backlog.dead
+                all[endpoint.name] = figures
+            }
+            return all
+        }
+    }
+
+    func wakeDispatchers(_ names: Set<String>) {
+        let dispatchers = state.withLock { state in names.compactMap { state.dispatchers[$0]?.dispatcher } }
+        for dispatcher in dispatchers { dispatcher.wake() }
+    }
+
+    private func measureBacklog() async {
+        while !Task.isCancelled {
+            if let backlogs = try? await store.backlogs() {
+                state.withLock { $0.backlogs = backlogs }
+            }
+            try? await Task.sleep(for: Self.measureInterval)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+public import HeraldPostgres
+
+extension WebhookStore {
+    /// One endpoint's state in the database, for `webhooks list`, `/stats` and `/metrics`.
+    public struct Backlog: Sendable, Hashable, Codable {
+        public var pending: Int
+        /// Leased by a daemon and not yet answered.
+        public var inFlight: Int
+        /// Pending after at least one failed attempt.
+        public var failing: Int
+        public var dead: Int
+        public var oldestPendingSeconds: Double?
+        public var lastStatus: Int?
+        public var lastError: String?
+        /// For ordered endpoints: the event that holds the others back, if it is being retried.
+        public var heldBy: String?
+
+        public init(pending: Int = 0, inFlight: Int = 0, failing: Int = 0, dead: Int = 0) {
+            self.pending = pending
+            self.inFlight = inFlight
+            self.failing = failing
+            self.dead = dead
+        }
+    }
+
+    /// A delivery given up on.
+    public struct DeadLetter: Sendable, Hashable, Codable {
+        public var id: Int64
+        public var endpoint: String
+        public var eventID: String
+        public var attempts: Int
+        public var lastStatus: Int?
+        public var error: String
+        public var responseExcerpt: String?
+        public var failedAt: String
+        public var body: String
+    }
+
+    /// Every endpoint with rows in the tables.
+    public func backlogs() async throws(PostgresError) -> [String: Backlog] {
+        try await connection.run { connection throws(PostgresError) in
+            var backlogs: [String: Backlog] = [:]
+            let pending = try connection.execute("""
+                SELECT endpoint, count(*),
+                       count(*) FILTER (WHERE leased_by IS NOT NULL AND next_attempt_at > now()),
+                       count(*) FILTER (WHERE attempts > 0 AND leased_by IS NULL),
+                       extract(epoch FROM now() - min(created_at))::float8,
+                       (array_agg(last_status ORDER BY last_attempt_at DESC NULLS LAST))[1],
+                       (array_agg(last_error ORDER BY last_attempt_at DESC NULLS LAST))[1],
+                       (array_agg(event_id::text || CASE WHEN attempts > 0 AND leased_by IS NULL
+                                   THEN ' (attempt ' || attempts || ' failed: ' || coalesce(last_error, '?') || ')' ELSE '' END
+                                  ORDER BY seq))[1]
+                  FROM pgherald.webhook_delivery GROUP BY endpoint
+                """)
+            for row in pending.rows {
+                guard let name = row[0] else { continue }
+                var backlog = Backlog(
+                    pending: row[1].flatMap { Int($0) } ?? 0,
+                    inFlight: row[2].flatMap { Int($0) } ?? 0,
+                    failing: row[3].flatMap { Int($0) } ?? 0
+                )
+                backlog.oldestPendingSeconds = row[4].flatMap { Double($0) }
+                backlog.lastStatus = row[5].flatMap { Int($0) }
+                backlog.lastError = row[6] ?? nil
+                backlog.heldBy = row[7] ?? nil
+                backlogs[name] = backlog
+            }
+            let dead = try connection.execute("SELECT endpoint, count(*) FROM pgherald.webhook_dead_letter GROUP BY endpoint")
+            for row in dead.rows {
+                guard let name = row[0] else { continue }
+                backlogs[name, default: Backlog()].dead = row[1].flatMap { Int($0) } ?? 0
+            }
+            return backlogs
+        }
+    }
+
+    /// Dead letters, oldest first, optionally of one endpoint.
+    public func deadLetters(endpoint: String? = nil, limit: Int = 1000) async throws(PostgresError) -> [DeadLetter] {
+        try await connection.run { connection throws(PostgresError) in
+            let result = try connection.execute("""
+                SELECT id, endpoint, event_id, attempts, last_status, error, response_excerpt,
+                       to_char(failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), body
+                  FROM pgherald.webhook_dead_letter
+                 WHERE $1::text IS NULL OR endpoint = $1
+                 ORDER BY id LIMIT \(limit)
+                """, parameters: [endpoint])
+            return result.rows.compactMap { row in
+                guard let id = row[0].flatMap({ Int64($0) }), let endpoint = row[1], let event = row[2] else { return nil }
+                return DeadLetter(
+                    id: id, endpoint: endpoint, eventID: event, attempts: row[3].flatMap { Int($0) } ?? 0,
+                    lastStatus: row[4].flatMap { Int($0) }, error: row[5] ?? "", responseExcerpt: row[6] ?? nil,
+                    failedAt: row[7] ?? "", body: row[8] ?? ""
+                )
+            }
+        }
+    }
+
+    /// Moves dead letters back to pending with fresh attempts, to be sent at
+    /// once. Either `ids`, or every dead letter of `endpoint`.
+    /// - Returns: how many were queued again (a letter whose event is already pending again is dropped).
+    public func replay(ids: [Int64], endpoint: String?) async throws(PostgresError) -> Int {
+        try await connection.run { connection throws(PostgresError) in
+            try connection.inTransaction { () throws(PostgresError) -> Int in
+                let result = try connection.execute("""
+                    WITH revived AS (
+                        DELETE FROM pgherald.webhook_dead_letter
+                         WHERE ($1::text IS NOT NULL AND endpoint = $1) OR id = ANY($2::bigint[])
+                        RETURNING endpoint, event_id, body
+                    )
+                    INSERT INTO pgherald.webhook_delivery (endpoint, event_id, body)
+                    SELECT endpoint, event_id, body FROM revived
+                    ON CONFLICT (endpoint, event_id) DO NOTHING
+                    """, parameters: [endpoint, Self.array(ids.map(String.init))])
+                return result.affectedRows ?? 0
+            }
+        }
+    }
+}
