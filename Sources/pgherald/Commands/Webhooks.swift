@@ -163,7 +163,7 @@ struct Webhooks: AsyncParsableCommand {
                 throw ValidationError("no endpoint named '\(name)' in the configuration\(known.isEmpty ? "" : " (known: \(known.joined(separator: ", ")))")")
             }
             let result = await WebhookTest.send(to: endpoint, version: PGHerald.configuration.version)
-            print("\(endpoint.url): \(result.outcome.status.map { "HTTP \($0)" } ?? "no answer")\(result.outcome.error.map { " (\($0))" } ?? "") in \(result.elapsed.secondsText) s")
+            print("\(endpoint.url): \(result.outcome.status.map { "HTTP \($0)" } ?? "no answer")\(result.outcome.error.map { " (\($0))" } ?? "") in \(result.elapsed.secondsText)")
             if let excerpt = result.excerpt { print(excerpt) }
             if case .delivered = result.outcome { return }
             throw ExitCode(1)

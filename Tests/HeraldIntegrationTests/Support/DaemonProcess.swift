@@ -84,8 +84,15 @@ struct DaemonProcess {
         return line
     }
 
+    /// Reads on a Dispatch thread: a blocking read on the concurrency pool's
+    /// two threads would stall everything else in the test process, such as
+    /// an HTTP receiver the command is talking to.
     private static func readAll(_ pipe: Pipe) async -> String {
-        await Task.detached { String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }.value
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            }
+        }
     }
 }
 
