@@ -31,6 +31,7 @@ struct MarkdownReport {
         idle()
         burst()
         eventLog()
+        webhooks()
     }
 
     private mutating func line(_ text: String = "") {
@@ -230,6 +231,41 @@ struct MarkdownReport {
                         name, "\(run.committed)", format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
                         milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUPerThousand.map { format($0, 3) } ?? "-",
                         run.eventLogLines.map { "\($0)" } ?? "-",
+                    ]
+                }
+            }
+        )
+    }
+
+    /// One webhook endpoint at full speed, and the socket's latency beside a failing endpoint.
+    private mutating func webhooks() {
+        guard let delivered = results.runs("webhook").first else { return }
+        line("### h. Webhooks")
+        line()
+        line("Full-speed writer, one endpoint (concurrency 32) on a local NIO receiver that verifies every signature. Latency is receipt minus the event's `at`; deliveries/s from the first receipt to the last.")
+        line()
+        let rate = delivered.deliveriesPerSecond
+        table(
+            ["committed", "delivered ratio", "deliveries/s (target 5,000)", "p50 ms", "p99 ms", "repeats", "bad signatures", "pgherald CPU µs / delivery"],
+            [[
+                "\(delivered.committed)", format(delivered.result.deliveredRatio, 4),
+                rate.map { "\(grouped($0)) \($0 >= 5000 ? "(met)" : "(**not met**)")" } ?? "-",
+                milliseconds(delivered, \.p50), milliseconds(delivered, \.p99), "\(delivered.result.duplicatedOrReordered)",
+                "\(delivered.result.failedStreams)", delivered.daemonCPUPerThousand.map { format($0 * 1000, 1) } ?? "-",
+            ]]
+        )
+        guard let failing = results.runs("webhook-failing").first else { return }
+        line("Socket subscribers with and without a failing endpoint (every request answered 503) on the same daemon:")
+        line()
+        let without = results.runs("latency").first { $0.result.subscribers == failing.result.subscribers }
+        table(
+            ["run", "delivered ratio", "p50 ms", "p99 ms", "pgherald CPU s / 1000 deliveries"],
+            [(without, "without webhooks"), (failing, "with a failing endpoint")].compactMap { run, name in
+                run.map { run in
+                    [
+                        "\(run.result.subscribers) subscribers, \(run.rate.map { "\(grouped(Double($0))) events/s" } ?? "full speed"), \(name)",
+                        format(run.result.deliveredRatio, 4), milliseconds(run, \.p50), milliseconds(run, \.p99),
+                        run.daemonCPUPerThousand.map { format($0, 3) } ?? "-",
                     ]
                 }
             }

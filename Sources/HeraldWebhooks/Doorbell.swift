@@ -1,25 +1,25 @@
 import Synchronization
 
-/// Wakes one waiting task: rings are remembered until the next wait, and
-/// many rings before it count as one.
+/// Wakes waiting tasks: a ring wakes everyone waiting, or is remembered for
+/// the next wait when no one is, and many rings before it count as one.
 final class Doorbell: Sendable {
     private struct State {
         var rung = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
 
     func ring() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard !state.waiters.isEmpty else {
+                state.rung = true
+                return []
             }
-            state.rung = true
-            return nil
+            defer { state.waiters = [] }
+            return state.waiters
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Returns once rung (or at once if rung since the last wait), or after `timeout`.
@@ -35,7 +35,7 @@ final class Doorbell: Sendable {
                     state.rung = false
                     return true
                 }
-                state.waiter = continuation
+                state.waiters.append(continuation)
                 return false
             }
             if already { continuation.resume() }

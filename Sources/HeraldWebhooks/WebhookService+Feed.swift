@@ -9,13 +9,15 @@ extension WebhookService {
     /// Each batch the broker delivers means the journal has new rows.
     func ringOnEvents() async {
         while !Task.isCancelled {
+            await waitForEndpoints()
             let subscription = broker.subscribe(kind: "webhooks")
             do {
-                while !Task.isCancelled {
+                while !Task.isCancelled, !endpoints.isEmpty {
                     let batch = try await subscription.nextBatch(limit: 65_536)
                     if batch.isEmpty { return }
                     feedDoorbell.ring()
                 }
+                subscription.cancel()
             } catch {
                 // Fell behind: only the doorbell is lost, and the next round reads the journal anyway.
                 feedDoorbell.ring()
@@ -29,6 +31,7 @@ extension WebhookService {
         while !Task.isCancelled {
             await feedDoorbell.wait(timeout: Self.feedInterval)
             guard !Task.isCancelled else { return }
+            guard !endpoints.isEmpty else { continue }
             do {
                 let fed = try await store.feedFromJournal(endpoints)
                 failures = 0
@@ -44,9 +47,10 @@ extension WebhookService {
     /// Notify-only mode: queues each event the broker delivers.
     func queueLiveEvents() async {
         while !Task.isCancelled {
+            await waitForEndpoints()
             let subscription = broker.subscribe(kind: "webhooks")
             do {
-                while !Task.isCancelled {
+                while !Task.isCancelled, !endpoints.isEmpty {
                     let batch = try await subscription.nextBatch(limit: 4096)
                     if batch.isEmpty { return }
                     let endpoints = self.endpoints
@@ -72,6 +76,7 @@ extension WebhookService {
                     }
                     wakeDispatchers(Set(deliveries.map(\.endpoint)))
                 }
+                subscription.cancel()
             } catch {
                 logger.error("webhooks fell behind the broker and lost events (notify-only mode)", metadata: ["error": "\(error)"])
             }

@@ -28,6 +28,8 @@ public final class WebhookService: Service, Sendable {
         var dispatchers: [String: (dispatcher: WebhookDispatcher, task: Task<Void, Never>)] = [:]
         var backlogs: [String: WebhookStore.Backlog] = [:]
         var running = false
+        /// The tables are checked and this name's old leases released, once there is an endpoint.
+        var prepared = false
     }
 
     public init(endpoints: [WebhookEndpoint], store: WebhookStore, broker: Broker, listener: PostgresListener, version: String, logger: Logger) {
@@ -47,16 +49,11 @@ public final class WebhookService: Service, Sendable {
             return
         }
         do {
-            try await store.checkInstalled()
-            let released = try await store.releaseLeases()
-            if released > 0 {
-                logger.info("deliveries in flight when this daemon last stopped are due again", metadata: ["deliveries": "\(released)"])
-            }
+            try await apply(endpoints)
         } catch {
             logger.error("webhooks cannot start", metadata: ["error": "\(error)"])
             throw error
         }
-        try await apply(endpoints)
         let durable = listener.durability != .notifyOnly
         await withDiscardingTaskGroup { group in
             group.addTask { await cancelWhenGracefulShutdown { await self.measureBacklog() } }
@@ -88,7 +85,15 @@ public final class WebhookService: Service, Sendable {
     }
 
     private func apply(_ endpoints: [WebhookEndpoint]) async throws {
-        try await store.startFeeds(endpoints.map(\.name))
+        if !endpoints.isEmpty, !state.withLock({ $0.prepared }) {
+            try await store.checkInstalled()
+            let released = try await store.releaseLeases()
+            if released > 0 {
+                logger.info("deliveries in flight when this daemon last stopped are due again", metadata: ["deliveries": "\(released)"])
+            }
+            state.withLock { $0.prepared = true }
+        }
+        if !endpoints.isEmpty { try await store.startFeeds(endpoints.map(\.name)) }
         let wanted = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let stopped = state.withLock { state -> [(dispatcher: WebhookDispatcher, task: Task<Void, Never>)] in
             state.running = true
@@ -137,6 +142,13 @@ public final class WebhookService: Service, Sendable {
         }
     }
 
+    /// Waits, a second at a time, until there is an endpoint to work for.
+    func waitForEndpoints() async {
+        while endpoints.isEmpty, !Task.isCancelled {
+            await feedDoorbell.wait(timeout: Self.feedInterval)
+        }
+    }
+
     func wakeDispatchers(_ names: Set<String>) {
         let dispatchers = state.withLock { state in names.compactMap { state.dispatchers[$0]?.dispatcher } }
         for dispatcher in dispatchers { dispatcher.wake() }
@@ -144,7 +156,7 @@ public final class WebhookService: Service, Sendable {
 
     private func measureBacklog() async {
         while !Task.isCancelled {
-            if let backlogs = try? await store.backlogs() {
+            if !endpoints.isEmpty, let backlogs = try? await store.backlogs() {
                 state.withLock { $0.backlogs = backlogs }
             }
             try? await Task.sleep(for: Self.measureInterval)
