@@ -83,8 +83,11 @@ extension IntegrationTests {
             #expect(StandardWebhooksVerifier.verify(testRequest, secret: Self.secret))
             #expect(testRequest.text.contains("\"table\":\"test\""))
 
+            let metrics = try await daemon.get("/metrics").body
+            #expect(metrics.contains(#"pgherald_webhook_successes_total{endpoint="orders"} 3"#), "\(metrics)")
+            #expect(metrics.contains(#"pgherald_webhook_latency_seconds_count{endpoint="orders"} 3"#))
             // No secret anywhere: logs, /stats, /metrics, check-config, list, dead, --help.
-            var outputs = [try await daemon.get("/stats").body, try await daemon.get("/metrics").body, test.stdout, test.stderr]
+            var outputs = [try await daemon.get("/stats").body, metrics, test.stdout, test.stderr]
             for arguments in [["list"], ["dead", "--json"], ["--help"], ["send-test", "--help"]] {
                 let result = try await command(arguments, config: config, database: database)
                 outputs += [result.stdout, result.stderr]
@@ -256,6 +259,26 @@ extension IntegrationTests {
             #expect(lateness.max()! < .seconds(2), "\(lateness)")
             let hanging = try #require(try await daemon.statistics().webhooks?["hang"])
             #expect(hanging.inFlight == 16)
+        }
+
+        @Test func notifyOnlyModeSendsWhatTheDaemonReceives() async throws {
+            let database = try TestDatabase.create(durability: .notifyOnly)
+            let receiver = try await WebhookReceiver()
+            let config = try configuration([Endpoint(name: "live", url: receiver.url(), extra: ["op: INSERT"])])
+            let first = try await SocketDaemon(database: database, arguments: ["--config", config])
+            try insertCourses(database, 3, prefix: "N")
+            try database.execute("UPDATE course SET name = 'renamed'")
+            try await receiver.wait { $0.count >= 3 }
+            _ = try await first.stop()
+            // Without a journal, what is committed while no daemon listens is not sent (documented).
+            try insertCourses(database, 2, prefix: "M")
+            let second = try await SocketDaemon(database: database, socketPath: first.socketPath, arguments: ["--config", config])
+            try insertCourses(database, 1, prefix: "L")
+            let requests = try await receiver.wait { $0.contains { $0.text.contains("\"L0\"") } }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(receiver.requests.count == 4, "\(requests.map(\.text))")
+            #expect(receiver.requests.allSatisfy { $0.text.contains("\"op\":\"INSERT\"") && !$0.text.contains("\"M") })
+            _ = second
         }
 
         @Test func anOrderedEndpointKeepsOrderThroughRetries() async throws {
