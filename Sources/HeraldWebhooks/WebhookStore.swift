@@ -81,10 +81,14 @@ public final class WebhookStore: Sendable {
                         var names: [String] = [], ids: [String] = [], bodies: [String] = []
                         for row in rows {
                             guard let event = try? Event(payload: row.event) else { continue }
-                            for endpoint in group where endpoint.filter.matches(event) {
+                            let matching = group.filter { $0.filter.matches(event) }
+                            guard !matching.isEmpty else { continue }
+                            // Encoded once, however many endpoints get it.
+                            let body = event.jsonText
+                            for endpoint in matching {
                                 names.append(endpoint.name)
                                 ids.append(String(row.id))
-                                bodies.append(event.jsonText)
+                                bodies.append(body)
                                 fed.insert(endpoint.name)
                             }
                         }
