@@ -1,7 +1,7 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 3. Idempotent: running it again upgrades in place and keeps the
+-- Version 4. Idempotent: running it again upgrades in place and keeps the
 -- watched schemas, exclusions and durability. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
@@ -25,7 +25,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 3 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 4 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -113,6 +113,14 @@ CREATE TABLE IF NOT EXISTS pgherald.webhook_feed (
     fed_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- A feed that hands events straight to a daemon may stop inside a range
+-- (version 4): the events of `target` not in `snapshot` are fed up to
+-- (after_txid, after_id), and the rest wait in the journal.
+ALTER TABLE pgherald.webhook_feed
+    ADD COLUMN IF NOT EXISTS target pg_snapshot,
+    ADD COLUMN IF NOT EXISTS after_txid xid8,
+    ADD COLUMN IF NOT EXISTS after_id bigint;
+
 CREATE TABLE IF NOT EXISTS pgherald.webhook_delivery (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     endpoint text NOT NULL,
@@ -129,6 +137,21 @@ CREATE TABLE IF NOT EXISTS pgherald.webhook_delivery (
 );
 CREATE INDEX IF NOT EXISTS webhook_delivery_due ON pgherald.webhook_delivery (endpoint, next_attempt_at, seq);
 CREATE INDEX IF NOT EXISTS webhook_delivery_order ON pgherald.webhook_delivery (endpoint, seq);
+
+-- Deliveries handed straight from the journal to a daemon (version 4). While
+-- an unordered endpoint's receiver answers, an event gets no row of its own
+-- in webhook_delivery: only its id waits here, in one row per endpoint and
+-- daemon name, until its attempt is settled, and a failed attempt queues it
+-- in webhook_delivery. A daemon that dies leaves its ids behind; it takes them
+-- back when it starts again, and any other daemon once `lease_until` has
+-- passed, reading the events from the journal.
+CREATE TABLE IF NOT EXISTS pgherald.webhook_in_flight (
+    endpoint text NOT NULL,
+    daemon text NOT NULL,
+    event_ids bigint[] NOT NULL DEFAULT '{}',
+    lease_until timestamptz NOT NULL,
+    PRIMARY KEY (endpoint, daemon)
+);
 
 -- Deliveries that failed for good: a permanent answer (4xx other than 408,
 -- 409, 425, 429), or out of attempts or age. `pgherald webhooks replay` moves

@@ -29,6 +29,8 @@ struct BenchResults: Codable {
         var writerTPS: Double?
         /// The writer's fixed rate; absent at full speed.
         var rate: Int?
+        /// Rows in each of the writer's transactions; absent in results from before it varied (one).
+        var rowsPerTransaction: Int?
         var payloadBytes: Int?
         var daemonCPUSeconds: Double?
         var daemonRSSKiB: Int?
@@ -49,6 +51,11 @@ extension BenchResults.Run {
     var deliveriesPerSecond: Double? {
         guard let first = result.firstReceiptMicroseconds, let last = result.lastReceiptMicroseconds, last > first else { return nil }
         return Double(result.received) / (Double(last - first) / 1e6)
+    }
+
+    /// Rows the writer committed per second.
+    var eventsPerSecondWritten: Double? {
+        writerTPS.map { $0 * Double(rowsPerTransaction ?? 1) }
     }
 
     /// pgherald's CPU seconds per 1000 deliveries.

@@ -1,10 +1,12 @@
+import DequeModule
 import Herald
 import Logging
 import Metrics
 import Synchronization
 
-/// Delivers one endpoint's pending events: leases due rows, sends them with up
-/// to `concurrency` requests in flight, and writes the outcomes back in batches.
+/// Delivers one endpoint's events: those the feed hands over straight from
+/// the journal, and due rows it leases (retries, and what the feed queued);
+/// up to `concurrency` requests in flight, outcomes written back in batches.
 ///
 /// It runs on its own tasks and its own HTTP connection pool, and waits only
 /// on the database and its own receiver, so a hanging endpoint delays nothing else.
@@ -25,16 +27,29 @@ final class WebhookDispatcher: Sendable {
     private struct State {
         var gate: EndpointGate
         var inFlight = 0
+        /// Handed over by the feed and not yet sent.
+        var handedOver: Deque<PendingDelivery> = []
+        /// Room promised to a feeding round that has not handed its deliveries over yet.
+        var reserved = 0
+        /// Events wait in the journal until there is room for them.
+        var heldBack = false
         var completions: [CompletedDelivery] = []
+        /// Rows may be due: the feed queued some, a retry's time came, or it is time to poll.
+        var rowsMayBeDue = true
+        var lastLease: ContinuousClock.Instant?
         /// The earliest retry this daemon scheduled and has not yet looked for.
         var nextRetry: ContinuousClock.Instant?
         var stopping = false
         var counters = DaemonStatistics.Webhook()
     }
 
-    init(endpoint: WebhookEndpoint, store: WebhookStore, version: String, schedule: RetrySchedule = .init(), logger: Logger) {
+    /// Rung when room frees up while events wait in the journal.
+    private let feedDoorbell: Doorbell
+
+    init(endpoint: WebhookEndpoint, store: WebhookStore, feedDoorbell: Doorbell, version: String, schedule: RetrySchedule = .init(), logger: Logger) {
         self.endpoint = endpoint
         self.store = store
+        self.feedDoorbell = feedDoorbell
         self.schedule = schedule
         sender = WebhookSender(endpoint: endpoint, version: version)
         var logger = logger
@@ -45,7 +60,52 @@ final class WebhookDispatcher: Sendable {
     }
 
     /// New rows may be due.
-    func wake() { doorbell.ring() }
+    func wake() {
+        state.withLock { $0.rowsMayBeDue = true }
+        doorbell.ring()
+    }
+
+    /// Deliveries held in memory at most, in flight or about to be: enough
+    /// to keep `concurrency` requests going between two feeding rounds. The
+    /// backlog beyond waits in the journal.
+    var capacity: Int { 4 * endpoint.effectiveConcurrency }
+
+    /// Promises room for deliveries handed over by the next feeding round, or
+    /// `nil` when this endpoint's events are to be queued as rows: while the
+    /// receiver is failing (the gate lets one probe through at a time), for
+    /// an ordered endpoint (whose rows keep the order), or while stopping.
+    /// Each promise is ended by ``handOver(_:reserved:heldBack:)`` or ``releaseRoom(_:)``.
+    ///
+    /// Less room than half the capacity counts as none, so that a busy
+    /// endpoint is fed in rounds of many events rather than many rounds of a
+    /// few; once that much room is free again, the dispatcher asks for a round.
+    func reserveRoom() -> Int? {
+        state.withLock { state in
+            guard !endpoint.ordered, !state.stopping, !state.gate.isFailing else { return nil }
+            let room = capacity - state.inFlight - state.handedOver.count - state.reserved
+            guard room >= capacity / 2 else {
+                state.heldBack = true
+                return 0
+            }
+            state.reserved += room
+            return room
+        }
+    }
+
+    /// - Parameter heldBack: whether events wait in the journal for room; if
+    ///   so, freed room asks the feed for a round.
+    func handOver(_ deliveries: [PendingDelivery], reserved: Int, heldBack: Bool) {
+        state.withLock { state in
+            state.reserved -= reserved
+            state.handedOver.append(contentsOf: deliveries)
+            state.heldBack = heldBack
+        }
+        doorbell.ring()
+    }
+
+    func releaseRoom(_ reserved: Int) {
+        state.withLock { $0.reserved -= reserved }
+    }
 
     /// Stops leasing; requests in flight run to their answer or timeout, then `run` returns.
     func stop() {
@@ -63,6 +123,13 @@ final class WebhookDispatcher: Sendable {
     }
 
     func run() async {
+        await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop: sender.eventLoop)) {
+            await dispatch()
+        }
+        await sender.shutdown()
+    }
+
+    private func dispatch() async {
         await withDiscardingTaskGroup { group in
             while true {
                 let completions = state.withLock { state in
@@ -72,7 +139,7 @@ final class WebhookDispatcher: Sendable {
                 var databaseDown = false
                 if !completions.isEmpty {
                     do {
-                        try await store.complete(completions)
+                        try await store.complete(completions, endpoint: endpoint)
                     } catch {
                         // Kept for the next round; until then the rows stay leased, so no other daemon sends them twice.
                         state.withLock { $0.completions.insert(contentsOf: completions, at: 0) }
@@ -81,39 +148,64 @@ final class WebhookDispatcher: Sendable {
                     }
                 }
                 let now = ContinuousClock.now
-                let (permit, generation, stopping, settled, nextRetry) = state.withLock { state in
-                    (
+                let (permit, generation, stopping, settled, spilled) = state.withLock { state in
+                    // Unsent handed-over events wait as rows while the receiver fails or the daemon stops.
+                    var spilled = 0
+                    if state.stopping || state.gate.isFailing, !state.handedOver.isEmpty {
+                        spilled = state.handedOver.count
+                        state.completions.append(contentsOf: state.handedOver.map(CompletedDelivery.unsent))
+                        state.handedOver.removeAll()
+                    }
+                    if let nextRetry = state.nextRetry, nextRetry <= now {
+                        state.nextRetry = nil
+                        state.rowsMayBeDue = true
+                    }
+                    if let lastLease = state.lastLease, now - lastLease >= Self.pollInterval { state.rowsMayBeDue = true }
+                    return (
                         state.gate.permit(now: now, inFlight: state.inFlight), state.gate.generation, state.stopping,
-                        state.inFlight == 0 && (state.completions.isEmpty || databaseDown), state.nextRetry
+                        state.inFlight == 0 && state.reserved == 0 && (state.completions.isEmpty || databaseDown), spilled
                     )
                 }
+                if spilled > 0 { continue }
                 if stopping {
                     // What is not recorded stays leased, and is sent again after the next start.
                     if settled { break }
                     await doorbell.wait(timeout: Self.pollInterval)
                     continue
                 }
-                var timeout = Self.pollInterval
-                if let nextRetry {
-                    timeout = min(timeout, max(.zero, nextRetry - now))
-                    if nextRetry <= now { state.withLock { $0.nextRetry = nil } }
+                var timeout = state.withLock { state in
+                    state.nextRetry.map { min(Self.pollInterval, max(.zero, $0 - now)) } ?? Self.pollInterval
                 }
                 switch permit {
                 case .send(let slots) where !databaseDown:
-                    do {
-                        let leased = try await store.lease(endpoint, limit: slots)
-                        if !leased.isEmpty {
-                            state.withLock { $0.inFlight += leased.count }
-                            for delivery in leased {
-                                group.addTask { await self.attempt(delivery, generation: generation) }
-                            }
-                            // More may be due at once.
-                            if leased.count == slots { continue }
-                        }
-                    } catch {
-                        logger.warning("cannot lease webhook deliveries; retrying", metadata: ["error": "\(error)"])
-                        timeout = .seconds(1)
+                    // Due rows first, so that retries are not starved by a steady stream of new events.
+                    let leaseRows = state.withLock { state in
+                        if state.rowsMayBeDue { state.lastLease = now }
+                        return state.rowsMayBeDue
                     }
+                    var leased: [PendingDelivery] = []
+                    var leaseFailed = false
+                    if leaseRows {
+                        do {
+                            leased = try await store.lease(endpoint, limit: slots)
+                        } catch {
+                            leaseFailed = true
+                            logger.warning("cannot lease webhook deliveries; retrying", metadata: ["error": "\(error)"])
+                            timeout = .seconds(1)
+                        }
+                    }
+                    let handedOver = state.withLock { state in
+                        if leaseRows, !leaseFailed, leased.count < slots { state.rowsMayBeDue = false }
+                        let taken = Array(state.handedOver.prefix(slots - leased.count))
+                        state.handedOver.removeFirst(taken.count)
+                        state.inFlight += leased.count + taken.count
+                        return taken
+                    }
+                    for delivery in leased + handedOver {
+                        group.addTask { await self.attempt(delivery, generation: generation) }
+                    }
+                    // More may be due at once.
+                    if leased.count == slots { continue }
                 case .wait(let until):
                     timeout = min(timeout, max(.zero, until - now))
                 case .send, .full:
@@ -122,10 +214,20 @@ final class WebhookDispatcher: Sendable {
                 await doorbell.wait(timeout: timeout)
             }
         }
-        await sender.shutdown()
     }
 
+    /// Sends `delivery`, then goes on with handed-over deliveries for as long
+    /// as the gate lets it, so that a freed slot is filled at once instead of
+    /// waiting for the dispatcher's loop and its database work.
     private func attempt(_ delivery: PendingDelivery, generation: Int) async {
+        var next: (delivery: PendingDelivery, generation: Int)? = (delivery, generation)
+        while let (delivery, generation) = next {
+            next = await attemptOnce(delivery, generation: generation)
+        }
+    }
+
+    /// - Returns: the handed-over delivery to send next in this slot, if any.
+    private func attemptOnce(_ delivery: PendingDelivery, generation: Int) async -> (PendingDelivery, Int)? {
         let started = ContinuousClock.now
         let result = await sender.send(eventID: delivery.eventID, body: delivery.body)
         let finished = ContinuousClock.now
@@ -135,10 +237,10 @@ final class WebhookDispatcher: Sendable {
             limits: endpoint.limits, schedule: schedule, jitter: .random(in: 0..<1)
         )
         let completion = CompletedDelivery(
-            seq: delivery.seq, decision: decision, status: result.outcome.status, error: result.outcome.error,
+            delivery: delivery, decision: decision, status: result.outcome.status, error: result.outcome.error,
             responseExcerpt: result.excerpt
         )
-        state.withLock { state in
+        let (askForMore, next) = state.withLock { state in
             state.inFlight -= 1
             state.gate.record(result.outcome, sentIn: generation, now: finished, jitter: .random(in: 0..<1))
             state.completions.append(completion)
@@ -156,7 +258,15 @@ final class WebhookDispatcher: Sendable {
                 state.counters.failures += 1
                 state.counters.deadLettered += 1
             }
+            var next: (PendingDelivery, Int)?
+            if !state.stopping, !state.handedOver.isEmpty, case .send = state.gate.permit(now: finished, inFlight: state.inFlight) {
+                next = (state.handedOver.removeFirst(), state.gate.generation)
+                state.inFlight += 1
+            }
+            let room = capacity - state.inFlight - state.handedOver.count - state.reserved
+            return (state.heldBack && room >= capacity / 2, next)
         }
+        if askForMore { feedDoorbell.ring() }
         switch decision {
         case .done:
             logger.debug("delivered", metadata: ["event": "\(delivery.eventID)", "attempt": "\(delivery.attempts)"])
@@ -171,5 +281,6 @@ final class WebhookDispatcher: Sendable {
             ])
         }
         doorbell.ring()
+        return next
     }
 }

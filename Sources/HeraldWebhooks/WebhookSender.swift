@@ -11,6 +11,8 @@ final class WebhookSender: Sendable {
 
     let endpoint: WebhookEndpoint
     private let client: HTTPClient
+    /// The loop the dispatcher's tasks run on, so that a request and its answer stay on one thread.
+    let eventLoop: any EventLoop
     private let signer: WebhookSigner
     private let userAgent: String
 
@@ -25,6 +27,7 @@ final class WebhookSender: Sendable {
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = endpoint.effectiveConcurrency
         configuration.decompression = .disabled
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        eventLoop = client.eventLoopGroup.next()
     }
 
     /// What came of one attempt, with the start of the response body.

@@ -32,15 +32,39 @@ extension WebhookService {
             await feedDoorbell.wait(timeout: Self.feedInterval)
             guard !Task.isCancelled else { return }
             guard !endpoints.isEmpty else { continue }
+            let dispatchers = state.withLock { $0.dispatchers.mapValues(\.dispatcher) }
+            let room = dispatchers.compactMapValues { $0.reserveRoom() }
+            // Every endpoint busy: its dispatcher asks for the next round when room frees up.
+            if room.count == endpoints.count, room.values.allSatisfy({ $0 == 0 }) { continue }
             do {
-                let fed = try await store.feedFromJournal(endpoints)
+                let feed = try await store.feedFromJournal(endpoints, room: room)
                 failures = 0
-                wakeDispatchers(fed)
+                for (name, dispatcher) in dispatchers {
+                    dispatcher.handOver(feed.handedOver[name] ?? [], reserved: room[name] ?? 0, heldBack: feed.heldBack.contains(name))
+                }
+                // Room left while events wait: the round stopped at its page limit, so go on at once.
+                if feed.heldBack.contains(where: { (feed.handedOver[$0]?.count ?? 0) < (room[$0] ?? 0) }) { feedDoorbell.ring() }
+                wakeDispatchers(feed.queued)
             } catch {
+                for (name, dispatcher) in dispatchers { dispatcher.releaseRoom(room[name] ?? 0) }
                 failures += 1
                 if failures == 1 { logger.warning("cannot feed webhook deliveries from the journal; retrying", metadata: ["error": "\(error)"]) }
                 try? await Task.sleep(for: .seconds(1))
             }
+        }
+    }
+
+    /// Durable mode: events another daemon had in flight when it died are
+    /// queued again once its lease has run out.
+    func requeueAbandoned() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.feedInterval)
+            let names = endpoints.map(\.name)
+            guard let requeued = try? await store.requeueInFlight(own: false, endpoints: names), !requeued.isEmpty else { continue }
+            logger.info("deliveries another daemon had in flight when it stopped are due again", metadata: [
+                "deliveries": "\(requeued.values.reduce(0, +))",
+            ])
+            wakeDispatchers(Set(requeued.keys))
         }
     }
 

@@ -60,6 +60,7 @@ public final class WebhookService: Service, Sendable {
             if durable {
                 group.addTask { await cancelWhenGracefulShutdown { await self.ringOnEvents() } }
                 group.addTask { await cancelWhenGracefulShutdown { await self.feedFromJournal() } }
+                group.addTask { await cancelWhenGracefulShutdown { await self.requeueAbandoned() } }
             } else {
                 group.addTask { await cancelWhenGracefulShutdown { await self.queueLiveEvents() } }
             }
@@ -88,6 +89,7 @@ public final class WebhookService: Service, Sendable {
         if !endpoints.isEmpty, !state.withLock({ $0.prepared }) {
             try await store.checkInstalled()
             let released = try await store.releaseLeases()
+                + store.requeueInFlight(own: true, endpoints: endpoints.map(\.name)).values.reduce(0, +)
             if released > 0 {
                 logger.info("deliveries in flight when this daemon last stopped are due again", metadata: ["deliveries": "\(released)"])
             }
@@ -112,7 +114,7 @@ public final class WebhookService: Service, Sendable {
         for endpoint in endpoints {
             let started = state.withLock { state -> Bool in
                 guard state.dispatchers[endpoint.name] == nil else { return false }
-                let dispatcher = WebhookDispatcher(endpoint: endpoint, store: store, version: version, logger: logger)
+                let dispatcher = WebhookDispatcher(endpoint: endpoint, store: store, feedDoorbell: feedDoorbell, version: version, logger: logger)
                 state.dispatchers[endpoint.name] = (dispatcher, Task { await dispatcher.run() })
                 return true
             }

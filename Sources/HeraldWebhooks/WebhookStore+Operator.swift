@@ -65,6 +65,16 @@ extension WebhookStore {
                 backlog.heldBy = row[7] ?? nil
                 backlogs[name] = backlog
             }
+            // Handed-over events are pending and in flight, without rows of their own.
+            let handedOver = try connection.execute("""
+                SELECT endpoint, sum(cardinality(event_ids)) FROM pgherald.webhook_in_flight
+                 WHERE cardinality(event_ids) > 0 GROUP BY endpoint
+                """)
+            for row in handedOver.rows {
+                guard let name = row[0], let count = row[1].flatMap({ Int($0) }) else { continue }
+                backlogs[name, default: Backlog()].pending += count
+                backlogs[name, default: Backlog()].inFlight += count
+            }
             let dead = try connection.execute("SELECT endpoint, count(*) FROM pgherald.webhook_dead_letter GROUP BY endpoint")
             for row in dead.rows {
                 guard let name = row[0] else { continue }

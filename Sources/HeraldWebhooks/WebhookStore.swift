@@ -18,10 +18,10 @@ public final class WebhookStore: Sendable {
     /// Fails with a message that says what to run when the database has no webhook tables.
     public func checkInstalled() async throws(PostgresError) {
         let installed = try await connection.run { connection throws(PostgresError) in
-            try connection.execute("SELECT to_regclass('pgherald.webhook_delivery') IS NOT NULL").rows.first?[0] == "t"
+            try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t"
         }
         guard installed else {
-            throw PostgresError(.queryFailed, "the database has no webhook tables (pgherald.webhook_delivery); run `pgherald install` to upgrade the publisher to version 3")
+            throw PostgresError(.queryFailed, "the database has no webhook tables (pgherald.webhook_in_flight); run `pgherald install` to upgrade the publisher to version 4")
         }
     }
 
@@ -49,36 +49,98 @@ public final class WebhookStore: Sendable {
         }
     }
 
-    /// Queues the journal's events for each endpoint whose filter matches them,
-    /// from where its feed stopped to now, and moves the feeds on: all in one
-    /// transaction, so each event is queued once for each endpoint however
-    /// many daemons feed. Endpoints another daemon is feeding right now are
-    /// skipped; that daemon queues their events.
-    /// - Returns: the endpoints that got new deliveries.
-    public func feedFromJournal(_ endpoints: [WebhookEndpoint], pageSize: Int = 1000) async throws(PostgresError) -> Set<String> {
-        guard !endpoints.isEmpty else { return [] }
-        return try await connection.run { connection throws(PostgresError) in
-            try connection.inTransaction { () throws(PostgresError) -> Set<String> in
+    /// What one feeding round did.
+    public struct Feed: Sendable {
+        /// Endpoints that got new rows in `pgherald.webhook_delivery`.
+        public var queued: Set<String> = []
+        /// Deliveries handed straight to this daemon, by endpoint, in feeding order.
+        public var handedOver: [String: [PendingDelivery]] = [:]
+        /// Endpoints whose events still wait in the journal for room.
+        public var heldBack: Set<String> = []
+    }
+
+    /// Journal pages one endpoint may read in one round while handing over,
+    /// so that a narrow filter over a long backlog does not hold the round.
+    static let pagesPerHandOver = 8
+
+    /// Feeds the journal's events to each endpoint whose filter matches them,
+    /// from where its feed stopped, and moves the feeds on: all in one
+    /// transaction, so each event is fed once to each endpoint however many
+    /// daemons feed. Endpoints another daemon is feeding right now are
+    /// skipped; that daemon feeds their events.
+    ///
+    /// An endpoint named in `room` gets up to that many events handed over:
+    /// their ids go into this daemon's `webhook_in_flight` row and they are
+    /// returned to be sent at once, with no row of their own; the rest wait in
+    /// the journal for the next round. Every other endpoint gets all its
+    /// events queued as rows.
+    public func feedFromJournal(
+        _ endpoints: [WebhookEndpoint],
+        room: [String: Int] = [:],
+        pageSize: Int = 1000
+    ) async throws(PostgresError) -> Feed {
+        guard !endpoints.isEmpty else { return Feed() }
+        return try await connection.run { [daemon] connection throws(PostgresError) in
+            try connection.inTransaction { () throws(PostgresError) -> Feed in
                 let locked = try connection.execute("""
-                    SELECT endpoint, snapshot::text FROM pgherald.webhook_feed
+                    SELECT endpoint, snapshot::text, target::text, after_txid::text, after_id::text FROM pgherald.webhook_feed
                      WHERE endpoint = ANY($1::text[]) FOR UPDATE SKIP LOCKED
                     """, parameters: [Self.array(endpoints.map(\.name))])
-                guard !locked.rows.isEmpty else { return [] }
+                guard !locked.rows.isEmpty else { return Feed() }
                 let now = try Journal.currentSnapshot(on: connection)
                 let byName = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-                // Endpoints fed to the same point read the journal once.
-                var groups: [String: [WebhookEndpoint]] = [:]
+                var positions: [String: FeedPosition] = [:]
                 for row in locked.rows {
-                    guard let name = row[0], let snapshot = row[1], let endpoint = byName[name] else { continue }
-                    groups[snapshot, default: []].append(endpoint)
+                    guard let name = row[0], byName[name] != nil, let snapshot = row[1].flatMap({ TransactionSnapshot($0) }) else { continue }
+                    let after = row[3].flatMap { txid in row[4].flatMap { id in
+                        UInt64(txid).flatMap { txid in UInt64(id).map { FeedPosition.Row(transactionID: txid, id: $0) } }
+                    } }
+                    positions[name] = FeedPosition(snapshot: snapshot, target: row[2].flatMap { TransactionSnapshot($0) }, after: after)
                 }
-                var fed: Set<String> = []
-                for (snapshotText, group) in groups {
-                    guard let since = TransactionSnapshot(snapshotText), since != now else { continue }
-                    var after: (transactionID: UInt64, id: UInt64)?
-                    while true {
-                        let rows = try Journal.events(visibleIn: now, notVisibleIn: since, after: after, limit: pageSize, on: connection)
-                        var names: [String] = [], ids: [String] = [], bodies: [String] = []
+                // Endpoints that queue rows and stand at the same place read the journal once;
+                // each endpoint that hands over reads on its own, as far as its room goes.
+                var groups: [FeedPosition: [WebhookEndpoint]] = [:]
+                var feed = Feed()
+                var handedOver: (names: [String], ids: [String], leases: [String]) = ([], [], [])
+                for (name, position) in positions {
+                    guard let endpoint = byName[name] else { continue }
+                    guard var left = room[name] else {
+                        groups[position, default: []].append(endpoint)
+                        continue
+                    }
+                    var position = position
+                    var pages = 0
+                    while left > 0, pages < Self.pagesPerHandOver, let range = position.nextRange(now: now) {
+                        pages += 1
+                        let limit = min(pageSize, max(2 * left, 64))
+                        let rows = try Self.events(in: range, limit: limit, on: connection)
+                        var last: FeedPosition.Row?
+                        var consumedAll = true
+                        for row in rows {
+                            guard left > 0 else {
+                                consumedAll = false
+                                break
+                            }
+                            last = FeedPosition.Row(transactionID: row.transactionID, id: row.id)
+                            guard let event = try? Event(payload: row.event), endpoint.filter.matches(event) else { continue }
+                            left -= 1
+                            handedOver.names.append(name)
+                            handedOver.ids.append(String(row.id))
+                            handedOver.leases.append(String(endpoint.lease / .seconds(1)))
+                            feed.handedOver[name, default: []].append(PendingDelivery(
+                                source: .handedOver, eventID: String(row.id), body: Array(event.jsonText.utf8), attempts: 1, age: .zero
+                            ))
+                        }
+                        position.fed(through: last, rangeDone: consumedAll && rows.count < limit)
+                    }
+                    if position.isBehind(now) { feed.heldBack.insert(name) }
+                    positions[name] = position
+                }
+                for (start, group) in groups {
+                    var position = start
+                    while let range = position.nextRange(now: now) {
+                        let rows = try Self.events(in: range, limit: pageSize, on: connection)
+                        var queued: (names: [String], ids: [String], bodies: [String]) = ([], [], [])
                         for row in rows {
                             guard let event = try? Event(payload: row.event) else { continue }
                             let matching = group.filter { $0.filter.matches(event) }
@@ -86,24 +148,50 @@ public final class WebhookStore: Sendable {
                             // Encoded once, however many endpoints get it.
                             let body = event.jsonText
                             for endpoint in matching {
-                                names.append(endpoint.name)
-                                ids.append(String(row.id))
-                                bodies.append(body)
-                                fed.insert(endpoint.name)
+                                queued.names.append(endpoint.name)
+                                queued.ids.append(String(row.id))
+                                queued.bodies.append(body)
+                                feed.queued.insert(endpoint.name)
                             }
                         }
-                        if !names.isEmpty { try Self.insert(names: names, ids: ids, bodies: bodies, on: connection) }
-                        guard rows.count == pageSize, let last = rows.last else { break }
-                        after = (last.transactionID, last.id)
+                        if !queued.names.isEmpty { try Self.insert(names: queued.names, ids: queued.ids, bodies: queued.bodies, on: connection) }
+                        let last = rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }
+                        position.fed(through: last, rangeDone: rows.count < pageSize)
                     }
+                    for endpoint in group { positions[endpoint.name] = position }
                 }
+                if !handedOver.names.isEmpty {
+                    try connection.execute("""
+                        INSERT INTO pgherald.webhook_in_flight AS f (endpoint, daemon, event_ids, lease_until)
+                        SELECT u.endpoint, $4, array_agg(u.id ORDER BY u.position), now() + make_interval(secs => max(u.lease))
+                          FROM unnest($1::text[], $2::bigint[], $3::float8[]) WITH ORDINALITY u(endpoint, id, lease, position)
+                         GROUP BY u.endpoint
+                        ON CONFLICT (endpoint, daemon) DO UPDATE
+                           SET event_ids = f.event_ids || excluded.event_ids, lease_until = excluded.lease_until
+                        """, parameters: [Self.array(handedOver.names), Self.array(handedOver.ids), Self.array(handedOver.leases), daemon])
+                }
+                let names = Array(positions.keys)
+                let saved = names.map { positions[$0]! }
                 try connection.execute("""
-                    UPDATE pgherald.webhook_feed SET snapshot = $2::pg_snapshot, fed_at = now()
-                     WHERE endpoint = ANY($1::text[])
-                    """, parameters: [Self.array(locked.rows.compactMap { $0[0] }), now.description])
-                return fed
+                    UPDATE pgherald.webhook_feed f
+                       SET snapshot = u.snapshot::pg_snapshot, target = u.target::pg_snapshot,
+                           after_txid = u.after_txid::xid8, after_id = u.after_id, fed_at = now()
+                      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) u(endpoint, snapshot, target, after_txid, after_id)
+                     WHERE f.endpoint = u.endpoint
+                    """, parameters: [
+                        Self.array(names), Self.array(saved.map(\.snapshot.description)), Self.array(saved.map { $0.target?.description }),
+                        Self.array(saved.map { $0.after.map { String($0.transactionID) } }), Self.array(saved.map { $0.after.map { String($0.id) } }),
+                    ])
+                return feed
             }
         }
+    }
+
+    private static func events(in range: FeedPosition.Range, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [Journal.Row] {
+        try Journal.events(
+            visibleIn: range.newer, notVisibleIn: range.older,
+            after: range.after.map { ($0.transactionID, $0.id) }, limit: limit, on: connection
+        )
     }
 
     /// Queues live events (notify-only mode, where there is no journal to feed from).
@@ -155,39 +243,73 @@ public final class WebhookStore: Sendable {
         let result = try await connection.run { [parameters] connection throws(PostgresError) in
             try connection.execute(sql, parameters: parameters)
         }
-        return result.rows.compactMap { row -> PendingDelivery? in
+        return result.rows.sorted { Int64($0[0] ?? "") ?? 0 < Int64($1[0] ?? "") ?? 0 }.compactMap { row -> PendingDelivery? in
             guard let seq = row[0].flatMap({ Int64($0) }), let id = row[1], let attempts = row[2].flatMap({ Int($0) }),
                   let age = row[3].flatMap({ Double($0) }), let body = row[4] else { return nil }
-            return PendingDelivery(seq: seq, eventID: id, body: Array(body.utf8), attempts: attempts, age: .seconds(age))
-        }.sorted { $0.seq < $1.seq }
+            return PendingDelivery(source: .queued(seq: seq), eventID: id, body: Array(body.utf8), attempts: attempts, age: .seconds(age))
+        }
     }
 
-    /// Writes back outcomes: delivered rows go, retries wait, failures move to
-    /// the dead letters. Rows whose lease this daemon lost (it ran out and
-    /// another daemon took them) are left to that daemon.
-    public func complete(_ completions: [CompletedDelivery]) async throws(PostgresError) {
+    /// Writes back one endpoint's outcomes: delivered rows go, retries wait,
+    /// failures move to the dead letters, and settled handed-over events leave
+    /// this daemon's `webhook_in_flight` row. Rows whose lease this daemon lost
+    /// (it ran out and another daemon took them) are left to that daemon.
+    /// One transaction, so a handed-over event that failed is queued before
+    /// its id leaves the in-flight row, never after.
+    public func complete(_ completions: [CompletedDelivery], endpoint: WebhookEndpoint) async throws(PostgresError) {
         guard !completions.isEmpty else { return }
         var done: [String] = []
         var retries: (seqs: [String], delays: [String], statuses: [String?], errors: [String?]) = ([], [], [], [])
         var dead: (seqs: [String], statuses: [String?], excerpts: [String?], errors: [String]) = ([], [], [], [])
+        var settled: [String] = []
+        var failed: (ids: [String], bodies: [String], ages: [String], attempts: [String], delays: [String], statuses: [String?], errors: [String?]) =
+            ([], [], [], [], [], [], [])
+        var deadHandedOver: (ids: [String], bodies: [String], ages: [String], attempts: [String], statuses: [String?], excerpts: [String?], errors: [String]) =
+            ([], [], [], [], [], [], [])
         for completion in completions {
-            let seq = String(completion.seq)
-            switch completion.decision {
-            case .done:
-                done.append(seq)
-            case .retry(let after):
-                retries.seqs.append(seq)
-                retries.delays.append(String(after / .seconds(1)))
-                retries.statuses.append(completion.status.map(String.init))
-                retries.errors.append(completion.error)
-            case .deadLetter(let reason):
-                dead.seqs.append(seq)
-                dead.statuses.append(completion.status.map(String.init))
-                dead.excerpts.append(completion.responseExcerpt)
-                dead.errors.append(reason)
+            let delivery = completion.delivery
+            switch delivery.source {
+            case .queued(let seq):
+                let seq = String(seq)
+                switch completion.decision {
+                case .done:
+                    done.append(seq)
+                case .retry(let after):
+                    retries.seqs.append(seq)
+                    retries.delays.append(String(after / .seconds(1)))
+                    retries.statuses.append(completion.status.map(String.init))
+                    retries.errors.append(completion.error)
+                case .deadLetter(let reason):
+                    dead.seqs.append(seq)
+                    dead.statuses.append(completion.status.map(String.init))
+                    dead.excerpts.append(completion.responseExcerpt)
+                    dead.errors.append(reason)
+                }
+            case .handedOver:
+                settled.append(delivery.eventID)
+                switch completion.decision {
+                case .done:
+                    break
+                case .retry(let after):
+                    failed.ids.append(delivery.eventID)
+                    failed.bodies.append(String(decoding: delivery.body, as: UTF8.self))
+                    failed.ages.append(String(delivery.age / .seconds(1)))
+                    failed.attempts.append(String(delivery.attempts))
+                    failed.delays.append(String(after / .seconds(1)))
+                    failed.statuses.append(completion.status.map(String.init))
+                    failed.errors.append(completion.error)
+                case .deadLetter(let reason):
+                    deadHandedOver.ids.append(delivery.eventID)
+                    deadHandedOver.bodies.append(String(decoding: delivery.body, as: UTF8.self))
+                    deadHandedOver.ages.append(String(delivery.age / .seconds(1)))
+                    deadHandedOver.attempts.append(String(delivery.attempts))
+                    deadHandedOver.statuses.append(completion.status.map(String.init))
+                    deadHandedOver.excerpts.append(completion.responseExcerpt)
+                    deadHandedOver.errors.append(reason)
+                }
             }
         }
-        try await connection.run { [daemon, done, retries, dead] connection throws(PostgresError) in
+        try await connection.run { [daemon, done, retries, dead, settled, failed, deadHandedOver] connection throws(PostgresError) in
             if !done.isEmpty {
                 try connection.execute(
                     "DELETE FROM pgherald.webhook_delivery WHERE seq = ANY($1::bigint[]) AND leased_by = $2",
@@ -220,6 +342,95 @@ public final class WebhookStore: Sendable {
                     """, parameters: [
                         Self.array(dead.seqs), Self.array(dead.statuses), Self.array(dead.excerpts), Self.array(dead.errors), daemon,
                     ])
+            }
+            guard !settled.isEmpty else { return }
+            let settle = { () throws(PostgresError) in
+                _ = try connection.execute("""
+                    UPDATE pgherald.webhook_in_flight
+                       SET event_ids = ARRAY(SELECT id FROM unnest(event_ids) id WHERE id <> ALL($3::bigint[])),
+                           lease_until = now() + make_interval(secs => $4::float8)
+                     WHERE endpoint = $1 AND daemon = $2
+                    """, parameters: [endpoint.name, daemon, Self.array(settled), String(endpoint.lease / .seconds(1))])
+            }
+            // Delivered events only: one statement is enough.
+            guard !failed.ids.isEmpty || !deadHandedOver.ids.isEmpty else { return try settle() }
+            try connection.inTransaction { () throws(PostgresError) in
+                if !failed.ids.isEmpty {
+                    try connection.execute("""
+                        INSERT INTO pgherald.webhook_delivery
+                               (endpoint, event_id, body, created_at, attempts, next_attempt_at, last_status, last_error, last_attempt_at)
+                        SELECT $1, u.id, u.body, now() - make_interval(secs => u.age), u.attempts,
+                               now() + make_interval(secs => u.delay), u.status, u.error,
+                               CASE WHEN u.attempts > 0 THEN now() END
+                          FROM unnest($2::bigint[], $3::text[], $4::float8[], $5::int[], $6::float8[], $7::int[], $8::text[])
+                               u(id, body, age, attempts, delay, status, error)
+                        ON CONFLICT (endpoint, event_id) DO NOTHING
+                        """, parameters: [
+                            endpoint.name, Self.array(failed.ids), Self.array(failed.bodies), Self.array(failed.ages),
+                            Self.array(failed.attempts), Self.array(failed.delays), Self.array(failed.statuses), Self.array(failed.errors),
+                        ])
+                }
+                if !deadHandedOver.ids.isEmpty {
+                    try connection.execute("""
+                        INSERT INTO pgherald.webhook_dead_letter
+                               (endpoint, event_id, body, created_at, attempts, last_status, response_excerpt, error)
+                        SELECT $1, u.id, u.body, now() - make_interval(secs => u.age), u.attempts, u.status, u.excerpt, u.error
+                          FROM unnest($2::bigint[], $3::text[], $4::float8[], $5::int[], $6::int[], $7::text[], $8::text[])
+                               u(id, body, age, attempts, status, excerpt, error)
+                        """, parameters: [
+                            endpoint.name, Self.array(deadHandedOver.ids), Self.array(deadHandedOver.bodies), Self.array(deadHandedOver.ages),
+                            Self.array(deadHandedOver.attempts), Self.array(deadHandedOver.statuses), Self.array(deadHandedOver.excerpts),
+                            Self.array(deadHandedOver.errors),
+                        ])
+                }
+                try settle()
+            }
+        }
+    }
+
+    /// Queues, as rows due now, the handed-over events of daemons that died
+    /// with them in flight: this daemon's own from before it started
+    /// (`own: true`), or other daemons' whose lease has run out.
+    /// - Returns: the endpoints that got rows, and how many.
+    @discardableResult
+    public func requeueInFlight(own: Bool, endpoints: [String]) async throws(PostgresError) -> [String: Int] {
+        guard !endpoints.isEmpty else { return [:] }
+        return try await connection.run { [daemon] connection throws(PostgresError) in
+            try connection.inTransaction { () throws(PostgresError) -> [String: Int] in
+                let abandoned = try connection.execute("""
+                    SELECT endpoint, daemon, event_ids::text FROM pgherald.webhook_in_flight
+                     WHERE endpoint = ANY($2::text[]) AND cardinality(event_ids) > 0
+                       AND \(own ? "daemon = $1" : "daemon <> $1 AND lease_until < now()")
+                     FOR UPDATE SKIP LOCKED
+                    """, parameters: [daemon, Self.array(endpoints)])
+                var requeued: [String: Int] = [:]
+                for row in abandoned.rows {
+                    guard let endpoint = row[0], let owner = row[1], let ids = row[2] else { continue }
+                    let events = try connection.execute("""
+                        SELECT id::text, event, extract(epoch FROM now() - created_at)::float8 FROM pgherald.journal
+                         WHERE id = ANY($1::bigint[])
+                        """, parameters: [ids])
+                    var queued: (ids: [String], bodies: [String], ages: [String]) = ([], [], [])
+                    for event in events.rows {
+                        guard let id = event[0], let payload = event[1], let decoded = try? Event(payload: payload) else { continue }
+                        queued.ids.append(id)
+                        queued.bodies.append(decoded.jsonText)
+                        queued.ages.append(event[2] ?? "0")
+                    }
+                    // The attempt in flight counts: the receiver may have had it.
+                    try connection.execute("""
+                        INSERT INTO pgherald.webhook_delivery (endpoint, event_id, body, created_at, attempts)
+                        SELECT $1, u.id, u.body, now() - make_interval(secs => u.age), 1
+                          FROM unnest($2::bigint[], $3::text[], $4::float8[]) u(id, body, age)
+                        ON CONFLICT (endpoint, event_id) DO NOTHING
+                        """, parameters: [endpoint, Self.array(queued.ids), Self.array(queued.bodies), Self.array(queued.ages)])
+                    try connection.execute(
+                        "UPDATE pgherald.webhook_in_flight SET event_ids = '{}' WHERE endpoint = $1 AND daemon = $2",
+                        parameters: [endpoint, owner]
+                    )
+                    requeued[endpoint, default: 0] += queued.ids.count
+                }
+                return requeued
             }
         }
     }

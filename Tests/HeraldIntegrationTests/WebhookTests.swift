@@ -205,6 +205,53 @@ extension IntegrationTests {
             try await waitFor(seconds: 10) { (try? await second.statistics().webhooks?["down"]?.backlog) == 0 }
         }
 
+        @Test func anAnsweringReceiverGetsEveryEventWithoutARowPerEvent() async throws {
+            let database = try TestDatabase.create()
+            let receiver = try await WebhookReceiver()
+            let config = try configuration([Endpoint(name: "direct", url: receiver.url(), extra: ["concurrency: 4"])])
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            try database.execute("INSERT INTO course (short_code, name) SELECT 'D' || i, 'course' FROM generate_series(1, 200) i")
+            try insertCourses(database, 20, prefix: "E")
+            let expected = try journalIDs(database)
+            let requests = try await receiver.wait { Set($0.map(\.id)) == expected }
+            #expect(requests.count == expected.count)
+            // Handed over straight from the journal: the delivery table's identity was never drawn from.
+            let drawn = try database.execute("""
+                SELECT is_called FROM pgherald.webhook_delivery_seq_seq
+                """).rows.first?[0]
+            #expect(drawn == "f")
+            try await waitFor(seconds: 10) { (try? await daemon.statistics().webhooks?["direct"]?.backlog) == 0 }
+            let inFlight = try database.execute("SELECT coalesce(sum(cardinality(event_ids)), 0) FROM pgherald.webhook_in_flight").rows.first?[0]
+            #expect(inFlight == "0")
+        }
+
+        @Test func deliveriesInFlightWhenTheDaemonIsKilledAreSentAgainAtItsNextStart() async throws {
+            let database = try TestDatabase.create()
+            let receiver = try await WebhookReceiver()
+            let answering = Mutex(false)
+            receiver.answer { _, _ in answering.withLock { $0 } ? .status(200) : .hang }
+            let config = try configuration([Endpoint(name: "killed", url: receiver.url(), extra: ["timeout: 60s", "concurrency: 8"])])
+            let first = try await SocketDaemon(database: database, arguments: ["--config", config])
+            try insertCourses(database, 5, prefix: "K")
+            let expected = try journalIDs(database)
+            try await receiver.wait { Set($0.map(\.id)) == expected }
+            let held = try database.execute("SELECT cardinality(event_ids) FROM pgherald.webhook_in_flight WHERE endpoint = 'killed'").rows.first?[0]
+            #expect(held == "5", "the five requests in flight are on record")
+            first.process.signal(SIGKILL)
+            _ = try await first.process.finish()
+
+            answering.withLock { $0 = true }
+            let started = ContinuousClock.now
+            let second = try await SocketDaemon(database: database, socketPath: first.socketPath, arguments: ["--config", config])
+            let requests = try await receiver.wait(within: 20) { requests in
+                expected.allSatisfy { id in requests.filter { $0.id == id }.count == 2 }
+            }
+            // The restarted daemon takes its own deliveries back at once, not after the 65 s lease.
+            #expect(ContinuousClock.now - started < .seconds(20))
+            #expect(requests.count == 10, "each event once more, with its webhook-id: \(requests.map(\.id))")
+            try await waitFor(seconds: 10) { (try? await second.statistics().webhooks?["killed"]?.backlog) == 0 }
+        }
+
         @Test func twoDaemonsShareTheWorkOnceAndOneKilledLosesNothing() async throws {
             let database = try TestDatabase.create()
             let receiver = try await WebhookReceiver()

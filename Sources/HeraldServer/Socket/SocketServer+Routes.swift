@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldPostgres
+import HeraldWebhooks
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
