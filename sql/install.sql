@@ -144,7 +144,7 @@ CREATE INDEX IF NOT EXISTS webhook_delivery_order ON pgherald.webhook_delivery (
 -- daemon name, until its attempt is settled, and a failed attempt queues it
 -- in webhook_delivery. A daemon that dies leaves its ids behind; it takes them
 -- back when it starts again, and any other daemon once `lease_until` has
--- passed, reading the events from the journal.
+-- passed, reading the events from the journal, whose pruning keeps them.
 CREATE TABLE IF NOT EXISTS pgherald.webhook_in_flight (
     endpoint text NOT NULL,
     daemon text NOT NULL,

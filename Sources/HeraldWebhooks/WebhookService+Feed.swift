@@ -55,11 +55,14 @@ extension WebhookService {
     }
 
     /// Durable mode: events another daemon had in flight when it died are
-    /// queued again once its lease has run out.
+    /// queued again once its lease has run out. The feeds of endpoints this
+    /// daemon serves are marked alive meanwhile, so that journal pruning keeps
+    /// their backlog even while they are too busy for a feeding round.
     func requeueAbandoned() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: Self.feedInterval)
             let names = endpoints.map(\.name)
+            try? await store.markFeedsAlive(names)
             guard let requeued = try? await store.requeueInFlight(own: false, endpoints: names), !requeued.isEmpty else { continue }
             logger.info("deliveries another daemon had in flight when it stopped are due again", metadata: [
                 "deliveries": "\(requeued.values.reduce(0, +))",

@@ -37,6 +37,17 @@ public final class WebhookStore: Sendable {
         }
     }
 
+    /// Marks these feeds as served now (`fed_at`), whether or not they were fed.
+    public func markFeedsAlive(_ endpoints: [String]) async throws(PostgresError) {
+        guard !endpoints.isEmpty else { return }
+        _ = try await connection.run { connection throws(PostgresError) in
+            try connection.execute(
+                "UPDATE pgherald.webhook_feed SET fed_at = now() WHERE endpoint = ANY($1::text[])",
+                parameters: [Self.array(endpoints)]
+            )
+        }
+    }
+
     /// Deliveries this daemon name leased before it last stopped (it was killed
     /// mid-flight) become due now instead of when their lease runs out.
     @discardableResult

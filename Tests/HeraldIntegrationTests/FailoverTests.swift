@@ -64,8 +64,10 @@ extension IntegrationTests {
             #expect(try await daemon.get("/stats").status == 200)
 
             // Everything committed has reached the standby; then the primary dies and the standby takes over.
+            // The insert position, not the write position: with synchronous_commit off (--fast) a commit
+            // record can wait in WAL buffers past pg_current_wal_lsn(), and dies with the primary.
             let standbyAdmin = try PostgresConnection.connect(ConnectionString("host=\(standby.host) port=\(standby.port) user=postgres dbname=postgres"))
-            let target = try #require(try admin.execute("SELECT pg_current_wal_lsn()::text").rows.first?[0] ?? nil)
+            let target = try #require(try admin.execute("SELECT pg_current_wal_insert_lsn()::text").rows.first?[0] ?? nil)
             try await waitFor {
                 try standbyAdmin.execute("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", parameters: [target]).rows.first?[0] == "t"
             } failure: { "the standby did not replay up to \(target)" }

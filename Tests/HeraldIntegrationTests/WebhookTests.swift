@@ -252,6 +252,29 @@ extension IntegrationTests {
             try await waitFor(seconds: 10) { (try? await second.statistics().webhooks?["killed"]?.backlog) == 0 }
         }
 
+        @Test func pruningKeepsTheJournalRowsAFeedHasNotPassed() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("INSERT INTO student (first_name, last_name) SELECT 'old', 'row' || g FROM generate_series(1, 50) g")
+            let receiver = try await WebhookReceiver()
+            let answering = Mutex(false)
+            receiver.answer { _, _ in
+                while !answering.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(50)) }
+                return .status(200)
+            }
+            let config = try configuration([Endpoint(name: "slow", url: receiver.url(), extra: ["timeout: 30s", "concurrency: 1"])])
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config, "--retention", "1s", "--prune-interval", "1s"])
+            try insertCourses(database, 30, prefix: "R")
+            let held = Set(try database.execute("SELECT id::text FROM pgherald.journal WHERE event LIKE '%\"R%'").rows.compactMap { $0[0] })
+            #expect(held.count == 30)
+            // Pruning runs (the rows from before the endpoint's feed began go) and then runs again with the 30 older than the retention.
+            try await waitFor(seconds: 20) { try await daemon.statistics().journal?.pruned ?? 0 >= 50 }
+            try await Task.sleep(for: .seconds(2.5))
+            let kept = try database.execute("SELECT count(*) FROM pgherald.journal WHERE id = ANY($1::bigint[])", parameters: ["{" + held.joined(separator: ",") + "}"])
+            #expect(kept.rows == [["30"]], "one in flight, the rest waiting in the journal behind the feed")
+            answering.withLock { $0 = true }
+            try await receiver.wait(within: 40) { requests in held.isSubset(of: Set(requests.map(\.id))) }
+        }
+
         @Test func twoDaemonsShareTheWorkOnceAndOneKilledLosesNothing() async throws {
             let database = try TestDatabase.create()
             let receiver = try await WebhookReceiver()

@@ -98,6 +98,19 @@ public final class JournalMaintenance: Service, Sendable {
 
     private func prune(on connection: PostgresConnection) throws(PostgresError) -> Int {
         guard let checkpoint = try Journal.latestCheckpoint(of: daemon, on: connection) else { return 0 }
+        // Webhook feeds read their backlog from the journal, and events handed to a
+        // dispatcher are read again if it dies before settling them. A feed not
+        // fed for longer than the retention (its endpoint is gone) keeps nothing.
+        var handedOver: Set<String> = []
+        var feeds: [TransactionSnapshot] = []
+        if try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t" {
+            handedOver = Set(try connection.execute(
+                "SELECT DISTINCT unnest(event_ids)::text FROM pgherald.webhook_in_flight"
+            ).rows.compactMap { $0[0] })
+            feeds = try connection.execute("""
+                SELECT snapshot::text FROM pgherald.webhook_feed WHERE fed_at > now() - make_interval(secs => $1::float8)
+                """, parameters: [String(retentionSeconds)]).rows.compactMap { $0[0].flatMap { TransactionSnapshot($0) } }
+        }
         var pruned = 0
         while true {
             let oldest = try connection.execute("""
@@ -105,8 +118,9 @@ public final class JournalMaintenance: Service, Sendable {
                   FROM pgherald.journal ORDER BY id LIMIT \(configuration.batchSize)
                 """, parameters: [String(retentionSeconds)])
             let doomed = oldest.rows.compactMap { row -> String? in
-                guard row[2] == "t", let txid = row[1].flatMap({ UInt64($0) }), checkpoint.snapshot.isVisible(txid) else { return nil }
-                return row[0]
+                guard row[2] == "t", let txid = row[1].flatMap({ UInt64($0) }), checkpoint.snapshot.isVisible(txid),
+                      feeds.allSatisfy({ $0.isVisible(txid) }), let id = row[0], !handedOver.contains(id) else { return nil }
+                return id
             }
             guard !doomed.isEmpty else { break }
             try connection.execute(
