@@ -3,7 +3,11 @@ public import HeraldPostgres
 extension WebhookStore {
     /// One endpoint's state in the database, for `webhooks list`, `/stats` and `/metrics`.
     public struct Backlog: Sendable, Hashable, Codable {
+        /// Every event not yet delivered: rows, ids in flight, and what waits in the journal.
         public var pending: Int
+        /// Of `pending`, the journal's events the feed has not reached yet. It
+        /// counts every table, so for an endpoint with a filter it is an upper bound.
+        public var inJournal = 0
         /// Leased by a daemon and not yet answered.
         public var inFlight: Int
         /// Pending after at least one failed attempt.
@@ -74,6 +78,23 @@ extension WebhookStore {
                 guard let name = row[0], let count = row[1].flatMap({ Int($0) }) else { continue }
                 backlogs[name, default: Backlog()].pending += count
                 backlogs[name, default: Backlog()].inFlight += count
+            }
+            // The backlog a busy endpoint leaves in the journal, past its feed's position.
+            let waiting = try connection.execute("""
+                SELECT f.endpoint, count(j.id), extract(epoch FROM now() - min(j.created_at))::float8
+                  FROM pgherald.webhook_feed f
+                  JOIN pgherald.journal j
+                    ON j.txid >= pg_snapshot_xmin(f.snapshot) AND NOT pg_visible_in_snapshot(j.txid, f.snapshot)
+                   AND NOT coalesce(pg_visible_in_snapshot(j.txid, f.target) AND (j.txid, j.id) <= (f.after_txid, f.after_id), false)
+                 GROUP BY f.endpoint
+                """)
+            for row in waiting.rows {
+                guard let name = row[0], let count = row[1].flatMap({ Int($0) }), count > 0 else { continue }
+                backlogs[name, default: Backlog()].pending += count
+                backlogs[name, default: Backlog()].inJournal = count
+                if let age = row[2].flatMap({ Double($0) }) {
+                    backlogs[name, default: Backlog()].oldestPendingSeconds = max(backlogs[name]?.oldestPendingSeconds ?? 0, age)
+                }
             }
             let dead = try connection.execute("SELECT endpoint, count(*) FROM pgherald.webhook_dead_letter GROUP BY endpoint")
             for row in dead.rows {

@@ -271,6 +271,10 @@ extension IntegrationTests {
             try await Task.sleep(for: .seconds(2.5))
             let kept = try database.execute("SELECT count(*) FROM pgherald.journal WHERE id = ANY($1::bigint[])", parameters: ["{" + held.joined(separator: ",") + "}"])
             #expect(kept.rows == [["30"]], "one in flight, the rest waiting in the journal behind the feed")
+            // What waits in the journal is pending too: at most 4 handed over (1 sent), the rest behind the feed.
+            try await waitFor(seconds: 10) { (try? await daemon.statistics().webhooks?["slow"]?.backlog) == 30 }
+            let listed = try await command(["list"], config: config, database: database).stdout
+            #expect(listed.contains("pending 30 (") && listed.contains(" of them still in the journal, every table)"), "\(listed)")
             answering.withLock { $0 = true }
             try await receiver.wait(within: 40) { requests in held.isSubset(of: Set(requests.map(\.id))) }
         }

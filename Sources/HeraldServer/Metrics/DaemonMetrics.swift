@@ -115,7 +115,7 @@ public final class DaemonMetrics: Sendable {
                 advance("pgherald_webhook_retries_total", to: Int64(figures.retries), labels: labels, help: "Failed webhook requests that will be tried again.")
                 advance("pgherald_webhook_dead_letters_total", to: Int64(figures.deadLettered), labels: labels, help: "Webhook deliveries given up and moved to the dead letters.")
                 gauge("pgherald_webhook_in_flight", Double(figures.inFlight), labels: labels, help: "Webhook requests in flight now.")
-                gauge("pgherald_webhook_backlog", Double(figures.backlog ?? 0), labels: labels, help: "Webhook deliveries pending in the database, for every daemon.")
+                gauge("pgherald_webhook_backlog", Double(figures.backlog ?? 0), labels: labels, help: "Webhook deliveries pending in the database (rows, ids in flight, the journal past the feed), for every daemon.")
                 gauge("pgherald_webhook_oldest_pending_seconds", figures.oldestPendingSeconds ?? 0, labels: labels, help: "Age of the oldest pending webhook delivery.")
             }
         }

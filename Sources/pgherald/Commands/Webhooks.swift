@@ -66,7 +66,8 @@ struct Webhooks: AsyncParsableCommand {
                 let backlog = backlogs[name] ?? WebhookStore.Backlog()
                 let endpoint = configuration.webhooks.first { $0.name == name }
                 print("\(name)  \(endpoint.map(\.url) ?? "(not configured)")\(endpoint?.ordered == true ? "  ordered" : "")")
-                print("  pending \(backlog.pending), in flight \(backlog.inFlight), failing \(backlog.failing), dead \(backlog.dead)")
+                let journal = backlog.inJournal > 0 ? " (\(backlog.inJournal) of them still in the journal, every table)" : ""
+                print("  pending \(backlog.pending)\(journal), in flight \(backlog.inFlight), failing \(backlog.failing), dead \(backlog.dead)")
                 if let oldest = backlog.oldestPendingSeconds {
                     print("  oldest pending: \(String(format: "%.1f", oldest)) s")
                 }
