@@ -254,148 +254,132 @@ public final class WebhookStore: Sendable {
         let result = try await connection.run { [parameters] connection throws(PostgresError) in
             try connection.execute(sql, parameters: parameters)
         }
-        return result.rows.sorted { Int64($0[0] ?? "") ?? 0 < Int64($1[0] ?? "") ?? 0 }.compactMap { row -> PendingDelivery? in
+        return result.rows.compactMap { row -> (seq: Int64, delivery: PendingDelivery)? in
             guard let seq = row[0].flatMap({ Int64($0) }), let id = row[1], let attempts = row[2].flatMap({ Int($0) }),
                   let age = row[3].flatMap({ Double($0) }), let body = row[4] else { return nil }
-            return PendingDelivery(source: .queued(seq: seq), eventID: id, body: Array(body.utf8), attempts: attempts, age: .seconds(age))
-        }
+            return (seq, PendingDelivery(source: .queued(seq: seq), eventID: id, body: Array(body.utf8), attempts: attempts, age: .seconds(age)))
+        }.sorted { $0.seq < $1.seq }.map(\.delivery)
     }
 
     /// Writes back one endpoint's outcomes: delivered rows go, retries wait,
     /// failures move to the dead letters, and settled handed-over events leave
     /// this daemon's `webhook_in_flight` row. Rows whose lease this daemon lost
     /// (it ran out and another daemon took them) are left to that daemon.
-    /// One transaction, so a handed-over event that failed is queued before
-    /// its id leaves the in-flight row, never after.
+    ///
+    /// A handed-over event that was not delivered first becomes a row leased
+    /// by this daemon, and is then retried or dead-lettered like any row, in
+    /// the transaction that takes its id out of the in-flight row: it is
+    /// queued before its id goes, never after.
     public func complete(_ completions: [CompletedDelivery], endpoint: WebhookEndpoint) async throws(PostgresError) {
         guard !completions.isEmpty else { return }
-        var done: [String] = []
-        var retries: (seqs: [String], delays: [String], statuses: [String?], errors: [String?]) = ([], [], [], [])
-        var dead: (seqs: [String], statuses: [String?], excerpts: [String?], errors: [String]) = ([], [], [], [])
-        var settled: [String] = []
-        var failed: (ids: [String], bodies: [String], ages: [String], attempts: [String], delays: [String], statuses: [String?], errors: [String?]) =
-            ([], [], [], [], [], [], [])
-        var deadHandedOver: (ids: [String], bodies: [String], ages: [String], attempts: [String], statuses: [String?], excerpts: [String?], errors: [String]) =
-            ([], [], [], [], [], [], [])
-        for completion in completions {
-            let delivery = completion.delivery
-            switch delivery.source {
-            case .queued(let seq):
-                let seq = String(seq)
-                switch completion.decision {
-                case .done:
-                    done.append(seq)
-                case .retry(let after):
-                    retries.seqs.append(seq)
-                    retries.delays.append(String(after / .seconds(1)))
-                    retries.statuses.append(completion.status.map(String.init))
-                    retries.errors.append(completion.error)
-                case .deadLetter(let reason):
-                    dead.seqs.append(seq)
-                    dead.statuses.append(completion.status.map(String.init))
-                    dead.excerpts.append(completion.responseExcerpt)
-                    dead.errors.append(reason)
-                }
-            case .handedOver:
-                settled.append(delivery.eventID)
-                switch completion.decision {
-                case .done:
-                    break
-                case .retry(let after):
-                    failed.ids.append(delivery.eventID)
-                    failed.bodies.append(String(decoding: delivery.body, as: UTF8.self))
-                    failed.ages.append(String(delivery.age / .seconds(1)))
-                    failed.attempts.append(String(delivery.attempts))
-                    failed.delays.append(String(after / .seconds(1)))
-                    failed.statuses.append(completion.status.map(String.init))
-                    failed.errors.append(completion.error)
-                case .deadLetter(let reason):
-                    deadHandedOver.ids.append(delivery.eventID)
-                    deadHandedOver.bodies.append(String(decoding: delivery.body, as: UTF8.self))
-                    deadHandedOver.ages.append(String(delivery.age / .seconds(1)))
-                    deadHandedOver.attempts.append(String(delivery.attempts))
-                    deadHandedOver.statuses.append(completion.status.map(String.init))
-                    deadHandedOver.excerpts.append(completion.responseExcerpt)
-                    deadHandedOver.errors.append(reason)
-                }
-            }
-        }
-        try await connection.run { [daemon, done, retries, dead, settled, failed, deadHandedOver] connection throws(PostgresError) in
-            if !done.isEmpty {
-                try connection.execute(
-                    "DELETE FROM pgherald.webhook_delivery WHERE seq = ANY($1::bigint[]) AND leased_by = $2",
-                    parameters: [Self.array(done), daemon]
-                )
-            }
-            if !retries.seqs.isEmpty {
-                try connection.execute("""
-                    UPDATE pgherald.webhook_delivery d
-                       SET leased_by = NULL, next_attempt_at = now() + make_interval(secs => u.delay),
-                           last_status = u.status, last_error = u.error
-                      FROM unnest($1::bigint[], $2::float8[], $3::int[], $4::text[]) u(seq, delay, status, error)
-                     WHERE d.seq = u.seq AND d.leased_by = $5
-                    """, parameters: [
-                        Self.array(retries.seqs), Self.array(retries.delays), Self.array(retries.statuses),
-                        Self.array(retries.errors), daemon,
-                    ])
-            }
-            if !dead.seqs.isEmpty {
-                try connection.execute("""
-                    WITH failed AS (
-                        DELETE FROM pgherald.webhook_delivery d
-                         USING unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) u(seq, status, excerpt, error)
-                         WHERE d.seq = u.seq AND d.leased_by = $5
-                        RETURNING d.endpoint, d.event_id, d.body, d.created_at, d.attempts, u.status, u.excerpt, u.error
-                    )
-                    INSERT INTO pgherald.webhook_dead_letter
-                           (endpoint, event_id, body, created_at, attempts, last_status, response_excerpt, error)
-                    SELECT * FROM failed
-                    """, parameters: [
-                        Self.array(dead.seqs), Self.array(dead.statuses), Self.array(dead.excerpts), Self.array(dead.errors), daemon,
-                    ])
-            }
-            guard !settled.isEmpty else { return }
+        let handedOver = completions.filter { $0.delivery.source == .handedOver }
+        let undelivered = handedOver.filter { $0.decision != .done }
+        let queued = completions.filter { $0.delivery.source != .handedOver }
+        try await connection.run { [daemon] connection throws(PostgresError) in
+            guard !handedOver.isEmpty else { return try Self.writeBack(queued, daemon: daemon, on: connection) }
             let settle = { () throws(PostgresError) in
                 _ = try connection.execute("""
                     UPDATE pgherald.webhook_in_flight
                        SET event_ids = ARRAY(SELECT id FROM unnest(event_ids) id WHERE id <> ALL($3::bigint[])),
                            lease_until = now() + make_interval(secs => $4::float8)
                      WHERE endpoint = $1 AND daemon = $2
-                    """, parameters: [endpoint.name, daemon, Self.array(settled), String(endpoint.lease / .seconds(1))])
+                    """, parameters: [
+                        endpoint.name, daemon, Self.array(handedOver.map(\.delivery.eventID)), String(endpoint.lease / .seconds(1)),
+                    ])
             }
-            // Delivered events only: one statement is enough.
-            guard !failed.ids.isEmpty || !deadHandedOver.ids.isEmpty else { return try settle() }
+            // Delivered events only: one statement each is enough.
+            guard !undelivered.isEmpty else {
+                try Self.writeBack(queued, daemon: daemon, on: connection)
+                return try settle()
+            }
             try connection.inTransaction { () throws(PostgresError) in
-                if !failed.ids.isEmpty {
-                    try connection.execute("""
-                        INSERT INTO pgherald.webhook_delivery
-                               (endpoint, event_id, body, created_at, attempts, next_attempt_at, last_status, last_error, last_attempt_at)
-                        SELECT $1, u.id, u.body, now() - make_interval(secs => u.age), u.attempts,
-                               now() + make_interval(secs => u.delay), u.status, u.error,
-                               CASE WHEN u.attempts > 0 THEN now() END
-                          FROM unnest($2::bigint[], $3::text[], $4::float8[], $5::int[], $6::float8[], $7::int[], $8::text[])
-                               u(id, body, age, attempts, delay, status, error)
-                        ON CONFLICT (endpoint, event_id) DO NOTHING
-                        """, parameters: [
-                            endpoint.name, Self.array(failed.ids), Self.array(failed.bodies), Self.array(failed.ages),
-                            Self.array(failed.attempts), Self.array(failed.delays), Self.array(failed.statuses), Self.array(failed.errors),
-                        ])
-                }
-                if !deadHandedOver.ids.isEmpty {
-                    try connection.execute("""
-                        INSERT INTO pgherald.webhook_dead_letter
-                               (endpoint, event_id, body, created_at, attempts, last_status, response_excerpt, error)
-                        SELECT $1, u.id, u.body, now() - make_interval(secs => u.age), u.attempts, u.status, u.excerpt, u.error
-                          FROM unnest($2::bigint[], $3::text[], $4::float8[], $5::int[], $6::int[], $7::text[], $8::text[])
-                               u(id, body, age, attempts, status, excerpt, error)
-                        """, parameters: [
-                            endpoint.name, Self.array(deadHandedOver.ids), Self.array(deadHandedOver.bodies), Self.array(deadHandedOver.ages),
-                            Self.array(deadHandedOver.attempts), Self.array(deadHandedOver.statuses), Self.array(deadHandedOver.excerpts),
-                            Self.array(deadHandedOver.errors),
-                        ])
-                }
+                let rows = try Self.queueLeased(undelivered, endpoint: endpoint, daemon: daemon, on: connection)
+                try Self.writeBack(queued + rows, daemon: daemon, on: connection)
                 try settle()
             }
+        }
+    }
+
+    /// Inserts handed-over deliveries as rows leased by `daemon`, and returns
+    /// their completions as completions of those rows. One that already has a
+    /// row (another daemon queued it again) is left to that row.
+    private static func queueLeased(
+        _ completions: [CompletedDelivery], endpoint: WebhookEndpoint, daemon: String, on connection: PostgresConnection
+    ) throws(PostgresError) -> [CompletedDelivery] {
+        let deliveries = completions.map(\.delivery)
+        let inserted = try connection.execute("""
+            INSERT INTO pgherald.webhook_delivery
+                   (endpoint, event_id, body, created_at, attempts, leased_by, next_attempt_at, last_attempt_at)
+            SELECT $1, u.id, u.body, now() - make_interval(secs => u.age), u.attempts,
+                   $5, now() + make_interval(secs => $6::float8), CASE WHEN u.attempts > 0 THEN now() END
+              FROM unnest($2::bigint[], $3::text[], $4::float8[], $7::int[]) u(id, body, age, attempts)
+            ON CONFLICT (endpoint, event_id) DO NOTHING
+            RETURNING event_id::text, seq
+            """, parameters: [
+                endpoint.name, array(deliveries.map(\.eventID)), array(deliveries.map { String(decoding: $0.body, as: UTF8.self) }),
+                array(deliveries.map { String($0.age / .seconds(1)) }), daemon, String(endpoint.lease / .seconds(1)),
+                array(deliveries.map { String($0.attempts) }),
+            ])
+        let seqs = Dictionary(inserted.rows.compactMap { row in row[0].flatMap { id in row[1].flatMap { Int64($0) }.map { (id, $0) } } },
+                              uniquingKeysWith: { first, _ in first })
+        return completions.compactMap { completion in
+            guard let seq = seqs[completion.delivery.eventID] else { return nil }
+            var completion = completion
+            completion.delivery.source = .queued(seq: seq)
+            return completion
+        }
+    }
+
+    /// Writes back outcomes of leased rows.
+    private static func writeBack(_ completions: [CompletedDelivery], daemon: String, on connection: PostgresConnection) throws(PostgresError) {
+        var done: [String] = []
+        var retries: (seqs: [String], delays: [String], statuses: [String?], errors: [String?]) = ([], [], [], [])
+        var dead: (seqs: [String], statuses: [String?], excerpts: [String?], errors: [String]) = ([], [], [], [])
+        for completion in completions {
+            guard case .queued(let number) = completion.delivery.source else { continue }
+            let seq = String(number)
+            switch completion.decision {
+            case .done:
+                done.append(seq)
+            case .retry(let after):
+                retries.seqs.append(seq)
+                retries.delays.append(String(after / .seconds(1)))
+                retries.statuses.append(completion.status.map(String.init))
+                retries.errors.append(completion.error)
+            case .deadLetter(let reason):
+                dead.seqs.append(seq)
+                dead.statuses.append(completion.status.map(String.init))
+                dead.excerpts.append(completion.responseExcerpt)
+                dead.errors.append(reason)
+            }
+        }
+        if !done.isEmpty {
+            try connection.execute(
+                "DELETE FROM pgherald.webhook_delivery WHERE seq = ANY($1::bigint[]) AND leased_by = $2",
+                parameters: [array(done), daemon]
+            )
+        }
+        if !retries.seqs.isEmpty {
+            try connection.execute("""
+                UPDATE pgherald.webhook_delivery d
+                   SET leased_by = NULL, next_attempt_at = now() + make_interval(secs => u.delay),
+                       last_status = u.status, last_error = u.error
+                  FROM unnest($1::bigint[], $2::float8[], $3::int[], $4::text[]) u(seq, delay, status, error)
+                 WHERE d.seq = u.seq AND d.leased_by = $5
+                """, parameters: [array(retries.seqs), array(retries.delays), array(retries.statuses), array(retries.errors), daemon])
+        }
+        if !dead.seqs.isEmpty {
+            try connection.execute("""
+                WITH failed AS (
+                    DELETE FROM pgherald.webhook_delivery d
+                     USING unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) u(seq, status, excerpt, error)
+                     WHERE d.seq = u.seq AND d.leased_by = $5
+                    RETURNING d.endpoint, d.event_id, d.body, d.created_at, d.attempts, u.status, u.excerpt, u.error
+                )
+                INSERT INTO pgherald.webhook_dead_letter
+                       (endpoint, event_id, body, created_at, attempts, last_status, response_excerpt, error)
+                SELECT * FROM failed
+                """, parameters: [array(dead.seqs), array(dead.statuses), array(dead.excerpts), array(dead.errors), daemon])
         }
     }
 
