@@ -33,6 +33,9 @@ final class WebhookDispatcher: Sendable {
         var reserved = 0
         /// Events wait in the journal until there is room for them.
         var heldBack = false
+        /// The receiver is failing, the gate lets a probe through and no row
+        /// is due: the next feeding round hands over one event to probe with.
+        var probeWanted = false
         var completions: [CompletedDelivery] = []
         /// Rows may be due: the feed queued some, a retry's time came, or it is time to poll.
         var rowsMayBeDue = true
@@ -71,17 +74,27 @@ final class WebhookDispatcher: Sendable {
     var capacity: Int { 4 * endpoint.effectiveConcurrency }
 
     /// Promises room for deliveries handed over by the next feeding round, or
-    /// `nil` when this endpoint's events are to be queued as rows: while the
-    /// receiver is failing (the gate lets one probe through at a time), for
-    /// an ordered endpoint (whose rows keep the order), or while stopping.
+    /// `nil` when this endpoint's events are to be queued as rows: for an
+    /// ordered endpoint (whose rows keep the order), or while stopping.
     /// Each promise is ended by ``handOver(_:reserved:heldBack:)`` or ``releaseRoom(_:)``.
     ///
     /// Less room than half the capacity counts as none, so that a busy
     /// endpoint is fed in rounds of many events rather than many rounds of a
     /// few; once that much room is free again, the dispatcher asks for a round.
+    ///
+    /// While the receiver fails, the backlog waits in the journal at no cost
+    /// to anyone else, and only an event to probe with is handed over, when
+    /// the gate lets a probe through and no row is due to probe with.
     func reserveRoom() -> Int? {
         state.withLock { state in
-            guard !endpoint.ordered, !state.stopping, !state.gate.isFailing else { return nil }
+            guard !endpoint.ordered, !state.stopping else { return nil }
+            if state.gate.isFailing {
+                state.heldBack = true
+                guard state.probeWanted, state.inFlight == 0, state.handedOver.isEmpty, state.reserved == 0 else { return 0 }
+                state.probeWanted = false
+                state.reserved = 1
+                return 1
+            }
             let room = capacity - state.inFlight - state.handedOver.count - state.reserved
             guard room >= capacity / 2 else {
                 state.heldBack = true
@@ -194,13 +207,16 @@ final class WebhookDispatcher: Sendable {
                             timeout = .seconds(1)
                         }
                     }
-                    let handedOver = state.withLock { state in
+                    let (handedOver, probeWanted) = state.withLock { state in
                         if leaseRows, !leaseFailed, leased.count < slots { state.rowsMayBeDue = false }
                         let taken = Array(state.handedOver.prefix(slots - leased.count))
                         state.handedOver.removeFirst(taken.count)
                         state.inFlight += leased.count + taken.count
-                        return taken
+                        let probeWanted = state.gate.isFailing && leaseRows && !leaseFailed && state.inFlight == 0 && state.reserved == 0
+                        if probeWanted { state.probeWanted = true }
+                        return (taken, probeWanted)
                     }
+                    if probeWanted { feedDoorbell.ring() }
                     for delivery in leased + handedOver {
                         group.addTask { await self.attempt(delivery, generation: generation) }
                     }

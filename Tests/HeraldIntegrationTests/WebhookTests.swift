@@ -205,6 +205,30 @@ extension IntegrationTests {
             try await waitFor(seconds: 10) { (try? await second.statistics().webhooks?["down"]?.backlog) == 0 }
         }
 
+        @Test func aFailingReceiversBacklogWaitsInTheJournalAndOnlyFailedAttemptsBecomeRows() async throws {
+            let database = try TestDatabase.create()
+            let receiver = try await WebhookReceiver()
+            let answering = Mutex(false)
+            receiver.answer { _, _ in answering.withLock { $0 } ? .status(200) : .status(503) }
+            let config = try configuration([Endpoint(name: "failing", url: receiver.url(), extra: ["concurrency: 4"])])
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            try insertCourses(database, 5, prefix: "F")
+            try await waitFor(seconds: 10) { (try? await daemon.statistics().webhooks?["failing"]?.failing) == true }
+            try database.execute("INSERT INTO course (short_code, name) SELECT 'G' || i, 'course' FROM generate_series(1, 200) i")
+            try await waitFor(seconds: 10) { (try? await daemon.statistics().webhooks?["failing"]?.backlog) == 205 }
+            // Probes go on meanwhile, one at a time.
+            try await Task.sleep(for: .seconds(3))
+            let rows = try database.execute("SELECT count(*) FROM pgherald.webhook_delivery WHERE endpoint = 'failing'").rows
+            let count = rows.first?[0].flatMap { Int($0) } ?? -1
+            #expect(count >= 1 && count <= 5 + 16 + 4, "what failed (and at most the dispatcher's capacity) is a row, not the backlog: \(count) rows")
+            answering.withLock { $0 = true }
+            let expected = try journalIDs(database)
+            #expect(expected.count == 205)
+            try await receiver.wait(within: 30) { expected.isSubset(of: Set($0.map(\.id))) }
+            // Delivered, not merely tried: nothing is pending any more.
+            try await waitFor(seconds: 20) { (try? await daemon.statistics().webhooks?["failing"]?.backlog) == 0 }
+        }
+
         @Test func anAnsweringReceiverGetsEveryEventWithoutARowPerEvent() async throws {
             let database = try TestDatabase.create()
             let receiver = try await WebhookReceiver()

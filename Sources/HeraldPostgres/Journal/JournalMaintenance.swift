@@ -100,7 +100,9 @@ public final class JournalMaintenance: Service, Sendable {
         guard let checkpoint = try Journal.latestCheckpoint(of: daemon, on: connection) else { return 0 }
         // Webhook feeds read their backlog from the journal, and events handed to a
         // dispatcher are read again if it dies before settling them. A feed not
-        // fed for longer than the retention (its endpoint is gone) keeps nothing.
+        // fed for longer than the retention (its endpoint is gone) keeps nothing;
+        // feeds are marked each second, so a minute's grace keeps a short
+        // retention from outrunning a late mark.
         var handedOver: Set<String> = []
         var feeds: [TransactionSnapshot] = []
         if try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t" {
@@ -108,7 +110,8 @@ public final class JournalMaintenance: Service, Sendable {
                 "SELECT DISTINCT unnest(event_ids)::text FROM pgherald.webhook_in_flight"
             ).rows.compactMap { $0[0] })
             feeds = try connection.execute("""
-                SELECT snapshot::text FROM pgherald.webhook_feed WHERE fed_at > now() - make_interval(secs => $1::float8)
+                SELECT snapshot::text FROM pgherald.webhook_feed
+                 WHERE fed_at > now() - greatest(make_interval(secs => $1::float8), interval '1 minute')
                 """, parameters: [String(retentionSeconds)]).rows.compactMap { $0[0].flatMap { TransactionSnapshot($0) } }
         }
         var pruned = 0
