@@ -33,6 +33,13 @@ extension DaemonConfiguration {
             throw settings.fail("metrics.listen", "'\(metricsListen)' is not HOST:PORT, such as 127.0.0.1:9187 or [::1]:9187")
         }
         let webhooks = try webhookEndpoints(settings)
+        let access = try accessPolicy(settings)
+        if socket != nil, access == nil {
+            warnings.append("no access section: whoever the socket's mode and group let in sees every table (see access: in systemd/pgherald.yaml)")
+        }
+        if access != nil, let metricsListen {
+            warnings.append("metrics.listen (\(metricsListen)) serves per-table counts to whoever reaches it; the access section covers the socket only")
+        }
         try settings.rejectUnknownKeys()
 
         return DaemonConfiguration(
@@ -41,7 +48,7 @@ extension DaemonConfiguration {
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),
             socket: socket, logLevels: levels, logFormat: format, eventLog: eventLog,
-            metricsListen: metricsListen, webhooks: webhooks, warnings: warnings, effective: settings.effective
+            metricsListen: metricsListen, webhooks: webhooks, access: access, warnings: warnings, effective: settings.effective
         )
     }
 

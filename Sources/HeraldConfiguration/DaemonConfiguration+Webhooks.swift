@@ -29,19 +29,10 @@ extension DaemonConfiguration {
             throw settings.fail("\(prefix).url", "'\(url.prefix(80))' is not an http:// or https:// URL with a host")
         }
 
-        var items: [(name: String, value: String)] = []
-        for parameter in ["table", "op", "where"] {
-            let key = "\(prefix).\(parameter)"
-            guard let values = settings.list(key) else { continue }
-            settings.record(key, values.joined(separator: parameter == "where" ? " AND " : ","))
-            items += values.map { (parameter, $0) }
-        }
-        let filter: EventFilter
-        do {
-            filter = try FilterQuery.parse(items)
-        } catch {
-            throw settings.fail("\(prefix).\(error.parameter)", "400 \(error.code.rawValue): \(error.message)")
-        }
+        let filter = try filter(
+            settings, parameters: ["table", "op", "where"].map { ($0, "\(prefix).\($0)") },
+            reason: { "400 \($0.code.rawValue): \($0.message)" }
+        )
 
         let secrets = try webhookSecrets(prefix, settings)
         let timeout = try settings.value("\(prefix).timeout", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!

@@ -1,3 +1,4 @@
+public import Herald
 public import HeraldPostgres
 public import HeraldServer
 public import HeraldWebhooks
@@ -44,6 +45,9 @@ public struct DaemonConfiguration: Sendable {
     public var metricsListen: String?
     /// Section `webhooks`: one endpoint per name. Default: none.
     public var webhooks: [WebhookEndpoint]
+    /// Section `access`: who may see what on the socket. Default: none, so
+    /// whoever the socket's mode and group let in sees every table.
+    public var access: AccessPolicy?
     /// Things worth saying that do not stop the daemon.
     public var warnings: [String]
     /// Every setting as it is in force, with its source, for `check-config`.

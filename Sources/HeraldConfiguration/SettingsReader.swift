@@ -124,6 +124,12 @@ final class SettingsReader {
         return sections.map { ($0.key, $0.value) }.sorted { $0.line < $1.line }
     }
 
+    /// Whether the file sets `key` itself (a section left empty counts); marks it read.
+    func fileContains(_ key: String) -> Bool {
+        readKeys.insert(key)
+        return file?.source(of: key) != nil
+    }
+
     /// The file's keys under `prefix`.
     func fileKeys(under prefix: String) -> [String] {
         guard let file else { return [] }

@@ -156,13 +156,16 @@ import Testing
     }
 
     @Test func theShippedExampleIsValidAndNamesEveryKey() async throws {
-        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appending(path: "systemd/pgherald.yaml").path
+        // The access rule names the client group that the package's sysusers.d entry creates.
+        let example = try file(String(contentsOfFile: shipped, encoding: .utf8).replacing("group: pgherald-clients", with: "group: root"), named: "shipped.yaml")
         let configuration = try await DaemonConfiguration.load(from: ConfigurationSources(
             file: example, fileRequired: true,
             // What the unit provides: the client group and the logs directory.
             environment: ["PGHERALD_SOCKET_GROUP": "root", "PGHERALD_EVENT_LOG_PATH": directory.appending(path: "events.jsonl").path]
         ))
+        #expect(configuration.access?.rules.map(\.name) == ["clients"])
         let text = try String(contentsOfFile: example, encoding: .utf8)
         for setting in configuration.effective {
             let leaf = setting.key.split(separator: ".").last!

@@ -8,6 +8,9 @@ public struct EventFilter: Sendable, Hashable {
     public var operations: OperationSet
     /// Conditions on the row's columns.
     public var predicates: [ColumnPredicate]
+    /// What the subscriber's access grant lets through: an event must also
+    /// match one of these. `nil`: no restriction. Set by ``narrowed(to:)``.
+    public internal(set) var access: [AccessGrant]?
 
     public init(
         tables: Set<TableName>? = nil,
@@ -34,9 +37,15 @@ public struct EventFilter: Sendable, Hashable {
         guard operations.contains(event.operation) else { return false }
         if let tables, !tables.contains(event.table) { return false }
         if let schemas, !schemas.contains(event.table.schema) { return false }
-        if predicates.isEmpty { return true }
-        let parsed = row.value
-        return predicates.allSatisfy { $0.matches(parsed) }
+        if !predicates.isEmpty {
+            let parsed = row.value
+            guard predicates.allSatisfy({ $0.matches(parsed) }) else { return false }
+        }
+        guard let access else { return true }
+        for grant in access where grant.matches(event, row: &row) {
+            return true
+        }
+        return false
     }
 }
 

@@ -11,26 +11,29 @@ extension SocketServer {
         router.get("events") { request, context in
             try await self.events(request, context: context)
         }
-        router.get("stats") { _, _ in
-            self.jsonResponse(.ok, self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(2))))
+        router.get("stats") { _, context in
+            let scope = await self.scope(of: context.channel)
+            return self.jsonResponse(.ok, self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)), visibleTo: scope))
         }
         router.get("healthz") { _, _ in
             let listener = self.listenerState()
             return self.jsonResponse(listener.state == "listening" ? .ok : .serviceUnavailable, listener)
         }
         if let metrics {
-            router.get("metrics") { _, _ in
-                await metrics.response(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)))
+            router.get("metrics") { _, context in
+                let scope = await self.scope(of: context.channel)
+                return metrics.response(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)), visibleTo: scope)
             }
         }
     }
 
-    func statistics(journal: DaemonStatistics.Journal?) -> DaemonStatistics {
+    /// - Parameter scope: per-table figures are given only for the tables it covers.
+    func statistics(journal: DaemonStatistics.Journal?, visibleTo scope: AccessScope = .everything) -> DaemonStatistics {
         let broker = self.broker.statistics
         return DaemonStatistics(
             version: version,
             changeCount: broker.changeCount,
-            tables: Dictionary(uniqueKeysWithValues: broker.tableCounts.map { ($0.key.description, $0.value) }),
+            tables: Dictionary(uniqueKeysWithValues: broker.tableCounts.filter { scope.covers($0.key) }.map { ($0.key.description, $0.value) }),
             subscribers: broker.subscribersByKind,
             overflows: broker.overflowCount,
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
@@ -64,11 +67,24 @@ extension SocketServer {
         } catch {
             return refuse(.badRequest, ErrorBody(error))
         }
-        let filter: EventFilter
+        let requested: EventFilter
         do {
-            filter = try FilterQuery.parse(items, ignoring: ["format", "since"])
+            requested = try FilterQuery.parse(items, ignoring: ["format", "since"])
         } catch {
             return refuse(.badRequest, ErrorBody(error))
+        }
+        // Before the catalog is asked, so a refused peer cannot tell which tables exist.
+        let peer = await PeerCredentials.of(context.channel)
+        let (scope, identity) = scope(of: peer, under: access.withLock { $0 })
+        let filter: EventFilter
+        do {
+            filter = try requested.narrowed(to: scope)
+        } catch {
+            logger.notice("refused a stream outside the peer's grant", metadata: [
+                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(error.message)",
+                "filter": "\(FilterQuery.queryItems(for: requested))",
+            ])
+            return refuse(.forbidden, ErrorBody(code: "forbidden", message: error.message))
         }
         let resumeFrom: UInt64?
         do throws(FilterError) {
@@ -78,7 +94,7 @@ extension SocketServer {
             return refuse(.badRequest, ErrorBody(error))
         }
         do {
-            if let problem = try await catalog.validate(filter) {
+            if let problem = try await catalog.validate(requested) {
                 return refuse(.badRequest, ErrorBody(problem))
             }
         } catch {
@@ -111,10 +127,13 @@ extension SocketServer {
         } else {
             backlog = .history([])
         }
+        let open = OpenStream(peer: peer, requested: requested, granted: filter, subscription: subscription)
+        slot.track(open)
         logger.debug("stream opened", metadata: [
             "format": "\(format.rawValue)",
-            "filter": "\(FilterQuery.queryItems(for: filter))",
+            "filter": "\(FilterQuery.queryItems(for: requested))",
             "resume_from": "\(resumeFrom.map(String.init) ?? "none")",
+            "peer": "\(peer.map { "uid \($0.userID), pid \($0.processID)" } ?? "unknown")",
         ])
         var headers = HTTPFields()
         headers[.contentType] = format.contentType
@@ -125,7 +144,7 @@ extension SocketServer {
         return Response(status: .ok, headers: headers, body: ResponseBody { [logger] writer in
             try await withGracefulShutdownHandler {
                 try await withTaskExecutorPreference(EventLoopTaskExecutor(eventLoop: channel.eventLoop)) {
-                    try await self.stream(subscription, filter: filter, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
+                    try await self.stream(subscription, open: open, after: backlog, as: format, to: &writer, channel: channel, progress: progress)
                 }
             } onGracefulShutdown: {
                 subscription.cancel()
@@ -180,7 +199,7 @@ extension SocketServer {
 
     private func stream(
         _ subscription: Subscription,
-        filter: EventFilter,
+        open: OpenStream,
         after backlog: Backlog,
         as format: StreamFormat,
         to writer: inout any ResponseBodyWriter,
@@ -203,7 +222,7 @@ extension SocketServer {
             // replay may overflow it, and the client resumes from where it got to.
             covering = cursor.covering
             while !cursor.isFinished {
-                let page = try await journal.nextPage(&cursor, matching: filter)
+                let page = try await journal.nextPage(&cursor, matching: open.granted)
                 guard !page.isEmpty else { continue }
                 try await writer.write(format.frames(page, allocator: channel.allocator))
                 progress.recordWrite()
@@ -243,6 +262,9 @@ extension SocketServer {
                 try await writer.write(ByteBuffer(staticString: format.heartbeat))
                 progress.recordWrite()
             case .finished:
+                if let reason = open.revokedBecause {
+                    try await writer.write(ByteBuffer(string: format.revokedFrame(reason: reason)))
+                }
                 try await writer.finish(nil)
                 return
             }

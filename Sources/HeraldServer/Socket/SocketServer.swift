@@ -16,6 +16,10 @@ import Synchronization
 /// - `GET /healthz`: 200 while listening, 503 with a reason otherwise.
 /// - `GET /metrics`: Prometheus text (``DaemonMetrics``).
 ///
+/// With an ``AccessPolicy``, each connection's peer (`SO_PEERCRED`) gets only
+/// what its grant covers: `/events` outside it is refused with 403, a wider
+/// filter is narrowed, and `/stats` and `/metrics` leave out other tables.
+///
 /// `curl -N --unix-socket PATH 'http://localhost/events?table=course'` works.
 public final class SocketServer: Service, Sendable {
     public let configuration: SocketConfiguration
@@ -30,6 +34,9 @@ public final class SocketServer: Service, Sendable {
     let version: String
     let started = ContinuousClock.now
     let openStreams = Mutex(0)
+    /// The `access:` section in force; nil: whoever may connect sees everything.
+    let access: Mutex<AccessPolicy?>
+    let openStreamsByID = Mutex<[ObjectIdentifier: OpenStream]>([:])
     private let serving = OneShotFlag()
 
     public init(
@@ -41,9 +48,11 @@ public final class SocketServer: Service, Sendable {
         maintenance: JournalMaintenance? = nil,
         metrics: DaemonMetrics? = nil,
         webhooks: WebhookService? = nil,
+        access: AccessPolicy? = nil,
         version: String,
         logger: Logger
     ) {
+        self.access = Mutex(access)
         self.journal = journal
         self.maintenance = maintenance
         self.metrics = metrics
@@ -125,15 +134,26 @@ public final class SocketServer: Service, Sendable {
         return granted ? StreamSlot(server: self) : nil
     }
 
-    /// One open stream; returns its slot when released.
+    /// One open stream; returns its slot, and forgets the stream, when released.
     final class StreamSlot: Sendable {
         let server: SocketServer
+        private let tracked = Mutex<ObjectIdentifier?>(nil)
 
         init(server: SocketServer) {
             self.server = server
         }
 
+        /// Keeps `stream` where a reload of the access rules finds it, for as long as the slot lives.
+        func track(_ stream: OpenStream) {
+            let key = ObjectIdentifier(stream)
+            tracked.withLock { $0 = key }
+            server.openStreamsByID.withLock { $0[key] = stream }
+        }
+
         deinit {
+            if let key = tracked.withLock({ $0 }) {
+                _ = server.openStreamsByID.withLock { $0.removeValue(forKey: key) }
+            }
             server.openStreams.withLock { $0 -= 1 }
         }
     }

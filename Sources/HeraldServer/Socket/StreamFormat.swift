@@ -47,11 +47,21 @@ public enum StreamFormat: String, Sendable, CaseIterable {
 
     /// The first frame for a client whose resume position is unknown: it must refetch everything.
     func resetFrame(reason: String) -> String {
+        errorFrame("reset", message: reason + "; refetch everything")
+    }
+
+    /// The last frame of a stream whose access grant changed on a reload:
+    /// reconnecting (with `Last-Event-ID`) gets the new grant, or 403.
+    func revokedFrame(reason: String) -> String {
+        errorFrame("revoked", message: reason + "; reconnect to continue under the new grant")
+    }
+
+    private func errorFrame(_ error: String, message: String) -> String {
         var writer = JSONWriter()
-        writer.write(.object(["error": .string("reset"), "message": .string(reason + "; refetch everything")]))
+        writer.write(.object(["error": .string(error), "message": .string(message)]))
         let data = String(decoding: writer.bytes, as: UTF8.self)
         switch self {
-        case .sse: return "event: reset\ndata: \(data)\n\n"
+        case .sse: return "event: \(error)\ndata: \(data)\n\n"
         case .ndjson: return data + "\n"
         }
     }

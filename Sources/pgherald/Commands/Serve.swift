@@ -185,10 +185,6 @@ struct Serve: AsyncParsableCommand {
         )
         services.append(.init(service: webhooks, successTerminationBehavior: .gracefullyShutdownGroup))
         let notifier = SystemdNotifier(environment: environment)
-        services.append(.init(service: ConfigurationReloader(
-            sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput, webhooks: webhooks,
-            notifier: notifier, logger: LogCategory.config.logger
-        )))
         let maintenance = JournalMaintenance(
             configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
             connection: connection,
@@ -217,12 +213,17 @@ struct Serve: AsyncParsableCommand {
                 maintenance: maintenance,
                 metrics: metrics,
                 webhooks: webhooks,
+                access: settings.access,
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
             )
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
             socketServer = server
         }
+        services.append(.init(service: ConfigurationReloader(
+            sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput, webhooks: webhooks,
+            socket: socketServer, notifier: notifier, logger: LogCategory.config.logger
+        )))
         // Near the end, so that on shutdown the listener stops before the outputs drain.
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
         // Last, so that STOPPING=1 goes out first.

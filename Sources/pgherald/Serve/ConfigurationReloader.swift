@@ -11,23 +11,26 @@ import UnixSignals
 
 /// Rereads the configuration on SIGHUP and applies what can change while
 /// running: log levels and format, stdout's format, the event log's settings
-/// (and it reopens the event log, for logrotate), and the webhook endpoints
-/// (pending deliveries stay in the database throughout). The database connection
-/// and socket streams are untouched. A rejected file leaves the old
-/// configuration in force; settings that need a restart say so.
+/// (and it reopens the event log, for logrotate), the webhook endpoints
+/// (pending deliveries stay in the database throughout) and the access rules
+/// (streams whose grant changed are closed with `event: revoked`). The
+/// database connection and other streams are untouched. A rejected file
+/// leaves the old configuration in force; settings that need a restart say so.
 final class ConfigurationReloader: Service, Sendable {
     /// Keys a reload applies; any other key that changes needs a restart.
-    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file", "webhooks."]
+    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file", "webhooks.", "access"]
 
     let sources: ConfigurationSources
     let current: Mutex<DaemonConfiguration>
     let stdout: StdoutOutput?
     let eventLog: EventLogOutput?
     let webhooks: WebhookService
+    let socket: SocketServer?
     let notifier: SystemdNotifier
     let logger: Logger
 
-    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, webhooks: WebhookService, notifier: SystemdNotifier, logger: Logger) {
+    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, webhooks: WebhookService, socket: SocketServer?, notifier: SystemdNotifier, logger: Logger) {
+        self.socket = socket
         self.sources = sources
         self.current = Mutex(current)
         self.stdout = stdout
@@ -74,6 +77,7 @@ final class ConfigurationReloader: Service, Sendable {
                 logger.error("cannot apply the webhook endpoints; the database is unavailable", metadata: ["error": "\(error)"])
             }
         }
+        if new.access != old.access { socket?.apply(access: new.access) }
         let before = Dictionary(old.effective.map { ($0.key, $0.value) }) { first, _ in first }
         let needRestart = new.effective.filter { setting in
             before[setting.key] != setting.value && !Self.liveKeys.contains { setting.key.hasPrefix($0) }

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Herald
+
+extension DaemonConfiguration {
+    /// Keys a rule may have; anything else under `access.NAME` is refused.
+    static let accessKeys = ["user", "group", "schemas", "tables", "ops", "where"]
+
+    /// The `access:` section: one rule per name. Nil without the section.
+    static func accessPolicy(_ settings: SettingsReader) throws(ConfigurationError) -> AccessPolicy? {
+        let sections = settings.fileSections(under: "access")
+        guard !sections.isEmpty || settings.fileContains("access") else { return nil }
+        if sections.isEmpty { settings.record("access", "(no rules: only root and the daemon's own user see events)") }
+        var rules: [AccessPolicy.Rule] = []
+        for (name, _) in sections {
+            rules.append(try accessRule(named: name, settings))
+        }
+        return AccessPolicy(rules: rules, daemonUserID: getuid())
+    }
+
+    private static func accessRule(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> AccessPolicy.Rule {
+        let prefix = "access.\(name)"
+        for key in settings.fileKeys(under: prefix) where !accessKeys.contains(where: { key == "\(prefix).\($0)" }) {
+            throw settings.fail(key, "not an access rule setting (known: \(accessKeys.joined(separator: ", ")))")
+        }
+        let principal: AccessPolicy.Rule.Principal
+        switch (settings.string("\(prefix).user"), settings.string("\(prefix).group")) {
+        case (let user?, nil):
+            guard let (id, known) = userID(user) else { throw settings.fail("\(prefix).user", "no user named '\(user.prefix(64))'") }
+            principal = .user(id: id, name: known)
+        case (nil, let group?):
+            guard let (id, known) = groupID(group) else { throw settings.fail("\(prefix).group", "no group named '\(group.prefix(64))'") }
+            principal = .group(id: id, name: known)
+        case (nil, nil):
+            throw settings.fail("\(prefix).user", "every rule names a user or a group (by name or id)")
+        case (_?, _?):
+            throw settings.fail("\(prefix).group", "a rule names a user or a group, not both: write two rules")
+        }
+
+        var tables: [TablePattern]?
+        if let schemas = settings.list("\(prefix).schemas") {
+            settings.record("\(prefix).schemas", schemas.joined(separator: ", "))
+            for schema in schemas {
+                guard let pattern = TablePattern.schema(parsing: schema) else {
+                    throw settings.fail("\(prefix).schemas", "'\(schema.prefix(80))' is not a schema name or pattern such as reporting or tenant_*")
+                }
+                tables = (tables ?? []) + [pattern]
+            }
+        }
+        if let names = settings.list("\(prefix).tables") {
+            settings.record("\(prefix).tables", names.joined(separator: ", "))
+            for table in names {
+                guard let pattern = TablePattern(parsing: table) else {
+                    throw settings.fail("\(prefix).tables", "'\(table.prefix(80))' is not SCHEMA.TABLE or a pattern such as public.* (quote names with dots)")
+                }
+                tables = (tables ?? []) + [pattern]
+            }
+        }
+        let filter = try filter(
+            settings, parameters: [("op", "\(prefix).ops"), ("where", "\(prefix).where")], reason: \.message
+        )
+        return AccessPolicy.Rule(
+            name: name, principal: principal,
+            grant: AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates)
+        )
+    }
+
+    /// A user by name or id; the name when the user has one.
+    private static func userID(_ text: String) -> (UInt32, String?)? {
+        if let id = UInt32(text) { return (id, getpwuid(id).map { String(cString: $0.pointee.pw_name) }) }
+        return getpwnam(text).map { ($0.pointee.pw_uid, text) }
+    }
+
+    private static func groupID(_ text: String) -> (UInt32, String?)? {
+        if let id = UInt32(text) { return (id, getgrgid(id).map { String(cString: $0.pointee.gr_name) }) }
+        return getgrnam(text).map { ($0.pointee.gr_gid, text) }
+    }
+}

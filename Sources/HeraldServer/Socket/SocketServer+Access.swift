@@ -1,0 +1,76 @@
+public import Herald
+import Hummingbird
+import NIOCore
+import Synchronization
+
+extension SocketServer {
+    /// One open stream, kept so that a reload can check it against the new grant.
+    final class OpenStream: Sendable {
+        let peer: PeerCredentials?
+        /// The filter as the client asked for it, and as its grant narrowed it.
+        let requested: EventFilter
+        let granted: EventFilter
+        private let subscription: Subscription
+        private let revocation = Mutex<String?>(nil)
+
+        init(peer: PeerCredentials?, requested: EventFilter, granted: EventFilter, subscription: Subscription) {
+            self.peer = peer
+            self.requested = requested
+            self.granted = granted
+            self.subscription = subscription
+        }
+
+        /// Why the stream was closed by a reload, if it was.
+        var revokedBecause: String? { revocation.withLock { $0 } }
+
+        /// Ends the stream after what is buffered; its last frame says why.
+        func revoke(_ reason: String) {
+            revocation.withLock { $0 = reason }
+            subscription.cancel()
+        }
+    }
+
+    /// What the peer on `channel` may see under `policy`: everything without
+    /// a policy; nothing when the kernel cannot say who the peer is.
+    func scope(of peer: PeerCredentials?, under policy: AccessPolicy?) -> (scope: AccessScope, identity: PeerIdentity?) {
+        guard let policy else { return (.everything, nil) }
+        guard let peer else { return (.grants([], rules: []), nil) }
+        let identity = peer.identity()
+        return (policy.scope(for: identity), identity)
+    }
+
+    /// The scope of the peer on `channel`, for `/stats` and `/metrics`.
+    func scope(of channel: any Channel) async -> AccessScope {
+        guard let policy = access.withLock({ $0 }) else { return .everything }
+        return scope(of: await PeerCredentials.of(channel), under: policy).scope
+    }
+
+    /// Applies a new `access:` section: new streams get it at once, and open
+    /// streams whose grant it changes are closed with `event: revoked`.
+    /// Taking the section away closes nothing: every stream then may see more.
+    public func apply(access policy: AccessPolicy?) {
+        access.withLock { $0 = policy }
+        guard let policy else { return }
+        let streams = openStreamsByID.withLock { Array($0.values) }
+        var identities: [PeerCredentials: PeerIdentity] = [:]
+        var revoked = 0
+        for stream in streams {
+            let reason: String
+            if let peer = stream.peer {
+                let identity = identities[peer] ?? peer.identity()
+                identities[peer] = identity
+                do {
+                    guard try stream.requested.narrowed(to: policy.scope(for: identity)) != stream.granted else { continue }
+                    reason = "the access grant of \(identity) changed"
+                } catch {
+                    reason = "\(identity): \(error.message)"
+                }
+            } else {
+                reason = "the peer's identity is unknown"
+            }
+            stream.revoke(reason)
+            revoked += 1
+        }
+        logger.info("applied the access rules", metadata: ["rules": "\(policy.rules.count)", "streams_closed": "\(revoked)"])
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests {
+    /// Access control on the socket by the peer's uid and groups, with
+    /// clients run as other users.
+    @Suite
+    struct AccessControlTests {
+        static let coursesOnly: UInt32 = 60001
+        static let tenantGroup: UInt32 = 60100
+        static let stranger: UInt32 = 60003
+
+        static let rules = """
+            socket:
+              mode: "666"
+            access:
+              courses:
+                user: \(coursesOnly)
+                tables: [course]
+              tenant7:
+                group: \(tenantGroup)
+                tables: [student]
+                where: last_name.eq.T7
+
+            """
+
+        func configuration(_ text: String = rules) throws -> String {
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-access-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let path = directory.appending(path: "pgherald.yaml").path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        func peer(_ user: UInt32, group: UInt32? = nil, on daemon: SocketDaemon) -> PeerClient {
+            PeerClient(userID: user, groupID: group ?? user, socketPath: daemon.socketPath)
+        }
+
+        @Test func eachPeerGetsOnlyWhatItsGrantCovers() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", configuration()])
+            let courses = peer(Self.coursesOnly, on: daemon)
+            let tenant = peer(60002, group: Self.tenantGroup, on: daemon)
+
+            // Outside the grant: 403 whether the table exists or not, and nothing subscribed.
+            for path in ["/events?table=student", "/events?table=no_such_table", "/events?op=DELETE&table=course,student"] {
+                let refused = try await courses.get(path)
+                #expect(refused.status == 403, "\(path): \(refused.body)")
+                #expect(refused.body.contains(#""error":"forbidden""#), "\(refused.body)")
+            }
+            let stranger = try await peer(Self.stranger, on: daemon).get("/events")
+            #expect(stranger.status == 403 && stranger.body.contains("no access rule"), "\(stranger.body)")
+            #expect(try await peer(Self.stranger, on: daemon).get("/healthz").status == 200)
+
+            let wildcard = try courses.stream()
+            let tenantStream = try tenant.stream("/events?format=ndjson")
+            // Root, as the test runs, sees every event.
+            let client = daemon.client
+            let rootSaw = Task {
+                var seen = 0
+                for try await _ in client.events() {
+                    seen += 1
+                    if seen == 4 { break }
+                }
+                return seen
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            try database.execute("INSERT INTO student (first_name, last_name) VALUES ('Ada', 'T7'), ('Bea', 'T8')")
+            try database.execute("UPDATE student SET last_name = 'T7' WHERE first_name = 'Bea'")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('SEC1', 'Security')")
+
+            let seen = try await wildcard.wait { $0.contains("SEC1") }
+            #expect(!seen.contains("Ada") && !seen.contains("Bea"), "\(seen)")
+            let tenantSeen = try await tenantStream.wait { $0.contains("Ada") }
+            try await Task.sleep(for: .milliseconds(300))
+            // Bea's row moved from T8 to T7: its old values belong to T8, so the UPDATE is not shown either.
+            #expect(!tenantStream.text.contains("Bea") && !tenantStream.text.contains("SEC1"), "\(tenantSeen)")
+            #expect(try await rootSaw.value == 4)
+
+            // Per-table figures only for the tables the caller may see.
+            let stats = try await courses.get("/stats")
+            #expect(stats.status == 200 && stats.body.contains("public.course") && !stats.body.contains("public.student"), "\(stats.body)")
+            let metrics = try await courses.get("/metrics")
+            #expect(metrics.body.contains(#"table="course""#) && !metrics.body.contains(#"table="student""#))
+            let rootStats = try await daemon.statistics()
+            #expect(rootStats.tables.keys.contains("public.student"))
+        }
+
+        @Test func aJournalReplayIsNarrowedLikeTheLiveStream() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", configuration(Self.rules + "history: 0\n")])
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('OLD1', 'before')")
+            let first = try database.execute("SELECT max(id)::text FROM pgherald.journal").rows.first?[0] ?? nil
+            let since = try #require(first)
+            try database.execute("INSERT INTO student (first_name, last_name) VALUES ('Cy', 'T9')")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('OLD2', 'missed')")
+            try await Task.sleep(for: .milliseconds(300))
+            let resumed = try peer(Self.coursesOnly, on: daemon).stream("/events?since=\(since)")
+            let text = try await resumed.wait { $0.contains("OLD2") }
+            #expect(!text.contains("Cy") && !text.contains("OLD1"), "\(text)")
+        }
+
+        @Test func aReloadRevokesStreamsWhoseGrantChangedAndKeepsTheOthers() async throws {
+            let database = try TestDatabase.create()
+            let path = try configuration()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", path])
+            let courses = try peer(Self.coursesOnly, on: daemon).stream()
+            let tenant = try peer(60002, group: Self.tenantGroup, on: daemon).stream()
+            try await courses.wait { $0.contains("retry:") }
+            try await tenant.wait { $0.contains("retry:") }
+
+            try Self.rules.replacing("tables: [course]", with: "tables: [enrols_in]").write(toFile: path, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            let ended = try await courses.wait { $0.contains("event: revoked") }
+            #expect(ended.contains("access grant"), "\(ended)")
+            try await waitFor(seconds: 10) { courses.hasEnded }
+            #expect(try await peer(Self.coursesOnly, on: daemon).get("/events?table=course").status == 403)
+
+            try database.execute("INSERT INTO student (first_name, last_name) VALUES ('Dee', 'T7')")
+            try await tenant.wait { $0.contains("Dee") }
+            #expect(!tenant.text.contains("revoked"))
+        }
+    }
+}
