@@ -25,7 +25,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 4 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 5 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -182,13 +182,20 @@ CREATE OR REPLACE FUNCTION pgherald.row_event(
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
     key json;
+    source json := coalesce(new_row, old_row);
 BEGIN
+    -- json's -> de-escapes the keys it passes, and fails on \u0000 (a json
+    -- column may hold it) instead of failing the user's write; the key is
+    -- read around it (version 5). Such a key value shows U+FFFD in `pk`.
+    IF cardinality(key_columns) > 0 AND strpos(source::text, '\u0000') > 0 THEN
+        source := replace(source::text, '\u0000', '\ufffd')::json;
+    END IF;
     IF cardinality(key_columns) = 1 THEN
         key := json_build_object(
             key_columns[array_lower(key_columns, 1)],
-            coalesce(new_row, old_row) -> key_columns[array_lower(key_columns, 1)]);
+            source -> key_columns[array_lower(key_columns, 1)]);
     ELSIF cardinality(key_columns) > 1 THEN
-        SELECT json_object_agg(column_name, coalesce(new_row, old_row) -> column_name)
+        SELECT json_object_agg(column_name, source -> column_name)
           INTO key
           FROM unnest(key_columns) AS column_name;
     END IF;
