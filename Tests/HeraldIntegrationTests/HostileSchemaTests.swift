@@ -97,6 +97,14 @@ extension IntegrationTests {
             #expect(events.contains { $0.table.name == "ünïcødé 表" && $0.new?["列"] == .string("ü\r\n\t") })
             let renamed = events.filter { $0.table.name == "parent_renamed" }
             #expect(renamed.map { $0.new?.keys.sorted() ?? [] } == [["id", "name"], ["id"]])
+
+            // A schema created after the install is watched once install names it, and its later tables with it.
+            try database.execute("CREATE SCHEMA later; CREATE TABLE later.first (id int PRIMARY KEY)")
+            let again = try await DaemonProcess(["install", "--db", database.connInfo, "--schema", "public", "--schema", Self.weirdSchema, "--schema", "later"]).finish()
+            #expect(again.status == 0, "\(again.stderr)")
+            try database.execute("CREATE TABLE later.second (id int PRIMARY KEY); INSERT INTO later.first VALUES (1); INSERT INTO later.second VALUES (2)")
+            let later = try await all.wait(for: expected + 2).suffix(2)
+            #expect(later.map(\.table) == [TableName(schema: "later", name: "first"), TableName(schema: "later", name: "second")])
         }
 
         @Test func aTableOf1600ColumnsStreamsWhole() async throws {
