@@ -112,12 +112,15 @@ extension DaemonConfiguration {
         let group = settings.string("socket.group")
         if let group, getgrnam(group) == nil { throw settings.fail("socket.group", "no group named '\(group)'") }
         let maximum = try settings.int("socket.max_subscribers", default: 10_000, in: 1...Int.max)
+        let connections = try settings.int("socket.max_connections", default: maximum + 128, in: 1...Int.max)
+        let idleTimeout = try settings.value("socket.idle_timeout", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!
         let buffer = try settings.int("socket.subscriber_buffer", default: 4096, in: minimumBuffer...Int.max)
         let heartbeat = try settings.value("socket.heartbeat_interval", default: HumanDuration(configString: "15s"), expected: "a duration such as 15s")!
         let writeRate = try settings.int("socket.write_rate", default: 50_000, in: 0...Int.max)
         guard enabled else { return nil }
         return SocketConfiguration(
-            path: path, mode: mode, group: group, maximumSubscribers: maximum, subscriberBuffer: buffer,
+            path: path, mode: mode, group: group, maximumSubscribers: maximum, maximumConnections: connections,
+            idleTimeout: idleTimeout.duration, subscriberBuffer: buffer,
             heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate
         )
     }

@@ -12,6 +12,13 @@ public struct SocketConfiguration: Sendable {
     public var group: String?
     /// Concurrent event streams allowed; more get 503. Default 10,000.
     public var maximumSubscribers: Int
+    /// Open connections allowed, streaming or not; one beyond gets 503 at
+    /// its first request. Default: `maximumSubscribers` + 128.
+    public var maximumConnections: Int
+    /// A connection that has not sent a whole request head within this long,
+    /// or sits idle this long between requests, is closed (slow or silent
+    /// clients); open streams are never idle. Default 10 s.
+    public var idleTimeout: Duration
     /// Events a stream may fall behind before it gets `event: overflow` and is closed. Default 4096.
     public var subscriberBuffer: Int
     /// How often idle streams get a heartbeat comment. Default 15 s.
@@ -31,6 +38,8 @@ public struct SocketConfiguration: Sendable {
         mode: mode_t = 0o660,
         group: String? = nil,
         maximumSubscribers: Int = 10_000,
+        maximumConnections: Int? = nil,
+        idleTimeout: Duration = .seconds(10),
         subscriberBuffer: Int = 4096,
         heartbeatInterval: Duration = .seconds(15),
         writeRate: Int? = 50_000
@@ -39,6 +48,8 @@ public struct SocketConfiguration: Sendable {
         self.mode = mode
         self.group = group
         self.maximumSubscribers = maximumSubscribers
+        self.maximumConnections = maximumConnections ?? maximumSubscribers + 128
+        self.idleTimeout = idleTimeout
         self.subscriberBuffer = subscriberBuffer
         self.heartbeatInterval = heartbeatInterval
         self.writeRate = writeRate

@@ -127,6 +127,8 @@ extension SocketServer {
         } else {
             backlog = .history([])
         }
+        // A client that vanishes stops its subscription at once, not at the next write that fails.
+        channel.closeFuture.whenComplete { _ in subscription.cancel() }
         let open = OpenStream(peer: peer, requested: requested, granted: filter, subscription: subscription)
         slot.track(open)
         logger.debug("stream opened", metadata: [

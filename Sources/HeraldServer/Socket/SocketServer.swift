@@ -89,9 +89,15 @@ public final class SocketServer: Service, Sendable {
         defer { inode.withLock { $0 }.map { SocketFile.remove(path, inode: $0) } }
 
         let router = Router(context: SocketRequestContext.self)
+        router.add(middleware: RequestLimitsMiddleware())
         addRoutes(to: router)
+        let connections = ConnectionLimitHandler.Counter(limit: configuration.maximumConnections)
         let application = Application(
             router: router,
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [ConnectionLimitHandler(counter: connections)],
+                idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
+            )),
             configuration: .init(address: .unixDomainSocket(path: path), serverName: "pgherald"),
             services: [HeartbeatTicker(broker: broker, interval: configuration.heartbeatInterval)],
             onServerRunning: { [configuration, logger, serving] _ in
