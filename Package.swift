@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -162,6 +163,7 @@ let package = Package(
                 "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strictConcurrency
         ),

@@ -163,3 +163,15 @@ import Testing
         }
     }
 }
+
+extension FilterQueryTests {
+    /// Found by the property tests: a combining mark after a separator or a
+    /// quote joined it into one character, and the parser lost the separator.
+    @Test(arguments: ["col.eq.\u{301}x", "\"a\u{301}\".eq.v", "x.in.(\u{301},\"\u{301}\")", "\"\"\"\".eq.\""])
+    func combiningMarksAndLoneQuotesDoNotHideSeparators(_ condition: String) throws {
+        let predicate = try FilterQuery.parsePredicate(condition)
+        #expect(try FilterQuery.parse([("where", predicate.description)]).predicates == [predicate])
+        let table = TableName(schema: "s\u{301}.", name: "\u{301}\"")
+        #expect(try FilterQuery.parse(FilterQuery.queryItems(for: EventFilter(tables: [table]))).tables == [table])
+    }
+}

@@ -35,7 +35,7 @@ public struct TablePattern: Sendable, Hashable, CustomStringConvertible {
         var patterns: [NamePattern] = []
         for part in parts {
             guard let name = FilterQuery.identifier(part), !name.isEmpty, name.utf8.count <= FilterQuery.maximumNameLength else { return nil }
-            patterns.append(NamePattern(name, literal: part.first == "\""))
+            patterns.append(NamePattern(name, literal: part.unicodeScalars.first == "\""))
         }
         return patterns
     }

@@ -1,52 +1,62 @@
 extension FilterQuery {
     /// Splits `text` at `separator` where it stands outside double quotes, so
     /// `"a,b",c` is two items. Quotes stay on the parts; an unterminated quote
-    /// returns nil.
-    static func split(_ text: Substring, at separator: Character, maxSplits: Int = .max) -> [Substring]? {
+    /// returns nil. After `maxSplits` splits the rest is one part, read as
+    /// it is. Reads Unicode scalars, not characters: a combining mark after a
+    /// separator must not hide it.
+    static func split(_ text: Substring, at separator: Unicode.Scalar, maxSplits: Int = .max) -> [Substring]? {
+        let scalars = text.unicodeScalars
         var parts: [Substring] = []
-        var start = text.startIndex
+        var start = scalars.startIndex
         var inQuotes = false
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
-            if character == "\"" {
+        var index = scalars.startIndex
+        while index < scalars.endIndex, parts.count < maxSplits {
+            let scalar = scalars[index]
+            if scalar == "\"" {
                 inQuotes.toggle()
-            } else if character == separator, !inQuotes, parts.count < maxSplits {
-                parts.append(text[start..<index])
-                start = text.index(after: index)
+            } else if scalar == separator, !inQuotes {
+                parts.append(Substring(scalars[start..<index]))
+                start = scalars.index(after: index)
             }
-            index = text.index(after: index)
+            index = scalars.index(after: index)
         }
         guard !inQuotes else { return nil }
-        parts.append(text[start...])
+        parts.append(Substring(scalars[start...]))
         return parts
     }
 
     /// A name as written: `"Weird Table"` (quoted, `""` standing for a quote)
     /// or taken literally. Nil for a quote in the wrong place.
     static func identifier(_ text: Substring) -> String? {
-        guard text.first == "\"" else { return text.contains("\"") ? nil : String(text) }
-        guard text.count >= 2, text.last == "\"" else { return nil }
-        let inner = text.dropFirst().dropLast()
-        var name = ""
+        let scalars = text.unicodeScalars
+        guard scalars.first == "\"" else { return scalars.contains("\"") ? nil : String(text) }
+        guard scalars.count >= 2, scalars.last == "\"" else { return nil }
+        var name = String.UnicodeScalarView()
         var pendingQuote = false
-        for character in inner {
+        for scalar in scalars.dropFirst().dropLast() {
             if pendingQuote {
-                guard character == "\"" else { return nil }
+                guard scalar == "\"" else { return nil }
                 pendingQuote = false
                 name.append("\"")
-            } else if character == "\"" {
+            } else if scalar == "\"" {
                 pendingQuote = true
             } else {
-                name.append(character)
+                name.append(scalar)
             }
         }
-        return pendingQuote ? nil : name
+        return pendingQuote ? nil : String(name)
     }
 
     /// `name`, quoted when the query language would otherwise split it.
     static func quotedIfNeeded(_ name: String) -> String {
-        guard name.isEmpty || name.contains(where: { ".,\"".contains($0) }) else { return name }
-        return "\"" + name.replacing("\"", with: "\"\"") + "\""
+        guard name.isEmpty || name.unicodeScalars.contains(where: { ".,\"".unicodeScalars.contains($0) }) else { return name }
+        var quoted = String.UnicodeScalarView()
+        quoted.append("\"")
+        for scalar in name.unicodeScalars {
+            if scalar == "\"" { quoted.append("\"") }
+            quoted.append(scalar)
+        }
+        quoted.append("\"")
+        return String(quoted)
     }
 }

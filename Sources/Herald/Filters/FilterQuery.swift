@@ -126,8 +126,15 @@ public enum FilterQuery {
             throw FilterError(.malformed, parameter: "where", "condition longer than \(maximumValueLength) bytes")
         }
         // The column may be quoted; the value is everything after the operator, dots and quotes included.
-        let columnEnd = text.first == "\"" ? split(Substring(text), at: ".", maxSplits: 1)?.first?.endIndex : text.firstIndex(of: ".")
-        let parts = columnEnd.map { [text[..<$0]] + text[$0...].dropFirst().split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false) } ?? []
+        let scalars = Substring(text).unicodeScalars
+        let columnEnd = scalars.first == "\"" ? split(Substring(text), at: ".", maxSplits: 1)?.first?.endIndex : scalars.firstIndex(of: ".")
+        var parts: [Substring] = []
+        if let columnEnd, columnEnd < scalars.endIndex {
+            let rest = scalars[scalars.index(after: columnEnd)...]
+            if let operatorEnd = rest.firstIndex(of: ".") {
+                parts = [Substring(scalars[..<columnEnd]), Substring(rest[..<operatorEnd]), Substring(rest[rest.index(after: operatorEnd)...])]
+            }
+        }
         guard parts.count == 3, let column = identifier(parts[0]) else {
             throw FilterError(.malformed, parameter: "where", "\(quoted(text)) is not COLUMN.OP.VALUE")
         }
@@ -158,43 +165,44 @@ public enum FilterQuery {
 
     /// Parses `(a,b,"c,d")`; inside quotes, `\"` and `\\` stand for themselves.
     static func parseList(_ text: Substring) throws(FilterError) -> [String] {
-        guard text.first == "(", text.last == ")", text.count >= 2 else {
+        let scalars = text.unicodeScalars
+        guard scalars.first == "(", scalars.last == ")", scalars.count >= 2 else {
             throw FilterError(.malformed, parameter: "where", "in takes a list like (a,b,c), not \(quoted(text))")
         }
         var items: [String] = []
-        var current = ""
+        var current = String.UnicodeScalarView()
         var inQuotes = false
         var escaping = false
         var wasQuoted = false
-        for character in text.dropFirst().dropLast() {
+        for scalar in scalars.dropFirst().dropLast() {
             if escaping {
-                current.append(character)
+                current.append(scalar)
                 escaping = false
             } else if inQuotes {
-                switch character {
+                switch scalar {
                 case "\\": escaping = true
                 case "\"": inQuotes = false
-                default: current.append(character)
+                default: current.append(scalar)
                 }
             } else {
-                switch character {
+                switch scalar {
                 case "\"" where current.isEmpty && !wasQuoted:
                     inQuotes = true
                     wasQuoted = true
                 case ",":
-                    items.append(current)
-                    current = ""
+                    items.append(String(current))
+                    current = String.UnicodeScalarView()
                     wasQuoted = false
                 default:
                     guard !wasQuoted else {
                         throw FilterError(.malformed, parameter: "where", "text after a closing quote in \(quoted(text))")
                     }
-                    current.append(character)
+                    current.append(scalar)
                 }
             }
         }
         guard !inQuotes, !escaping else { throw FilterError(.malformed, parameter: "where", "unterminated quote in \(quoted(text))") }
-        items.append(current)
+        items.append(String(current))
         guard items.count <= maximumTables else {
             throw FilterError(.malformed, parameter: "where", "in takes at most \(maximumTables) values")
         }
@@ -202,14 +210,16 @@ public enum FilterQuery {
     }
 
     static func quoteListItem(_ item: String) -> String {
-        let needsQuotes = item.isEmpty || item.contains { ",()\"\\".contains($0) }
+        let needsQuotes = item.isEmpty || item.unicodeScalars.contains { ",()\"\\".unicodeScalars.contains($0) }
         guard needsQuotes else { return item }
-        var quoted = "\""
-        for character in item {
-            if character == "\"" || character == "\\" { quoted.append("\\") }
-            quoted.append(character)
+        var quoted = String.UnicodeScalarView()
+        quoted.append("\"")
+        for scalar in item.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { quoted.append("\\") }
+            quoted.append(scalar)
         }
-        return quoted + "\""
+        quoted.append("\"")
+        return String(quoted)
     }
 
     private static func checkName(_ name: String, parameter: String) throws(FilterError) {
