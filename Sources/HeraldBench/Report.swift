@@ -32,6 +32,7 @@ struct MarkdownReport {
         burst()
         eventLog()
         webhooks()
+        accessControl()
     }
 
     private mutating func line(_ text: String = "") {
@@ -273,6 +274,31 @@ struct MarkdownReport {
                 }
             }
         )
+    }
+
+    /// The 100-subscriber runs under a 20-rule access section beside the same runs without one.
+    private mutating func accessControl() {
+        let runs = results.runs("access")
+        guard !runs.isEmpty else { return }
+        line("### i. Access control: the same load under a 20-rule `access:` section")
+        line()
+        line("The subscribers run as a user that one of 20 rules grants (a table pattern, two operations, a condition on the row); without the section, the same runs of b. and c. as root.")
+        line()
+        var rows: [[String]] = []
+        for run in runs {
+            let open = results.runs(run.rate == nil ? "throughput" : "latency").first {
+                $0.result.subscribers == run.result.subscribers && $0.rate == run.rate && $0.payloadBytes == run.payloadBytes
+            }
+            for (measured, name) in [(open, "open"), (run, "20 rules")] {
+                guard let measured else { continue }
+                rows.append([
+                    "\(measured.result.subscribers) subscribers, \(measured.rate.map { "\(grouped(Double($0))) events/s" } ?? "full speed"), \(name)",
+                    format(measured.result.deliveredRatio, 4), measured.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                    milliseconds(measured, \.p50), milliseconds(measured, \.p99), measured.daemonCPUPerThousand.map { format($0, 3) } ?? "-",
+                ])
+            }
+        }
+        table(["run", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "pgherald CPU s / 1000 deliveries"], rows)
     }
 
     // MARK: Formatting
