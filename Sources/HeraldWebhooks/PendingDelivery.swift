@@ -16,7 +16,8 @@ public struct PendingDelivery: Sendable, Hashable {
     public var body: [UInt8]
     /// Attempts made, this one included.
     public var attempts: Int
-    /// Time since the event was queued for the endpoint.
+    /// Time since the event was queued for the endpoint; for one handed over
+    /// from the journal, since its write, so time spent waiting there counts.
     public var age: Duration
 
     public init(source: Source, eventID: String, body: [UInt8], attempts: Int, age: Duration) {

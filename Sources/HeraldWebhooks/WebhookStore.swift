@@ -139,7 +139,8 @@ public final class WebhookStore: Sendable {
                             handedOver.ids.append(String(row.id))
                             handedOver.leases.append(String(endpoint.lease / .seconds(1)))
                             feed.handedOver[name, default: []].append(PendingDelivery(
-                                source: .handedOver, eventID: String(row.id), body: Array(event.jsonText.utf8), attempts: 1, age: .zero
+                                source: .handedOver, eventID: String(row.id), body: Array(event.jsonText.utf8), attempts: 1,
+                                age: Self.age(of: event)
                             ))
                         }
                         position.fed(through: last, rangeDone: consumedAll && rows.count < limit)
@@ -196,6 +197,13 @@ public final class WebhookStore: Sendable {
                 return feed
             }
         }
+    }
+
+    /// Time since the event's trigger ran, so that `max_age` counts from the
+    /// write even for an event that waited in the journal.
+    static func age(of event: Event, now: Date = Date()) -> Duration {
+        guard let at = event.atNanosecondsSince1970 else { return .zero }
+        return .nanoseconds(max(0, Int64(now.timeIntervalSince1970 * 1e9) - at))
     }
 
     private static func events(in range: FeedPosition.Range, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [Journal.Row] {

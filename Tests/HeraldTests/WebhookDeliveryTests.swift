@@ -1,6 +1,6 @@
 import Foundation
 import Herald
-import HeraldWebhooks
+@testable import HeraldWebhooks
 import Testing
 
 @Suite struct WebhookSigningTests {
@@ -144,5 +144,14 @@ import Testing
         gate.record(unavailable, sentIn: gate.generation, now: start, jitter: 0)
         gate.record(.permanent(status: 400, error: "HTTP 400"), sentIn: gate.generation, now: start, jitter: 0)
         #expect(gate.permit(now: start, inFlight: 0) == .send(4))
+    }
+}
+
+extension WebhookRetryTests {
+    @Test func anEventHandedOverFromTheJournalIsAsOldAsItsWrite() throws {
+        let event = try Event(payload: #"{"id":"1","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"a":1},"old":null,"txid":"1","at":"2026-11-23T12:00:00.000000Z"}"#)
+        let now = Date(timeIntervalSince1970: 1_795_435_200 + 90) // 2026-11-23T12:01:30Z
+        #expect(WebhookStore.age(of: event, now: now) == .seconds(90))
+        #expect(WebhookStore.age(of: event, now: Date(timeIntervalSince1970: 0)) == .zero)
     }
 }
