@@ -19,18 +19,32 @@ public struct NamePattern: Sendable, Hashable, CustomStringConvertible {
 
     public var isLiteral: Bool { parts.count == 1 }
 
+    /// Compares UTF-8 bytes, not characters: it runs for every event a
+    /// narrowed stream looks at, and names are matched byte for byte anyway.
     public func matches(_ name: String) -> Bool {
         guard parts.count > 1 else { return name == parts[0] }
-        guard let first = parts.first, let last = parts.last, name.hasPrefix(first) else { return false }
-        var rest = Substring(name).dropFirst(first.count)
-        guard rest.count >= last.count, rest.hasSuffix(last) else { return false }
-        rest = rest.dropLast(last.count)
+        var bytes = Substring(name).utf8[...]
+        let first = parts[0].utf8, last = parts[parts.count - 1].utf8
+        guard bytes.count >= first.count + last.count, bytes.starts(with: first), bytes.reversed().starts(with: last.reversed()) else {
+            return false
+        }
+        bytes = bytes.dropFirst(first.count).dropLast(last.count)
         // Each middle run as early as it can be: a star takes as little as it must.
         for middle in parts.dropFirst().dropLast() where !middle.isEmpty {
-            guard let found = rest.firstRange(of: middle) else { return false }
-            rest = rest[found.upperBound...]
+            guard let found = Self.firstRange(of: middle.utf8, in: bytes) else { return false }
+            bytes = bytes[found...]
         }
         return true
+    }
+
+    /// The index just past the first occurrence of `needle` in `haystack`.
+    private static func firstRange(of needle: String.UTF8View, in haystack: Substring.UTF8View.SubSequence) -> Substring.UTF8View.Index? {
+        var start = haystack.startIndex
+        while haystack.distance(from: start, to: haystack.endIndex) >= needle.count {
+            if haystack[start...].starts(with: needle) { return haystack.index(start, offsetBy: needle.count) }
+            start = haystack.index(after: start)
+        }
+        return nil
     }
 
     public var description: String { parts.joined(separator: "*") }
