@@ -137,6 +137,9 @@ extension HeraldClient {
                 case .badRequest:
                     let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
                     throw HeraldClientError(code: .rejected, message: "the daemon rejected the subscription: \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                case .forbidden:
+                    let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
+                    throw HeraldClientError(code: .forbidden, message: "the daemon's access rules refuse this subscription: \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
                 default:
                     failedAttempts += 1
                     let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""

@@ -66,7 +66,8 @@ public struct HeraldClient: Sendable {
     }
 
     /// Live events that match `filter`, reconnecting as needed. Ends only on
-    /// cancellation or when the daemon rejects the filter (``HeraldClientError/Code/rejected``).
+    /// cancellation or when the daemon rejects the filter (``HeraldClientError/Code/rejected``)
+    /// or refuses it under its access rules (``HeraldClientError/Code/forbidden``).
     public func events(_ filter: EventFilter = .all) -> some AsyncSequence<Event, any Error> {
         messages(filter).compactMap { message in
             if case .event(let event) = message { return event }

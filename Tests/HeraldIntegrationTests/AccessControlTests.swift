@@ -52,6 +52,13 @@ extension IntegrationTests {
             let stranger = try await peer(Self.stranger, on: daemon).get("/events")
             #expect(stranger.status == 403 && stranger.body.contains("no access rule"), "\(stranger.body)")
             #expect(try await peer(Self.stranger, on: daemon).get("/healthz").status == 200)
+            // pgherald tail (HeraldClient) gives up at once with the reason, rather than retrying.
+            let tail = try await DaemonProcess(
+                ["--reuid=\(Self.coursesOnly)", "--regid=\(Self.coursesOnly)", "--clear-groups", "--",
+                 DaemonProcess.executable.path, "tail", "--socket", daemon.socketPath, "--table", "student"],
+                executable: URL(fileURLWithPath: "/usr/bin/setpriv")
+            ).finish(within: 10)
+            #expect(tail.status != 0 && tail.stderr.contains("access rules refuse"), "\(tail.status): \(tail.stderr)")
 
             let wildcard = try courses.stream()
             let tenantStream = try tenant.stream("/events?format=ndjson")
