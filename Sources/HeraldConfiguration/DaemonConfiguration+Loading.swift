@@ -1,6 +1,6 @@
 import Foundation
-public import HeraldPostgres
-public import HeraldServer
+import HeraldPostgres
+import HeraldServer
 import Logging
 
 extension DaemonConfiguration {

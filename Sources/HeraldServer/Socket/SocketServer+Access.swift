@@ -30,8 +30,8 @@ extension SocketServer {
         }
     }
 
-    /// What the peer on `channel` may see under `policy`: everything without
-    /// a policy; nothing when the kernel cannot say who the peer is.
+    /// What `peer` may see under `policy`, and who it is: everything without
+    /// a policy; nothing when the kernel could not say who the peer is.
     func scope(of peer: PeerCredentials?, under policy: AccessPolicy?) -> (scope: AccessScope, identity: PeerIdentity?) {
         guard let policy else { return (.everything, nil) }
         guard let peer else { return (.grants([], rules: []), nil) }
