@@ -100,6 +100,19 @@ extension IntegrationTests {
             #expect(!text.contains("Cy") && !text.contains("OLD1"), "\(text)")
         }
 
+        @Test func addingAnAccessSectionRevokesEveryStreamOpenedWithoutOne() async throws {
+            let database = try TestDatabase.create()
+            let path = try configuration("socket:\n  mode: \"666\"\n")
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", path])
+            let open = try peer(Self.coursesOnly, on: daemon).stream()
+            try await open.wait { $0.contains("retry:") }
+            try Self.rules.write(toFile: path, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            let ended = try await open.wait { $0.contains("event: revoked") }
+            #expect(ended.contains("access rules now apply"), "\(ended)")
+            #expect(try await peer(Self.coursesOnly, on: daemon).get("/events?table=student").status == 403)
+        }
+
         @Test func aReloadRevokesStreamsWhoseGrantChangedAndKeepsTheOthers() async throws {
             let database = try TestDatabase.create()
             let path = try configuration()

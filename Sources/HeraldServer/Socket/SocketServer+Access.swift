@@ -46,7 +46,8 @@ extension SocketServer {
     }
 
     /// Applies a new `access:` section: new streams get it at once, and open
-    /// streams whose grant it changes are closed with `event: revoked`.
+    /// streams whose grant it changes are closed with `event: revoked`, as
+    /// are all streams opened without a section (their peers were not read).
     /// Taking the section away closes nothing: every stream then may see more.
     public func apply(access policy: AccessPolicy?) {
         access.withLock { $0 = policy }
@@ -66,7 +67,7 @@ extension SocketServer {
                     reason = "\(identity): \(error.message)"
                 }
             } else {
-                reason = "the peer's identity is unknown"
+                reason = "access rules now apply"
             }
             stream.revoke(reason)
             revoked += 1

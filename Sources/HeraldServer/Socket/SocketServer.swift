@@ -89,13 +89,12 @@ public final class SocketServer: Service, Sendable {
         defer { inode.withLock { $0 }.map { SocketFile.remove(path, inode: $0) } }
 
         let router = Router(context: SocketRequestContext.self)
-        router.add(middleware: RequestLimitsMiddleware())
         addRoutes(to: router)
-        let connections = ConnectionLimitHandler.Counter(limit: configuration.maximumConnections)
+        let connections = SocketLimitsHandler.Counter(limit: configuration.maximumConnections)
         let application = Application(
             router: router,
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [ConnectionLimitHandler(counter: connections)],
+                additionalChannelHandlers: [SocketLimitsHandler(counter: connections)],
                 idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
             )),
             configuration: .init(address: .unixDomainSocket(path: path), serverName: "pgherald"),
