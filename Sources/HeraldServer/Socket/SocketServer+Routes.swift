@@ -77,16 +77,10 @@ extension SocketServer {
         // Asked only under access rules: the wait would cost every stream a larger task stack for its whole life.
         let policy = access.withLock { $0 }
         let peer = policy == nil ? nil : await PeerCredentials.of(context.channel)
-        let (scope, identity) = scope(of: peer, under: policy)
         let filter: EventFilter
-        do {
-            filter = try requested.narrowed(to: scope)
-        } catch {
-            logger.notice("refused a stream outside the peer's grant", metadata: [
-                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(error.message)",
-                "filter": "\(FilterQuery.queryItems(for: requested))",
-            ])
-            return refuse(.forbidden, ErrorBody(code: "forbidden", message: error.message))
+        switch grant(requested, to: peer, under: policy) {
+        case .granted(let narrowed): filter = narrowed
+        case .refused(let response): return response
         }
         let resumeFrom: UInt64?
         do throws(FilterError) {
@@ -156,6 +150,27 @@ extension SocketServer {
             withExtendedLifetime(slot) {}
             logger.debug("stream closed", metadata: ["format": "\(format.rawValue)"])
         })
+    }
+
+    /// A stream's filter under the peer's grant, or the refusal.
+    enum Grant {
+        case granted(EventFilter)
+        case refused(Response)
+    }
+
+    /// `requested` narrowed to what `peer` may see, or a 403. Not async, so
+    /// that its locals stay out of the stream task's frame.
+    private func grant(_ requested: EventFilter, to peer: PeerCredentials?, under policy: AccessPolicy?) -> Grant {
+        let (scope, identity) = scope(of: peer, under: policy)
+        do {
+            return .granted(try requested.narrowed(to: scope))
+        } catch {
+            logger.notice("refused a stream outside the peer's grant", metadata: [
+                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(error.message)",
+                "filter": "\(FilterQuery.queryItems(for: requested))",
+            ])
+            return .refused(refuse(.forbidden, ErrorBody(code: "forbidden", message: error.message)))
+        }
     }
 
     /// What a resuming client gets before the live events.
