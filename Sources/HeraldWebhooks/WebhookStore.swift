@@ -99,6 +99,8 @@ public final class WebhookStore: Sendable {
                     """, parameters: [Self.array(endpoints.map(\.name))])
                 guard !locked.rows.isEmpty else { return Feed() }
                 let now = try Journal.currentSnapshot(on: connection)
+                // A handed-over event is as old as its write, so that `max_age` counts time spent waiting in the journal.
+                let wallClock = Int64(Date().timeIntervalSince1970 * 1e9)
                 let byName = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
                 var positions: [String: FeedPosition] = [:]
                 for row in locked.rows {
@@ -140,7 +142,7 @@ public final class WebhookStore: Sendable {
                             handedOver.leases.append(String(endpoint.lease / .seconds(1)))
                             feed.handedOver[name, default: []].append(PendingDelivery(
                                 source: .handedOver, eventID: String(row.id), body: Array(event.jsonText.utf8), attempts: 1,
-                                age: Self.age(of: event)
+                                age: event.age(now: wallClock) ?? .zero
                             ))
                         }
                         position.fed(through: last, rangeDone: consumedAll && rows.count < limit)
@@ -197,13 +199,6 @@ public final class WebhookStore: Sendable {
                 return feed
             }
         }
-    }
-
-    /// Time since the event's trigger ran, so that `max_age` counts from the
-    /// write even for an event that waited in the journal.
-    static func age(of event: Event, now: Date = Date()) -> Duration {
-        guard let at = event.atNanosecondsSince1970 else { return .zero }
-        return .nanoseconds(max(0, Int64(now.timeIntervalSince1970 * 1e9) - at))
     }
 
     private static func events(in range: FeedPosition.Range, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [Journal.Row] {

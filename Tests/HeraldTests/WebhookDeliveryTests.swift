@@ -1,6 +1,6 @@
 import Foundation
 import Herald
-@testable import HeraldWebhooks
+import HeraldWebhooks
 import Testing
 
 @Suite struct WebhookSigningTests {
@@ -150,8 +150,9 @@ import Testing
 extension WebhookRetryTests {
     @Test func anEventHandedOverFromTheJournalIsAsOldAsItsWrite() throws {
         let event = try Event(payload: #"{"id":"1","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"a":1},"old":null,"txid":"1","at":"2026-11-23T12:00:00.000000Z"}"#)
-        let now = Date(timeIntervalSince1970: 1_795_435_200 + 90) // 2026-11-23T12:01:30Z
-        #expect(WebhookStore.age(of: event, now: now) == .seconds(90))
-        #expect(WebhookStore.age(of: event, now: Date(timeIntervalSince1970: 0)) == .zero)
+        let now: Int64 = (1_795_435_200 + 90) * 1_000_000_000 // 2026-11-23T12:01:30Z
+        #expect(event.age(now: now) == .seconds(90))
+        #expect(event.age(now: 0) == .zero)
+        #expect(try Event(payload: #"{"id":"1","op":"TRUNCATE","schema":"s","table":"t","txid":"1","at":"soon"}"#).age(now: now) == nil)
     }
 }

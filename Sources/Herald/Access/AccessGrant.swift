@@ -30,9 +30,7 @@ public struct AccessGrant: Sendable, Hashable {
         guard operations.contains(event.operation), covers(event.table) else { return false }
         if predicates.isEmpty { return true }
         guard let parsed = row.value, predicates.allSatisfy({ $0.matches(parsed) }) else { return false }
-        if event.newJSON != nil, let old = event.old {
-            return predicates.allSatisfy { $0.matches(old) }
-        }
-        return true
+        guard let old = row.oldOfUpdate else { return true }
+        return predicates.allSatisfy { $0.matches(old) }
     }
 }

@@ -34,3 +34,11 @@ extension Event {
         return ((days * 86_400 + hour * 3600 + minute * 60 + second) * 1_000_000_000) + nanoseconds
     }
 }
+
+extension Event {
+    /// Time from the trigger's `at` to `now` (nanoseconds since 1970), zero
+    /// if `at` lies ahead (clocks apart); nil when `at` cannot be read.
+    public func age(now nanosecondsSince1970: Int64) -> Duration? {
+        atNanosecondsSince1970.map { .nanoseconds(max(0, nanosecondsSince1970 - $0)) }
+    }
+}

@@ -49,10 +49,11 @@ public struct EventFilter: Sendable, Hashable {
     }
 }
 
-/// An event's row, parsed on first use.
+/// An event's row (and its old row), parsed on first use.
 struct LazyRow {
     let event: Event
     private var parsed: JSONObject??
+    private var parsedOld: JSONObject??
 
     init(event: Event) {
         self.event = event
@@ -64,6 +65,16 @@ struct LazyRow {
             let row = event.row
             parsed = .some(row)
             return row
+        }
+    }
+
+    /// The old row of an UPDATE, which access grants check too; nil for other events.
+    var oldOfUpdate: JSONObject? {
+        mutating get {
+            if let parsedOld { return parsedOld }
+            let old = event.newJSON == nil ? nil : event.old
+            parsedOld = .some(old)
+            return old
         }
     }
 }

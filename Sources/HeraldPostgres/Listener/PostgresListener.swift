@@ -114,8 +114,8 @@ public final class PostgresListener: Service, Sendable {
         clock_gettime(CLOCK_REALTIME, &now)
         let nanoseconds = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
         for event in events {
-            guard let at = event.atNanosecondsSince1970 else { continue }
-            deliveryLag.recordNanoseconds(max(0, nanoseconds - at))
+            guard let age = event.age(now: nanoseconds) else { continue }
+            deliveryLag.recordNanoseconds(Int64(age / .nanoseconds(1)))
         }
     }
 

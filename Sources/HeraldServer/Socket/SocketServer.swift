@@ -36,6 +36,7 @@ public final class SocketServer: Service, Sendable {
     let openStreams = Mutex(0)
     /// The `access:` section in force; nil: whoever may connect sees everything.
     let access: Mutex<AccessPolicy?>
+    /// Open streams by their slot, for a reload of the access rules.
     let openStreamsByID = Mutex<[ObjectIdentifier: OpenStream]>([:])
     private let serving = OneShotFlag()
 
@@ -142,7 +143,6 @@ public final class SocketServer: Service, Sendable {
     /// One open stream; returns its slot, and forgets the stream, when released.
     final class StreamSlot: Sendable {
         let server: SocketServer
-        private let tracked = Mutex<ObjectIdentifier?>(nil)
 
         init(server: SocketServer) {
             self.server = server
@@ -150,15 +150,11 @@ public final class SocketServer: Service, Sendable {
 
         /// Keeps `stream` where a reload of the access rules finds it, for as long as the slot lives.
         func track(_ stream: OpenStream) {
-            let key = ObjectIdentifier(stream)
-            tracked.withLock { $0 = key }
-            server.openStreamsByID.withLock { $0[key] = stream }
+            server.openStreamsByID.withLock { $0[ObjectIdentifier(self)] = stream }
         }
 
         deinit {
-            if let key = tracked.withLock({ $0 }) {
-                _ = server.openStreamsByID.withLock { $0.removeValue(forKey: key) }
-            }
+            _ = server.openStreamsByID.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
             server.openStreams.withLock { $0 -= 1 }
         }
     }
