@@ -1,7 +1,7 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 4. Idempotent: running it again upgrades in place and keeps the
+-- Version 6. Idempotent: running it again upgrades in place and keeps the
 -- watched schemas, exclusions and durability. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
@@ -25,7 +25,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 5 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 6 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -75,6 +75,26 @@ CREATE TABLE IF NOT EXISTS pgherald.journal (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS journal_txid_id ON pgherald.journal (txid, id);
+
+-- A statement's events go into the journal in batches (version 6): one row
+-- holds up to 100 events (about 1 MB), from `id` through `last_id`, separated
+-- by U+001E, which JSON text never contains, and counts them in
+-- `event_count`. A single event's row has neither. Fewer, larger rows are what let a 100,000-row statement pay
+-- little more than its own writes; lz4, where the server has it, keeps
+-- compressing them cheap.
+ALTER TABLE pgherald.journal
+    ADD COLUMN IF NOT EXISTS last_id bigint,
+    ADD COLUMN IF NOT EXISTS event_count int;
+DO $compression$
+BEGIN
+    ALTER TABLE pgherald.journal ALTER COLUMN event SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported OR syntax_error OR invalid_parameter_value THEN
+    NULL;
+END
+$compression$;
+-- Finds the batch that holds an event, for a client resuming from it.
+CREATE INDEX IF NOT EXISTS journal_batch_ids ON pgherald.journal
+    USING gist (int8range(id, last_id, '[]')) WHERE last_id IS NOT NULL;
 
 -- Each daemon's progress, by `--name`: every journal event whose transaction
 -- is visible in the latest snapshot has reached that daemon's subscribers.
@@ -274,22 +294,248 @@ BEGIN
 END
 $fn$;
 
--- Creates or refreshes both triggers on one table, with its current primary key.
+-- The `pk` member of one row's event, read from the row's JSON. json's ->
+-- de-escapes the keys it passes, and fails on \u0000 (a json column may hold
+-- it) instead of failing the user's write, so the key is read around it: such
+-- a key value shows U+FFFD.
+CREATE OR REPLACE FUNCTION pgherald.row_key(source json, key_columns text[]) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    readable json := source;
+    key text := '';
+    i int;
+BEGIN
+    IF coalesce(cardinality(key_columns), 0) = 0 THEN
+        RETURN 'null';
+    END IF;
+    IF strpos(source::text, '\u0000') > 0 THEN
+        readable := replace(source::text, '\u0000', '\ufffd')::json;
+    END IF;
+    -- A loop of plain expressions: a query here would cost more than the rest of the event.
+    FOR i IN array_lower(key_columns, 1) .. array_upper(key_columns, 1) LOOP
+        key := key || CASE WHEN key = '' THEN '{' ELSE ',' END
+                   || to_json(key_columns[i])::text || ':' || coalesce((readable -> key_columns[i])::text, 'null');
+    END LOOP;
+    RETURN key || '}';
+END
+$fn$;
+
+-- The query that numbers a statement's changed rows and builds their events,
+-- in the order the rows changed, as `WITH events AS (...)`: columns event_id,
+-- key, event, and batch, which starts anew every 100 events or 1 MB of row
+-- data. The key is read from the row's columns and the event is built as
+-- text: reading the key from the JSON, or json_build_object, would cost as
+-- much again. An UPDATE's transition tables hold old and new rows in the same
+-- order, so they pair up by position. Parameters: $1 the text between the id
+-- and the key, $2 the text after the rows.
+CREATE OR REPLACE FUNCTION pgherald.statement_events_query(op text, key_columns text[]) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    key_of_r text := quote_literal('null');
+    source text;
+BEGIN
+    IF coalesce(cardinality(key_columns), 0) > 0 THEN
+        SELECT quote_literal('{') || ' || '
+               || string_agg(format('%L || coalesce(to_json(r.%I)::text, %L)',
+                                    CASE WHEN o > 1 THEN ',' ELSE '' END || to_json(k)::text || ':', k, 'null'), ' || ' ORDER BY o)
+               || ' || ' || quote_literal('}')
+          INTO key_of_r
+          FROM unnest(key_columns) WITH ORDINALITY AS u(k, o);
+    END IF;
+    source := CASE op
+        WHEN 'INSERT' THEN format(
+            'SELECT nextval(%L) AS event_id, %s AS key, row_to_json(r.*) AS new_row, NULL::json AS old_row FROM pgherald_new AS r',
+            'pgherald.event_id', key_of_r)
+        WHEN 'DELETE' THEN format(
+            'SELECT nextval(%L) AS event_id, %s AS key, NULL::json AS new_row, row_to_json(r.*) AS old_row FROM pgherald_old AS r',
+            'pgherald.event_id', key_of_r)
+        ELSE format(
+            'SELECT nextval(%L) AS event_id, paired.key, paired.new_row, paired.old_row FROM ('
+            'SELECT n.key, n.new_row, o.old_row FROM '
+            '(SELECT row_number() OVER () AS position, %s AS key, row_to_json(r.*) AS new_row FROM pgherald_new AS r) AS n '
+            'JOIN (SELECT row_number() OVER () AS position, row_to_json(r.*) AS old_row FROM pgherald_old AS r) AS o USING (position) '
+            'ORDER BY position) AS paired',
+            'pgherald.event_id', key_of_r)
+    END;
+    RETURN format(
+        'WITH events AS (SELECT s.event_id, s.key, '
+        'concat(%L, s.event_id, %L, $1, s.key, %L, coalesce(s.new_row::text, %L), %L, coalesce(s.old_row::text, %L), $2) AS event, '
+        'sum(octet_length(coalesce(s.new_row, s.old_row)::text)) OVER w / 1048576 + (row_number() OVER w - 1) / 100 AS batch '
+        'FROM (%s) AS s WINDOW w AS (ROWS UNBOUNDED PRECEDING)) ',
+        '{"id":"', '"', ',"new":', 'null', ',"old":', 'null', source);
+END
+$fn$;
+
+-- Durable publisher, once per statement (version 6). The statement's events
+-- go into the journal in the same transaction as the change: a single row's
+-- as one row, many rows' in batches. One notification carries them when they
+-- fit, or else a reference to their range of ids, which the daemon reads
+-- from the journal. A single row, the common case, runs no dynamic query.
+CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    transaction_id xid8 := pg_current_xact_id();
+    head text := ',"op":"' || TG_OP || '","schema":' || to_json(TG_TABLE_SCHEMA)::text || ',"table":' || to_json(TG_TABLE_NAME)::text || ',"pk":';
+    tail text := ',"txid":"' || transaction_id || '","at":"' || to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '"}';
+    changed int;
+    new_row json;
+    old_row json;
+    first_id bigint;
+    through_id bigint;
+    batches int;
+    payload text;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        SELECT count(*), (array_agg(r))[1] INTO changed, old_row FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 2) AS s;
+    ELSE
+        SELECT count(*), (array_agg(r))[1] INTO changed, new_row FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 2) AS s;
+        IF TG_OP = 'UPDATE' AND changed = 1 THEN
+            SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+        END IF;
+    END IF;
+    IF changed = 0 THEN
+        RETURN NULL;
+    ELSIF changed = 1 THEN
+        first_id := nextval('pgherald.event_id');
+        payload := concat('{"id":"', first_id, '"', head,
+                          CASE WHEN TG_NARGS = 1 AND strpos(coalesce(new_row, old_row)::text, '\u0000') = 0
+                               -- The usual one-column key, without a function call.
+                               THEN concat('{', to_json(TG_ARGV[0])::text, ':', coalesce((coalesce(new_row, old_row) -> TG_ARGV[0])::text, 'null'), '}')
+                               ELSE pgherald.row_key(coalesce(new_row, old_row), TG_ARGV) END,
+                          ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'), tail);
+        INSERT INTO pgherald.journal (id, txid, event) VALUES (first_id, transaction_id, payload);
+        through_id := first_id;
+        batches := 1;
+    ELSE
+        EXECUTE pgherald.statement_events_query(TG_OP, TG_ARGV)
+            || ', written AS (INSERT INTO pgherald.journal (id, last_id, event_count, txid, event) '
+            || 'SELECT min(event_id), nullif(max(event_id), min(event_id)), nullif(count(*), 1), $3, string_agg(event, chr(30) ORDER BY event_id) '
+            || 'FROM events GROUP BY batch RETURNING id, coalesce(last_id, id) AS through, event) '
+            || 'SELECT count(*), min(id), max(through), min(CASE WHEN octet_length(event) < $4 THEN event END) FROM written'
+            INTO batches, first_id, through_id, payload
+            USING head, tail, transaction_id, pgherald.notify_limit();
+    END IF;
+    IF batches > 1 OR payload IS NULL OR octet_length(payload) >= pgherald.notify_limit() THEN
+        payload := concat('{"ref":"', first_id, '",', CASE WHEN through_id > first_id THEN concat('"through":"', through_id, '",') END,
+                          '"txid":"', transaction_id, '"}');
+    END IF;
+    PERFORM pg_notify('pgherald', payload);
+    RETURN NULL;
+END
+$fn$;
+
+-- Notify-only publisher, once per statement (version 6): the events go out
+-- packed into as few notifications as hold them, separated by U+001E. An
+-- event too large for one goes out without row data, marked as omitted.
+CREATE OR REPLACE FUNCTION pgherald.publish_statement() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    transaction_id xid8 := pg_current_xact_id();
+    head text := ',"op":"' || TG_OP || '","schema":' || to_json(TG_TABLE_SCHEMA)::text || ',"table":' || to_json(TG_TABLE_NAME)::text || ',"pk":';
+    tail text := ',"txid":"' || transaction_id || '","at":"' || to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '"}';
+    limit_bytes int := pgherald.notify_limit();
+    changed int;
+    new_row json;
+    old_row json;
+    events refcursor;
+    built record;
+    event text;
+    packed text := '';
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        SELECT count(*), (array_agg(r))[1] INTO changed, old_row FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 2) AS s;
+    ELSE
+        SELECT count(*), (array_agg(r))[1] INTO changed, new_row FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 2) AS s;
+        IF TG_OP = 'UPDATE' AND changed = 1 THEN
+            SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+        END IF;
+    END IF;
+    IF changed = 0 THEN
+        RETURN NULL;
+    ELSIF changed = 1 THEN
+        -- A single row, the common case, runs no dynamic query.
+        OPEN events FOR
+            SELECT e.event_id, e.key,
+                   concat('{"id":"', e.event_id, '"', head, e.key, ',"new":', coalesce(new_row::text, 'null'),
+                          ',"old":', coalesce(old_row::text, 'null'), tail) AS event
+              FROM (SELECT nextval('pgherald.event_id') AS event_id, pgherald.row_key(coalesce(new_row, old_row), TG_ARGV) AS key) AS e;
+    ELSE
+        OPEN events FOR EXECUTE pgherald.statement_events_query(TG_OP, TG_ARGV) || 'SELECT event_id, key, event FROM events'
+            USING head, tail;
+    END IF;
+    LOOP
+        FETCH events INTO built;
+        EXIT WHEN NOT FOUND;
+        event := built.event;
+        IF octet_length(event) >= limit_bytes THEN
+            event := concat('{"id":"', built.event_id, '"', head,
+                            CASE WHEN octet_length(built.key) < limit_bytes - 1024 THEN built.key ELSE 'null' END,
+                            ',"new":null,"old":null,"omitted":true', tail);
+        END IF;
+        IF packed = '' THEN
+            packed := event;
+        ELSIF octet_length(packed) + 1 + octet_length(event) < limit_bytes THEN
+            packed := packed || chr(30) || event;
+        ELSE
+            PERFORM pg_notify('pgherald', packed);
+            packed := event;
+        END IF;
+    END LOOP;
+    CLOSE events;
+    PERFORM pg_notify('pgherald', packed);
+    RETURN NULL;
+END
+$fn$;
+
+-- Names of pgherald's triggers: one per operation, run once per statement
+-- with its transition table; or, where a statement's transition table would
+-- miss rows or name another table (partitioned tables, and inheritance
+-- parents and children), one run for each row. Then TRUNCATE.
+CREATE OR REPLACE FUNCTION pgherald.trigger_names() RETURNS name[]
+LANGUAGE sql IMMUTABLE AS $$ SELECT ARRAY['pgherald_insert', 'pgherald_update', 'pgherald_delete', 'pgherald_row', 'pgherald_truncate']::name[] $$;
+
+-- Creates or refreshes the triggers on one table, with its current primary key.
 CREATE OR REPLACE FUNCTION pgherald.attach_trigger(target regclass) RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
     key_arguments text;
+    durable boolean := pgherald.durability() = 'durable';
+    per_row boolean;
 BEGIN
     SELECT string_agg(quote_literal(a.attname), ', ' ORDER BY array_position(i.indkey::int2[], a.attnum))
       INTO key_arguments
       FROM pg_index i
       JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey::int2[])
      WHERE i.indrelid = target AND i.indisprimary;
-    EXECUTE format(
-        'CREATE OR REPLACE TRIGGER pgherald_row AFTER INSERT OR UPDATE OR DELETE ON %s '
-        'FOR EACH ROW EXECUTE FUNCTION %s(%s)', target,
-        CASE pgherald.durability() WHEN 'durable' THEN 'pgherald.publish_row_durable' ELSE 'pgherald.publish_row' END,
-        coalesce(key_arguments, ''));
+    SELECT c.relkind = 'p' OR c.relhassubclass OR EXISTS (SELECT FROM pg_inherits WHERE inhrelid = target)
+      INTO per_row FROM pg_class c WHERE c.oid = target;
+    IF per_row THEN
+        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_insert ON %s', target);
+        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_update ON %s', target);
+        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_delete ON %s', target);
+        EXECUTE format(
+            'CREATE OR REPLACE TRIGGER pgherald_row AFTER INSERT OR UPDATE OR DELETE ON %s '
+            'FOR EACH ROW EXECUTE FUNCTION %s(%s)', target,
+            CASE WHEN durable THEN 'pgherald.publish_row_durable' ELSE 'pgherald.publish_row' END,
+            coalesce(key_arguments, ''));
+    ELSE
+        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_row ON %s', target);
+        EXECUTE format(
+            'CREATE OR REPLACE TRIGGER pgherald_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS pgherald_new '
+            'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
+            CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END,
+            coalesce(key_arguments, ''));
+        EXECUTE format(
+            'CREATE OR REPLACE TRIGGER pgherald_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS pgherald_old NEW TABLE AS pgherald_new '
+            'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
+            CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END,
+            coalesce(key_arguments, ''));
+        EXECUTE format(
+            'CREATE OR REPLACE TRIGGER pgherald_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS pgherald_old '
+            'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
+            CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END,
+            coalesce(key_arguments, ''));
+    END IF;
     EXECUTE format(
         'CREATE OR REPLACE TRIGGER pgherald_truncate AFTER TRUNCATE ON %s '
         'FOR EACH STATEMENT EXECUTE FUNCTION pgherald.publish_truncate()', target);
@@ -338,9 +584,12 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION pgherald.detach(target regclass) RETURNS void
 LANGUAGE plpgsql AS $fn$
+DECLARE
+    trigger_name name;
 BEGIN
-    EXECUTE format('DROP TRIGGER IF EXISTS pgherald_row ON %s', target);
-    EXECUTE format('DROP TRIGGER IF EXISTS pgherald_truncate ON %s', target);
+    FOREACH trigger_name IN ARRAY pgherald.trigger_names() LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name, target);
+    END LOOP;
 END
 $fn$;
 
@@ -352,7 +601,7 @@ DECLARE
     detached int := 0;
 BEGIN
     FOR watched IN SELECT DISTINCT tgrelid::regclass AS target FROM pg_trigger
-                    WHERE tgname IN ('pgherald_row', 'pgherald_truncate') AND NOT tgisinternal LOOP
+                    WHERE tgname = ANY (pgherald.trigger_names()) AND NOT tgisinternal LOOP
         PERFORM pgherald.detach(watched.target);
         detached := detached + 1;
     END LOOP;
@@ -404,7 +653,7 @@ LANGUAGE sql STABLE AS $fn$
       FROM pg_trigger t
       JOIN pg_class c ON c.oid = t.tgrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE t.tgname = 'pgherald_row' AND NOT t.tgisinternal
+     WHERE t.tgname IN ('pgherald_row', 'pgherald_insert') AND NOT t.tgisinternal
      ORDER BY 1, 2
 $fn$;
 
@@ -422,10 +671,15 @@ BEGIN
     LOOP
         IF EXISTS (SELECT 1 FROM pgherald.candidate_table WHERE target = changed.objid)
            AND (changed.command_tag <> 'ALTER TABLE'
-                OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = changed.objid AND tgname = 'pgherald_row'))
+                OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = changed.objid AND tgname IN ('pgherald_row', 'pgherald_insert')))
         THEN
             PERFORM pgherald.attach_trigger(changed.objid::regclass);
         END IF;
+        -- A watched table that gains an inheritance child changes to one run per row.
+        PERFORM pgherald.attach_trigger(i.inhparent::regclass)
+           FROM pg_inherits i
+          WHERE i.inhrelid = changed.objid
+            AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = i.inhparent AND tgname = 'pgherald_insert');
     END LOOP;
 END
 $fn$;

@@ -6,6 +6,8 @@ struct BenchResults: Codable {
     var machine: String
     var postgres: String
     var writeOverhead: WriteOverhead?
+    /// Absent in results from before it was measured.
+    var bulkStatements: BulkStatements?
     var runs: [Run]
 
     struct WriteOverhead: Codable {
@@ -17,6 +19,31 @@ struct BenchResults: Codable {
         struct Variant: Codable {
             var trigger: String
             var tps: [Double]
+        }
+    }
+
+    /// One INSERT ... SELECT per transaction, by rows per statement and trigger.
+    struct BulkStatements: Codable {
+        var variants: [Variant]
+
+        /// One trigger's mean milliseconds per statement of `rows` rows, round by round.
+        struct Variant: Codable {
+            var trigger: String
+            var rows: Int
+            var milliseconds: [Double]
+        }
+
+        var sizes: [Int] { Array(Set(variants.map(\.rows))).sorted() }
+
+        func medianMilliseconds(_ trigger: String, rows: Int) -> Double? {
+            variants.first { $0.trigger == trigger && $0.rows == rows }.flatMap { median($0.milliseconds) }
+        }
+
+        /// The median over rounds of the trigger's time divided by no trigger's in the same round.
+        func medianRatio(_ trigger: String, rows: Int) -> Double? {
+            guard let variant = variants.first(where: { $0.trigger == trigger && $0.rows == rows }),
+                  let base = variants.first(where: { $0.trigger == "none" && $0.rows == rows }) else { return nil }
+            return median(zip(variant.milliseconds, base.milliseconds).map { $0 / $1 })
         }
     }
 

@@ -79,13 +79,17 @@ extension WebhookStore {
                 backlogs[name, default: Backlog()].pending += count
                 backlogs[name, default: Backlog()].inFlight += count
             }
-            // The backlog a busy endpoint leaves in the journal, past its feed's position.
+            // The backlog a busy endpoint leaves in the journal, past its feed's position. A batch
+            // the feed stopped inside counts whole (it holds at most 100 events).
             let waiting = try connection.execute("""
-                SELECT f.endpoint, count(j.id), extract(epoch FROM now() - min(j.created_at))::float8
+                SELECT f.endpoint,
+                       sum(coalesce(j.event_count, 1)),
+                       extract(epoch FROM now() - min(j.created_at))::float8
                   FROM pgherald.webhook_feed f
                   JOIN pgherald.journal j
                     ON j.txid >= pg_snapshot_xmin(f.snapshot) AND NOT pg_visible_in_snapshot(j.txid, f.snapshot)
-                   AND NOT coalesce(pg_visible_in_snapshot(j.txid, f.target) AND (j.txid, j.id) <= (f.after_txid, f.after_id), false)
+                   AND NOT coalesce(pg_visible_in_snapshot(j.txid, f.target)
+                                    AND (j.txid, coalesce(j.last_id, j.id)) <= (f.after_txid, f.after_id), false)
                  GROUP BY f.endpoint
                 """)
             for row in waiting.rows {

@@ -126,10 +126,10 @@ public final class WebhookStore: Sendable {
                     while left > 0, pages < Self.pagesPerHandOver, let range = position.nextRange(now: now) {
                         pages += 1
                         let limit = min(pageSize, max(2 * left, 64))
-                        let rows = try Self.events(in: range, limit: limit, on: connection)
+                        let page = try Self.events(in: range, limit: limit, on: connection)
                         var last: FeedPosition.Row?
                         var consumedAll = true
-                        for row in rows {
+                        for row in page.rows {
                             guard left > 0 else {
                                 consumedAll = false
                                 break
@@ -145,7 +145,7 @@ public final class WebhookStore: Sendable {
                                 age: event.age(now: wallClock) ?? .zero
                             ))
                         }
-                        position.fed(through: last, rangeDone: consumedAll && rows.count < limit)
+                        position.fed(through: last, rangeDone: consumedAll && page.isLast)
                     }
                     if position.isBehind(now) { feed.heldBack.insert(name) }
                     positions[name] = position
@@ -153,9 +153,9 @@ public final class WebhookStore: Sendable {
                 for (start, group) in groups {
                     var position = start
                     while let range = position.nextRange(now: now) {
-                        let rows = try Self.events(in: range, limit: pageSize, on: connection)
+                        let page = try Self.events(in: range, limit: pageSize, on: connection)
                         var queued: (names: [String], ids: [String], bodies: [String]) = ([], [], [])
-                        for row in rows {
+                        for row in page.rows {
                             guard let event = try? Event(payload: row.event) else { continue }
                             let matching = group.filter { $0.filter.matches(event) }
                             guard !matching.isEmpty else { continue }
@@ -169,8 +169,8 @@ public final class WebhookStore: Sendable {
                             }
                         }
                         if !queued.names.isEmpty { try Self.insert(names: queued.names, ids: queued.ids, bodies: queued.bodies, on: connection) }
-                        let last = rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }
-                        position.fed(through: last, rangeDone: rows.count < pageSize)
+                        let last = page.rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }
+                        position.fed(through: last, rangeDone: page.isLast)
                     }
                     for endpoint in group { positions[endpoint.name] = position }
                 }
@@ -201,7 +201,7 @@ public final class WebhookStore: Sendable {
         }
     }
 
-    private static func events(in range: FeedPosition.Range, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [Journal.Row] {
+    private static func events(in range: FeedPosition.Range, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> Journal.Page {
         try Journal.events(
             visibleIn: range.newer, notVisibleIn: range.older,
             after: range.after.map { ($0.transactionID, $0.id) }, limit: limit, on: connection
@@ -404,16 +404,15 @@ public final class WebhookStore: Sendable {
                 var requeued: [String: Int] = [:]
                 for row in abandoned.rows {
                     guard let endpoint = row[0], let owner = row[1], let ids = row[2] else { continue }
-                    let events = try connection.execute("""
-                        SELECT id::text, event, extract(epoch FROM now() - created_at)::float8 FROM pgherald.journal
-                         WHERE id = ANY($1::bigint[])
-                        """, parameters: [ids])
+                    let wanted = ids.dropFirst().dropLast().split(separator: ",").compactMap { UInt64($0) }
+                    // As old as its write, like every handed-over event.
+                    let wallClock = Int64(Date().timeIntervalSince1970 * 1e9)
                     var queued: (ids: [String], bodies: [String], ages: [String]) = ([], [], [])
-                    for event in events.rows {
-                        guard let id = event[0], let payload = event[1], let decoded = try? Event(payload: payload) else { continue }
-                        queued.ids.append(id)
+                    for event in try Journal.events(ids: wanted, on: connection) {
+                        guard let decoded = try? Event(payload: event.event) else { continue }
+                        queued.ids.append(String(event.id))
                         queued.bodies.append(decoded.jsonText)
-                        queued.ages.append(event[2] ?? "0")
+                        queued.ages.append(String((decoded.age(now: wallClock) ?? .zero) / .seconds(1)))
                     }
                     // The attempt in flight counts: the receiver may have had it.
                     try connection.execute("""

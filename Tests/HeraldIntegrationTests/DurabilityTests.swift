@@ -174,15 +174,15 @@ extension IntegrationTests {
             #expect(again.stdout.contains("installed, notify-only"), "an upgrade keeps the choice")
             let trigger = try database.execute("""
                 SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
-                 WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_row'
+                 WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_insert'
                 """)
-            #expect(trigger.rows == [["publish_row"]])
+            #expect(trigger.rows == [["publish_statement"]])
             _ = try await DaemonProcess(["install", "--db", database.connInfo, "--durability", "durable"]).finish()
             let durable = try database.execute("""
                 SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
-                 WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_row'
+                 WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_insert'
                 """)
-            #expect(durable.rows == [["publish_row_durable"]])
+            #expect(durable.rows == [["publish_statement_durable"]])
         }
     }
 }

@@ -22,11 +22,42 @@ extension IntegrationTests {
             var seen: [UInt64] = []
             while true {
                 let page = try Journal.events(visibleIn: newer, notVisibleIn: older, after: after, limit: 3, on: connection)
-                seen += page.map(\.transactionID)
-                guard let last = page.last, page.count == 3 else { break }
+                seen += page.rows.map(\.transactionID)
+                guard let last = page.rows.last, !page.isLast else { break }
                 after = (last.transactionID, last.id)
             }
             #expect(seen == Array(995...1004))
+        }
+
+        /// A statement's events share journal rows of up to 100; readers take them apart.
+        @Test func batchesAreTakenApartAndAPositionInsideOneIsKept() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            let event = { (id: Int, txid: Int) in
+                #"{"id":"\#(id)","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"n":\#(id)},"old":null,"txid":"\#(txid)","at":"2026-11-23T00:00:00.000000Z"}"#
+            }
+            try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (1, '10', $1)", parameters: [event(1, 10)])
+            try connection.execute(
+                "INSERT INTO pgherald.journal (id, last_id, txid, event) VALUES (2, 5, '11', $1)",
+                parameters: [(2...5).map { event($0, 11) }.joined(separator: "\u{1E}")]
+            )
+            try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (6, '12', $1)", parameters: [event(6, 12)])
+            let older = try #require(TransactionSnapshot("5:5:"))
+            let newer = try #require(TransactionSnapshot("20:20:"))
+
+            let all = try Journal.events(visibleIn: newer, notVisibleIn: older, limit: 10, on: connection)
+            #expect(all.rows.map(\.id) == [1, 2, 3, 4, 5, 6])
+            #expect(all.rows.map(\.transactionID) == [10, 11, 11, 11, 11, 12])
+            #expect(all.isLast)
+            #expect(all.rows.allSatisfy { (try? Event(payload: $0.event))?.id == String($0.id) })
+
+            // A reader that stopped after event 3 gets 4 and 5 from the same journal row next.
+            let rest = try Journal.events(visibleIn: newer, notVisibleIn: older, after: (11, 3), limit: 1, on: connection)
+            #expect(rest.rows.map(\.id) == [4, 5])
+            #expect(!rest.isLast)
+
+            #expect(try Journal.events(ids: [4, 6, 99], on: connection).map(\.id).sorted() == [4, 6])
+            #expect(try Journal.events(transactionID: 11, from: 2, through: 5, on: connection).map(\.id) == [2, 3, 4, 5])
         }
     }
 }

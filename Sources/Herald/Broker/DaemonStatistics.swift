@@ -15,14 +15,15 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
 
     /// The durable journal, as last measured (every maintenance run).
     public struct Journal: Codable, Sendable, Hashable {
-        /// Rows, as PostgreSQL estimates them.
+        /// Events, counted exactly in up to 100,000 journal rows (a statement's
+        /// events share rows of up to 100); beyond, PostgreSQL's estimate of rows.
         public var rows: Int64
         /// Table, index and TOAST size on disk.
         public var bytes: Int64
         /// When the oldest row was written (ISO 8601, UTC); `nil` when empty.
         public var oldestAt: String?
         public var oldestEventID: String?
-        /// Rows pruned by retention since start.
+        /// Events pruned by retention since start.
         public var pruned: Int64
         public var retentionSeconds: Double
 

@@ -7,12 +7,24 @@ public import Herald
 /// one. Ids alone would skip a transaction that took a lower id but
 /// committed later.
 public enum Journal {
-    /// One journal row: an event as the trigger wrote it.
+    /// One event as the trigger wrote it. A journal row holds one event or,
+    /// for a statement that changed many rows, a batch of them separated by
+    /// U+001E; these are the events, taken apart.
     public struct Row: Sendable {
         public var transactionID: UInt64
         public var id: UInt64
         public var event: String
     }
+
+    /// Events read from the journal, and whether the read reached the end of what it asked for.
+    public struct Page: Sendable {
+        public var rows: [Row]
+        /// Fewer journal rows came back than the limit: nothing further matches.
+        public var isLast: Bool
+    }
+
+    /// Separates the events of a batch; JSON text never contains it.
+    static let batchSeparator = UInt8(0x1E)
 
     /// A daemon's last recorded progress.
     public struct Checkpoint: Sendable {
@@ -59,54 +71,98 @@ public enum Journal {
         )
     }
 
-    /// Up to `limit` events committed between two snapshots, in (transaction id, event id)
-    /// order, after the position `after`.
+    /// The events committed between two snapshots, in (transaction id, event
+    /// id) order, after the position `after`, from up to `limit` journal rows.
     ///
-    /// The ORDER BY names the table's columns: a bare `txid` would mean the
-    /// output column `txid::text`, sorting pages as text ("1000" before "730")
-    /// while `after` compares numbers, which skipped rows between pages.
+    /// A batch that `after` stopped inside is read again and only its events
+    /// past `after` are kept. The ORDER BY names the table's columns: a bare
+    /// `txid` would mean the output column `txid::text`, sorting pages as text
+    /// ("1000" before "730") while `after` compares numbers, which skipped
+    /// rows between pages.
     public static func events(
         visibleIn newer: TransactionSnapshot,
         notVisibleIn older: TransactionSnapshot,
         after: (transactionID: UInt64, id: UInt64)? = nil,
         limit: Int = 1000,
         on connection: PostgresConnection
-    ) throws(PostgresError) -> [Row] {
+    ) throws(PostgresError) -> Page {
         let result = try connection.execute("""
-            SELECT txid::text, id, event FROM pgherald.journal
+            SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax($2::pg_snapshot)
                AND pg_visible_in_snapshot(txid, $2::pg_snapshot)
                AND NOT pg_visible_in_snapshot(txid, $1::pg_snapshot)
-               AND (txid, id) > ($3::xid8, $4::bigint)
+               AND (txid, coalesce(last_id, id)) > ($3::xid8, $4::bigint)
              ORDER BY journal.txid, journal.id
              LIMIT \(limit)
             """, parameters: [
                 older.description, newer.description,
                 String(after?.transactionID ?? 0), String(after?.id ?? 0),
             ])
-        return try rows(result)
+        var rows = try events(result)
+        if let after {
+            rows.removeAll { ($0.transactionID, $0.id) <= (after.transactionID, after.id) }
+        }
+        return Page(rows: rows, isLast: result.rows.count < limit)
     }
 
-    /// The events with the given ids, for notifications that carried only a reference.
+    /// The events with the given ids, for notifications that carried only a
+    /// reference and for deliveries handed over before a restart.
     public static func events(ids: [UInt64], on connection: PostgresConnection) throws(PostgresError) -> [Row] {
+        guard !ids.isEmpty else { return [] }
         let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
-        let result = try connection.execute(
-            "SELECT txid::text, id, event FROM pgherald.journal WHERE id = ANY($1::bigint[])",
-            parameters: [list]
-        )
-        return try rows(result)
+        let result = try connection.execute("""
+            SELECT txid::text, id, last_id, event FROM pgherald.journal WHERE id = ANY($1::bigint[]) AND last_id IS NULL
+            UNION ALL
+            SELECT txid::text, id, last_id, event FROM pgherald.journal
+             WHERE id IN (SELECT b.id FROM unnest($1::bigint[]) AS wanted(id)
+                            JOIN pgherald.journal b ON b.last_id IS NOT NULL AND int8range(b.id, b.last_id, '[]') @> wanted.id)
+            """, parameters: [list])
+        let wanted = Set(ids)
+        return try events(result).filter { wanted.contains($0.id) }
     }
 
-    private static func rows(_ result: PostgresConnection.QueryResult) throws(PostgresError) -> [Row] {
+    /// The events one statement wrote, from `first` through `last`, in id order.
+    public static func events(
+        transactionID: UInt64, from first: UInt64, through last: UInt64, on connection: PostgresConnection
+    ) throws(PostgresError) -> [Row] {
+        let result = try connection.execute("""
+            SELECT txid::text, id, last_id, event FROM pgherald.journal
+             WHERE txid = $1::xid8 AND id BETWEEN $2 AND $3 ORDER BY id
+            """, parameters: [String(transactionID), String(first), String(last)])
+        return try events(result)
+    }
+
+    /// Takes batches apart: each event in one carries its id first, as the trigger writes it.
+    private static func events(_ result: PostgresConnection.QueryResult) throws(PostgresError) -> [Row] {
         var rows: [Row] = []
         rows.reserveCapacity(result.rows.count)
         for row in result.rows {
-            guard let txid = row[0].flatMap({ UInt64($0) }), let id = row[1].flatMap({ UInt64($0) }), let event = row[2] else {
+            guard let txid = row[0].flatMap({ UInt64($0) }), let id = row[1].flatMap({ UInt64($0) }), let event = row[3] else {
                 throw PostgresError(.queryFailed, "unexpected journal row")
             }
-            rows.append(Row(transactionID: txid, id: id, event: event))
+            guard row[2] != nil else {
+                rows.append(Row(transactionID: txid, id: id, event: event))
+                continue
+            }
+            for part in event.utf8.split(separator: batchSeparator) {
+                let text = String(Substring(part))
+                guard let partID = leadingEventID(text) else {
+                    throw PostgresError(.queryFailed, "a journal batch from event \(id) holds an event without its id first")
+                }
+                rows.append(Row(transactionID: txid, id: partID, event: text))
+            }
         }
         return rows
+    }
+
+    /// The id of an event that begins `{"id":"<digits>"`.
+    static func leadingEventID(_ event: String) -> UInt64? {
+        let prefix = #"{"id":""#.utf8
+        var utf8 = Substring(event).utf8
+        guard utf8.starts(with: prefix) else { return nil }
+        utf8 = utf8.dropFirst(prefix.count)
+        guard let end = utf8.firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return UInt64(Substring(utf8[..<end]))
     }
 
     private static func snapshot(_ text: String??) throws(PostgresError) -> TransactionSnapshot {

@@ -73,7 +73,7 @@ public final class JournalMaintenance: Service, Sendable {
         }
     }
 
-    /// One pruning pass and measurement; returns how many rows were pruned.
+    /// One pruning pass and measurement; returns how many events were pruned.
     @discardableResult
     public func runOnce() async -> Int {
         do {
@@ -82,7 +82,7 @@ public final class JournalMaintenance: Service, Sendable {
             }
             let total = prunedTotal.add(Int64(pruned), ordering: .relaxed).newValue
             if pruned > 0 {
-                logger.info("pruned the journal", metadata: ["rows": "\(pruned)", "retention": "\(configuration.retention)"])
+                logger.info("pruned the journal", metadata: ["events": "\(pruned)", "retention": "\(configuration.retention)"])
             }
             try await measure(pruned: total)
             return pruned
@@ -103,12 +103,12 @@ public final class JournalMaintenance: Service, Sendable {
         // fed for longer than the retention (its endpoint is gone) keeps nothing;
         // feeds are marked each second, so a minute's grace keeps a short
         // retention from outrunning a late mark.
-        var handedOver: Set<String> = []
+        var handedOver: Set<UInt64> = []
         var feeds: [TransactionSnapshot] = []
         if try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t" {
             handedOver = Set(try connection.execute(
                 "SELECT DISTINCT unnest(event_ids)::text FROM pgherald.webhook_in_flight"
-            ).rows.compactMap { $0[0] })
+            ).rows.compactMap { $0[0].flatMap { UInt64($0) } })
             feeds = try connection.execute("""
                 SELECT snapshot::text FROM pgherald.webhook_feed
                  WHERE fed_at > now() - greatest(make_interval(secs => $1::float8), interval '1 minute')
@@ -117,20 +117,26 @@ public final class JournalMaintenance: Service, Sendable {
         var pruned = 0
         while true {
             let oldest = try connection.execute("""
-                SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8)
+                SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8), coalesce(last_id, id),
+                       coalesce(event_count, 1)
                   FROM pgherald.journal ORDER BY id LIMIT \(configuration.batchSize)
                 """, parameters: [String(retentionSeconds)])
+            var events = 0
             let doomed = oldest.rows.compactMap { row -> String? in
                 guard row[2] == "t", let txid = row[1].flatMap({ UInt64($0) }), checkpoint.snapshot.isVisible(txid),
-                      feeds.allSatisfy({ $0.isVisible(txid) }), let id = row[0], !handedOver.contains(id) else { return nil }
-                return id
+                      feeds.allSatisfy({ $0.isVisible(txid) }), let id = row[0].flatMap({ UInt64($0) }),
+                      let last = row[3].flatMap({ UInt64($0) }) else { return nil }
+                // A batch stays while any id in its range is handed over.
+                guard id == last ? !handedOver.contains(id) : !handedOver.contains(where: { (id...last).contains($0) }) else { return nil }
+                events += row[4].flatMap { Int($0) } ?? 1
+                return String(id)
             }
             guard !doomed.isEmpty else { break }
             try connection.execute(
                 "DELETE FROM pgherald.journal WHERE id = ANY($1::bigint[])",
                 parameters: ["{" + doomed.joined(separator: ",") + "}"]
             )
-            pruned += doomed.count
+            pruned += events
             // Rows come in id order, which is roughly age order: past the first young row, the rest are younger.
             guard oldest.rows.count == configuration.batchSize, oldest.rows.last?[2] == "t" else { break }
         }
@@ -150,14 +156,15 @@ public final class JournalMaintenance: Service, Sendable {
         measured.withLock { $0 = (statistics, .now) }
     }
 
-    /// Rows are counted exactly up to this many; beyond, the planner's estimate stands.
+    /// Events are counted exactly in up to this many rows; beyond, the planner's estimate of rows stands.
     static let exactCountLimit = 100_000
 
     private func measure(on connection: PostgresConnection, pruned: Int64) throws(PostgresError) -> DaemonStatistics.Journal {
         let result = try connection.execute("""
-            SELECT (SELECT CASE WHEN counted < \(Self.exactCountLimit) THEN counted
-                                ELSE greatest(counted, (SELECT reltuples::bigint FROM pg_class WHERE oid = 'pgherald.journal'::regclass)) END
-                      FROM (SELECT count(*) AS counted FROM (SELECT FROM pgherald.journal LIMIT \(Self.exactCountLimit)) AS capped) AS c),
+            SELECT (SELECT CASE WHEN counted < \(Self.exactCountLimit) THEN events
+                                ELSE greatest(events, (SELECT reltuples::bigint FROM pg_class WHERE oid = 'pgherald.journal'::regclass)) END
+                      FROM (SELECT count(*) AS counted, coalesce(sum(coalesce(event_count, 1)), 0) AS events
+                              FROM (SELECT event_count FROM pgherald.journal LIMIT \(Self.exactCountLimit)) AS capped) AS c),
                    pg_total_relation_size('pgherald.journal'),
                    oldest.id,
                    to_char(oldest.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

@@ -24,7 +24,7 @@ public final class JournalReader: Sendable {
     }
 
     let daemon: String
-    /// Journal rows read per page.
+    /// Journal rows read per page (a batch row holds up to 100 events).
     public let pageSize: Int
     private let connection: SerialConnection
 
@@ -43,8 +43,7 @@ public final class JournalReader: Sendable {
     public func replay(after eventID: UInt64) async throws(PostgresError) -> Replay {
         try await connection.run { [daemon] connection throws(PostgresError) in
             let now = try Journal.currentSnapshot(on: connection)
-            let target = try connection.execute("SELECT txid::text FROM pgherald.journal WHERE id = $1", parameters: [String(eventID)])
-            guard let transactionID = target.rows.first?[0].flatMap({ UInt64($0) }) else {
+            guard let transactionID = try Journal.events(ids: [eventID], on: connection).first?.transactionID else {
                 return .reset(reason: "event \(eventID) is not in the journal (older than retention, or unknown)")
             }
             let since = try connection.execute("""
@@ -64,19 +63,19 @@ public final class JournalReader: Sendable {
     public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(PostgresError) -> [Event] {
         let current = cursor
         let (events, after, finished) = try await connection.run { [pageSize] connection throws(PostgresError) in
-            let rows = try Journal.events(
+            let page = try Journal.events(
                 visibleIn: current.covering, notVisibleIn: current.since, after: current.after,
                 limit: pageSize, on: connection
             )
             var events: [Event] = []
-            for row in rows {
+            for row in page.rows {
                 // The resumed event's own transaction delivered its events in id order.
                 if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
                 if let event = try? Event(payload: row.event), filter.matches(event) {
                     events.append(event)
                 }
             }
-            return (events, rows.last.map { ($0.transactionID, $0.id) } ?? current.after, rows.count < pageSize)
+            return (events, page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after, page.isLast)
         }
         cursor.after = after
         cursor.isFinished = finished

@@ -2,7 +2,7 @@ import Herald
 import Logging
 
 extension PostgresListener {
-    /// Events read from the journal per query while catching up.
+    /// Journal rows read per query while catching up (a batch row holds up to 100 events).
     static let catchUpPageSize = 256
 
     /// Decides the durability on the first connection and, in durable mode,
@@ -54,14 +54,14 @@ extension PostgresListener {
         if let range = cursor.connected(listenSnapshot: listenSnapshot) {
             var after: (transactionID: UInt64, id: UInt64)?
             var delivered = 0
-            var rows: [Journal.Row]
+            var page: Journal.Page
             repeat {
-                rows = try Journal.events(
+                page = try Journal.events(
                     visibleIn: range.to, notVisibleIn: range.from, after: after,
                     limit: Self.catchUpPageSize, on: connection
                 )
                 var events: [Event] = []
-                for row in rows {
+                for row in page.rows {
                     after = (row.transactionID, row.id)
                     guard cursor.admitCatchUp(id: row.id, transactionID: row.transactionID) else { continue }
                     do {
@@ -74,7 +74,7 @@ extension PostgresListener {
                     recordLag(of: broker.publish(events[start..<min(start + Self.maximumBatch, events.count)], resumable: false))
                 }
                 delivered += events.count
-            } while rows.count == Self.catchUpPageSize
+            } while !page.isLast
             recordCatchUp(events: delivered)
             logger.info("caught up from the journal", metadata: ["events": "\(delivered)", "from": "\(range.from)", "to": "\(range.to)"])
         }

@@ -13,10 +13,11 @@ extension PostgresListener {
         private let backendPID: Int32
         /// Ticks of every daemon on this database arrive here; only our own count.
         private let tickChannel: [CChar]
-        /// Events in arrival order; `nil` marks a reference still to be read from the journal.
-        private var batch: [Event?] = []
-        private var references: [(position: Int, id: UInt64)] = []
-        /// Journal positions of the batch's events, recorded in the cursor only once published.
+        /// What arrived, in order: events, and references to events still to be read from the journal.
+        private var batch: [Arrival] = []
+        /// The batch's events as they are published, admitted and with references read.
+        private var admitted: [Event] = []
+        /// Journal positions of the admitted events, recorded in the cursor only once published.
         private var positions: [(id: UInt64, transactionID: UInt64)] = []
         /// The snapshot of a tick that arrived since the last publish.
         private var arrivedTick: TransactionSnapshot?
@@ -28,6 +29,12 @@ extension PostgresListener {
             self.backendPID = connection.backendPID
             self.tickChannel = Array(listener.tickChannel.utf8CString)
             batch.reserveCapacity(PostgresListener.maximumBatch)
+            admitted.reserveCapacity(PostgresListener.maximumBatch)
+        }
+
+        private enum Arrival {
+            case event(Event)
+            case reference(JournalReference)
         }
 
         /// Runs until the connection fails or the listener is stopped.
@@ -64,7 +71,8 @@ extension PostgresListener {
         /// A burst (a large transaction) arrives in many socket reads. Reading
         /// on while input is already waiting lets one publish carry many
         /// events, so subscribers wake once per batch; batches never exceed
-        /// ``PostgresListener/maximumBatch``.
+        /// ``PostgresListener/maximumBatch`` notifications (one notification
+        /// may carry a statement's events).
         mutating func drain(cursor: inout DeliveryCursor?) throws(PostgresError) {
             while true {
                 let room = PostgresListener.maximumBatch - batch.count
@@ -89,24 +97,22 @@ extension PostgresListener {
                     }
                     return
                 }
-                do {
-                    let event = try Event(payload: payload)
-                    if admit(id: event.id, transactionID: event.transactionID, cursor: cursor) {
-                        batch.append(event)
-                    }
-                } catch {
-                    if let reference = JournalReference(payload: payload) {
-                        if admit(id: String(reference.id), transactionID: String(reference.transactionID), cursor: cursor) {
-                            references.append((batch.count, reference.id))
-                            batch.append(nil)
+                // A statement's events arrive together, separated by U+001E.
+                for part in payload.split(separator: Journal.batchSeparator, omittingEmptySubsequences: true) {
+                    let part = UnsafeBufferPointer(rebasing: part)
+                    do {
+                        batch.append(.event(try Event(payload: part)))
+                    } catch {
+                        if let reference = JournalReference(payload: part) {
+                            batch.append(.reference(reference))
+                            continue
                         }
-                        return
+                        listener.logger.warning("skipped a notification that is not a pgherald event", metadata: [
+                            "reason": "\(error)",
+                            "sender_pid": "\(senderPID)",
+                            "payload": "\(String(decoding: part.prefix(160), as: UTF8.self))",
+                        ])
                     }
-                    listener.logger.warning("skipped a notification that is not a pgherald event", metadata: [
-                        "reason": "\(error)",
-                        "sender_pid": "\(senderPID)",
-                        "payload": "\(String(decoding: payload.prefix(160), as: UTF8.self))",
-                    ])
                 }
             }
         }
@@ -120,10 +126,23 @@ extension PostgresListener {
         }
 
         private mutating func publish(cursor: inout DeliveryCursor?) throws(PostgresError) {
-            if !references.isEmpty { try resolveReferences() }
             if !batch.isEmpty {
-                listener.recordLag(of: listener.broker.publish(batch.lazy.compactMap { $0 }))
+                for arrival in batch {
+                    switch arrival {
+                    case .event(let event):
+                        if admit(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
+                    case .reference(let reference):
+                        try read(reference, cursor: cursor)
+                    }
+                }
                 batch.removeAll(keepingCapacity: true)
+                var start = admitted.startIndex
+                while start < admitted.endIndex {
+                    let end = min(start + PostgresListener.maximumBatch, admitted.endIndex)
+                    listener.recordLag(of: listener.broker.publish(admitted[start..<end]))
+                    start = end
+                }
+                admitted.removeAll(keepingCapacity: true)
                 for position in positions { cursor?.recordDelivered(id: position.id, transactionID: position.transactionID) }
                 positions.removeAll(keepingCapacity: true)
             }
@@ -139,22 +158,27 @@ extension PostgresListener {
             }
         }
 
-        /// Reads the events of this batch that were too large to notify from the journal.
-        private mutating func resolveReferences() throws(PostgresError) {
-            let rows = try Journal.events(ids: references.map(\.id), on: connection)
-            let byID = Dictionary(rows.map { ($0.id, $0.event) }, uniquingKeysWith: { first, _ in first })
-            for (position, id) in references {
-                guard let text = byID[id] else {
-                    listener.logger.error("a referenced event is missing from the journal", metadata: ["event_id": "\(id)"])
+        /// Reads from the journal the events a notification referred to: one
+        /// too large to notify, or a statement's too many.
+        private mutating func read(_ reference: JournalReference, cursor: DeliveryCursor?) throws(PostgresError) {
+            let rows = try Journal.events(
+                transactionID: reference.transactionID, from: reference.id, through: reference.lastID, on: connection
+            )
+            if rows.isEmpty {
+                listener.logger.error("referenced events are missing from the journal", metadata: [
+                    "event_id": "\(reference.id)", "through": "\(reference.lastID)",
+                ])
+            }
+            for row in rows {
+                let event: Event
+                do {
+                    event = try Event(payload: row.event)
+                } catch {
+                    listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(row.id)", "reason": "\(error)"])
                     continue
                 }
-                do {
-                    batch[position] = try Event(payload: text)
-                } catch {
-                    listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(id)", "reason": "\(error)"])
-                }
+                if admit(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
             }
-            references.removeAll(keepingCapacity: true)
         }
 
         /// Takes a snapshot and notifies ourselves with it in one statement.
