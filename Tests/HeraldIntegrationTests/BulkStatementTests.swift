@@ -1,0 +1,54 @@
+import Herald
+import HeraldPostgres
+import Testing
+
+extension IntegrationTests {
+    /// Statements that change many rows publish once per statement (publisher
+    /// version 6), and every row still arrives as its own event.
+    @Suite
+    struct BulkStatementTests {
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func manyRowStatementsArriveWholeInOrderWithOldRows(_ durability: Durability) async throws {
+            let database = try TestDatabase.create(durability: durability)
+            let daemon = try await RunningListener(database: database)
+            let connection = try database.connect()
+            // 250 rows: three journal batches, and far more than one notification holds.
+            try connection.execute("INSERT INTO student (first_name, last_name) SELECT 'n' || g, 'bulk' FROM generate_series(1, 250) AS g")
+            try connection.execute("UPDATE student SET first_name = first_name || '!' WHERE last_name = 'bulk'")
+            try connection.execute("DELETE FROM student WHERE last_name = 'bulk'")
+
+            let events = try await daemon.inbox.take(750, within: 20)
+            #expect(events.map { Int($0.id)! } == events.map { Int($0.id)! }.sorted())
+            #expect(events.map(\.count) == Array(1...750))
+            let inserts = events[0..<250], updates = events[250..<500], deletes = events[500..<750]
+            #expect(inserts.allSatisfy { $0.operation == .insert && $0.old == nil })
+            #expect(inserts.map { $0.new?["first_name"]?.stringValue } == (1...250).map { "n\($0)" })
+            #expect(updates.allSatisfy { $0.operation == .update })
+            // Old and new rows pair up: the same key, and the name before and after.
+            #expect(updates.allSatisfy { $0.old?["id"] == $0.new?["id"] && $0.primaryKey?["id"] == $0.new?["id"] })
+            #expect(updates.allSatisfy { $0.new?["first_name"]?.stringValue == ($0.old?["first_name"]?.stringValue).map { $0 + "!" } })
+            #expect(deletes.allSatisfy { $0.operation == .delete && $0.new == nil && $0.old?["last_name"] == .string("bulk") })
+            #expect(Set(deletes.compactMap { $0.primaryKey?["id"] }) == Set(inserts.compactMap { $0.new?["id"] }))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(daemon.inbox.count == 0, "nothing twice")
+            try await daemon.stop()
+        }
+
+        @Test func aStatementCommittedWhileNoDaemonListensIsCaughtUpWhole() async throws {
+            let database = try TestDatabase.create()
+            let first = try await RunningListener(database: database)
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('FIRST', 'before')")
+            _ = try await first.inbox.take(1)
+            try await first.stop()
+
+            try database.execute("INSERT INTO course (short_code, name) SELECT 'B' || g, 'while down' FROM generate_series(1, 1000) AS g")
+            let second = try await RunningListener(database: database)
+            let events = try await second.inbox.take(1000, within: 20)
+            #expect(events.map { $0.new?["short_code"]?.stringValue } == (1...1000).map { "B\($0)" })
+            try database.execute("UPDATE course SET name = 'live' WHERE short_code LIKE 'B%' AND short_code < 'B2'")
+            let live = try await second.inbox.take(112, within: 20)
+            #expect(live.allSatisfy { $0.operation == .update && $0.old?["name"] == .string("while down") })
+            try await second.stop()
+        }
+    }
+}
