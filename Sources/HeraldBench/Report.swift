@@ -102,7 +102,7 @@ struct MarkdownReport {
         let rounds = overhead.variants.first?.tps.count ?? 0
         line("### a. Write overhead")
         line()
-        line("pgbench, \(overhead.clients) clients, single-row INSERTs of about 100 B, \(overhead.seconds) s per run, \(rounds) rounds interleaved. No daemon listens.")
+        line("pgbench, \(overhead.clients) clients, single-row INSERTs of about 100 B, \(overhead.seconds) s per run, \(rounds) rounds interleaved, `synchronous_commit` off so that the triggers' CPU decides. No daemon listens.")
         line()
         table(["trigger", "median TPS", "ratio to minimal (median of rounds)"], overhead.variants.map { variant in
             [Self.triggerNames[variant.trigger] ?? variant.trigger, grouped(overhead.medianTPS(variant.trigger) ?? 0),

@@ -144,7 +144,7 @@ extension IntegrationTests {
             try database.execute("INSERT INTO course (short_code, name) SELECT 'J' || n, 'j' FROM generate_series(1, 7) AS n")
             try await Task.sleep(for: .seconds(2.5))
             let status = try await DaemonProcess(["status", "--socket", daemon.socketPath]).finish()
-            #expect(status.stdout.contains("journal:     about 7 rows"), "\(status.stdout)")
+            #expect(status.stdout.contains("journal:     about 7 events"), "\(status.stdout)")
             #expect(!status.stdout.contains("empty"), "\(status.stdout)")
         }
 

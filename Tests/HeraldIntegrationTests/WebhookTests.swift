@@ -41,7 +41,8 @@ extension IntegrationTests {
         }
 
         func journalIDs(_ database: TestDatabase) throws -> Set<String> {
-            Set(try database.execute("SELECT id::text FROM pgherald.journal").rows.compactMap { $0[0] })
+            // A statement's events share journal rows, separated by U+001E.
+            Set(try database.execute("SELECT e::json ->> 'id' FROM pgherald.journal, unnest(string_to_array(event, chr(30))) AS e").rows.compactMap { $0[0] })
         }
 
         func command(_ arguments: [String], config: String, database: TestDatabase) async throws -> (status: Int32, stdout: String, stderr: String) {

@@ -37,7 +37,7 @@ struct Status: AsyncParsableCommand {
         if let durability = statistics.durability { lines.append("durability:  \(durability)") }
         if let journal = statistics.journal {
             let oldest = journal.oldestAt.map { "oldest \($0) (event \(journal.oldestEventID ?? "?"))" } ?? "empty"
-            lines.append("journal:     about \(journal.rows) rows, \(journal.bytes / 1024) KiB, \(oldest); "
+            lines.append("journal:     about \(journal.rows) events, \(journal.bytes / 1024) KiB, \(oldest); "
                 + "keeps \(duration(journal.retentionSeconds)), pruned \(journal.pruned)")
         }
         return lines.joined(separator: "\n")
