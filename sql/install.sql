@@ -501,6 +501,7 @@ DECLARE
     key_arguments text;
     durable boolean := pgherald.durability() = 'durable';
     per_row boolean;
+    stale name;
 BEGIN
     SELECT string_agg(quote_literal(a.attname), ', ' ORDER BY array_position(i.indkey::int2[], a.attnum))
       INTO key_arguments
@@ -509,17 +510,23 @@ BEGIN
      WHERE i.indrelid = target AND i.indisprimary;
     SELECT c.relkind = 'p' OR c.relhassubclass OR EXISTS (SELECT FROM pg_inherits WHERE inhrelid = target)
       INTO per_row FROM pg_class c WHERE c.oid = target;
+    -- Drops the other kind's triggers, only where they exist: IF EXISTS would
+    -- send a notice to every CREATE TABLE.
+    FOR stale IN
+        SELECT tgname FROM pg_trigger
+         WHERE tgrelid = target AND NOT tgisinternal
+           AND tgname = ANY (CASE WHEN per_row THEN ARRAY['pgherald_insert', 'pgherald_update', 'pgherald_delete']::name[]
+                                  ELSE ARRAY['pgherald_row']::name[] END)
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', stale, target);
+    END LOOP;
     IF per_row THEN
-        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_insert ON %s', target);
-        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_update ON %s', target);
-        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_delete ON %s', target);
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_row AFTER INSERT OR UPDATE OR DELETE ON %s '
             'FOR EACH ROW EXECUTE FUNCTION %s(%s)', target,
             CASE WHEN durable THEN 'pgherald.publish_row_durable' ELSE 'pgherald.publish_row' END,
             coalesce(key_arguments, ''));
     ELSE
-        EXECUTE format('DROP TRIGGER IF EXISTS pgherald_row ON %s', target);
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS pgherald_new '
             'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
@@ -587,8 +594,10 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     trigger_name name;
 BEGIN
-    FOREACH trigger_name IN ARRAY pgherald.trigger_names() LOOP
-        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name, target);
+    FOR trigger_name IN
+        SELECT tgname FROM pg_trigger WHERE tgrelid = target AND NOT tgisinternal AND tgname = ANY (pgherald.trigger_names())
+    LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', trigger_name, target);
     END LOOP;
 END
 $fn$;

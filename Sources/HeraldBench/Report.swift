@@ -33,6 +33,7 @@ struct MarkdownReport {
         eventLog()
         webhooks()
         accessControl()
+        twoDaemons()
     }
 
     private mutating func line(_ text: String = "") {
@@ -345,5 +346,30 @@ struct MarkdownReport {
             result.append(character)
         }
         return String(result.reversed())
+    }
+}
+
+extension MarkdownReport {
+    /// j.: one load client per daemon; the daemons' CPU for the whole run rides on the first.
+    private mutating func twoDaemons() {
+        let runs = results.runs("two-daemons")
+        guard !runs.isEmpty else { return }
+        line("### j. Two daemons: 1000 subscribers at 100 events/s, on one daemon and split over two")
+        line()
+        line("Both daemons on this machine and database (two `--name`s), each with its own load client; the daemons' CPU is summed.")
+        line()
+        let labels = runs.reduce(into: [String]()) { if !$0.contains($1.result.label) { $0.append($1.result.label) } }
+        table(["run", "subscribers each", "delivered ratio", "daemons' CPU s", "µs per delivery", "p50 ms", "p99 ms"], labels.map { label in
+            let clients = runs.filter { $0.result.label == label }
+            let cpu = clients.compactMap(\.daemonCPUSeconds).reduce(0, +)
+            let received = clients.map(\.result.received).reduce(0, +)
+            return [
+                label, "\(clients.first?.result.subscribers ?? 0)",
+                format(clients.map(\.result.deliveredRatio).min() ?? 0, 4),
+                format(cpu, 2), received > 0 ? format(cpu / Double(received) * 1e6, 2) : "-",
+                clients.compactMap { $0.result.latencyMilliseconds.map { format($0.p50, 1) } }.joined(separator: ", "),
+                clients.compactMap { $0.result.latencyMilliseconds.map { format($0.p99, 1) } }.joined(separator: ", "),
+            ]
+        })
     }
 }
