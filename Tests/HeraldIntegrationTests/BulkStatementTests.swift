@@ -50,5 +50,33 @@ extension IntegrationTests {
             #expect(live.allSatisfy { $0.operation == .update && $0.old?["name"] == .string("while down") })
             try await second.stop()
         }
+
+        /// A statement on an inheritance parent reaches its children's rows, which its
+        /// transition table would name as the parent's: such tables publish row by row.
+        @Test func aTableThatGainsAnInheritanceChildSwitchesToOneTriggerPerRow() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE TABLE animal (id int PRIMARY KEY, name text)")
+            let triggers = { (table: String) throws -> [String] in
+                try database.execute("""
+                    SELECT tgname FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal ORDER BY tgname
+                    """, parameters: [table]).rows.compactMap { $0[0] }
+            }
+            #expect(try triggers("animal") == ["pgherald_delete", "pgherald_insert", "pgherald_truncate", "pgherald_update"])
+            try database.execute("CREATE TABLE dog (good boolean) INHERITS (animal)")
+            #expect(try triggers("animal") == ["pgherald_row", "pgherald_truncate"])
+            #expect(try triggers("dog") == ["pgherald_row", "pgherald_truncate"])
+
+            let daemon = try await RunningListener(database: database)
+            try database.execute("INSERT INTO animal VALUES (1, 'cat')")
+            try database.execute("INSERT INTO dog VALUES (2, 'rex', true), (3, 'fido', true)")
+            try database.execute("UPDATE animal SET name = upper(name)")
+            let events = try await daemon.inbox.take(6)
+            #expect(events.map { "\($0.operation) \($0.table.name)" } == [
+                "INSERT animal", "INSERT dog", "INSERT dog", "UPDATE animal", "UPDATE dog", "UPDATE dog",
+            ])
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(daemon.inbox.count == 0, "each row once")
+            try await daemon.stop()
+        }
     }
 }
