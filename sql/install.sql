@@ -320,6 +320,30 @@ BEGIN
 END
 $fn$;
 
+-- The `pk` member: the usual one-column key read in place, any other through
+-- row_key. A SQL function of one expression, so that it is inlined into the
+-- queries and expressions that call it, without a call per row.
+CREATE OR REPLACE FUNCTION pgherald.event_key(source json, key_columns text[]) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+    SELECT CASE WHEN cardinality(key_columns) = 1 AND strpos(source::text, '\u0000') = 0
+                THEN concat('{', to_json(key_columns[array_lower(key_columns, 1)])::text, ':',
+                            coalesce((source -> key_columns[array_lower(key_columns, 1)])::text, 'null'), '}')
+                ELSE pgherald.row_key(source, key_columns) END
+$fn$;
+
+-- The text of an event between its id and its key, and after its rows: the
+-- same for every row of a statement. `at` is when the trigger runs.
+CREATE OR REPLACE FUNCTION pgherald.event_head(op text, table_schema name, table_name name) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+    SELECT concat(',"op":"', op, '","schema":', to_json(table_schema)::text, ',"table":', to_json(table_name)::text, ',"pk":')
+$fn$;
+
+CREATE OR REPLACE FUNCTION pgherald.event_tail(transaction_id xid8) RETURNS text
+LANGUAGE sql VOLATILE AS $fn$
+    SELECT concat(',"txid":"', transaction_id, '","at":"',
+                  to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '"}')
+$fn$;
+
 -- The query that numbers a statement's changed rows and builds their events,
 -- in the order the rows changed, as `WITH events AS (...)`: columns event_id,
 -- key, event, and batch, which starts anew every 100 events or 1 MB of row
@@ -381,10 +405,7 @@ BEGIN
                   ',"old":', coalesce(e.old_row::text, 'null'), tail),
            sum(octet_length(coalesce(e.new_row, e.old_row)::text)) OVER (ROWS UNBOUNDED PRECEDING) / 1048576
       FROM (SELECT nextval('pgherald.event_id') AS event_id, u.new_row, u.old_row,
-                   CASE WHEN cardinality(key_columns) = 1 AND strpos(coalesce(u.new_row, u.old_row)::text, '\u0000') = 0
-                        THEN concat('{', to_json(key_columns[array_lower(key_columns, 1)])::text, ':',
-                                    coalesce((coalesce(u.new_row, u.old_row) -> key_columns[array_lower(key_columns, 1)])::text, 'null'), '}')
-                        ELSE pgherald.row_key(coalesce(u.new_row, u.old_row), key_columns) END AS key
+                   pgherald.event_key(coalesce(u.new_row, u.old_row), key_columns) AS key
               FROM unnest(new_rows, old_rows) WITH ORDINALITY AS u(new_row, old_row, position)
              ORDER BY u.position) AS e;
 END
@@ -400,8 +421,8 @@ CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
-    head text := ',"op":"' || TG_OP || '","schema":' || to_json(TG_TABLE_SCHEMA)::text || ',"table":' || to_json(TG_TABLE_NAME)::text || ',"pk":';
-    tail text := ',"txid":"' || transaction_id || '","at":"' || to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '"}';
+    head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    tail text := pgherald.event_tail(transaction_id);
     changed int;
     new_rows json[];
     old_rows json[];
@@ -425,12 +446,7 @@ BEGIN
         RETURN NULL;
     ELSIF changed = 1 THEN
         first_id := nextval('pgherald.event_id');
-        payload := concat('{"id":"', first_id, '"', head,
-                          CASE WHEN TG_NARGS = 1 AND strpos(coalesce(new_row, old_row)::text, '\u0000') = 0
-                               -- The usual one-column key, without a function call.
-                               THEN concat('{', to_json(TG_ARGV[0])::text, ':', coalesce((coalesce(new_row, old_row) -> TG_ARGV[0])::text, 'null'), '}')
-                               ELSE pgherald.row_key(coalesce(new_row, old_row), TG_ARGV) END,
-                          ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'), tail);
+        payload := concat('{"id":"', first_id, '"', head, pgherald.event_key(coalesce(new_row, old_row), TG_ARGV), ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'), tail);
         INSERT INTO pgherald.journal (id, txid, event) VALUES (first_id, transaction_id, payload);
         through_id := first_id;
         batches := 1;
@@ -471,8 +487,8 @@ CREATE OR REPLACE FUNCTION pgherald.publish_statement() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
-    head text := ',"op":"' || TG_OP || '","schema":' || to_json(TG_TABLE_SCHEMA)::text || ',"table":' || to_json(TG_TABLE_NAME)::text || ',"pk":';
-    tail text := ',"txid":"' || transaction_id || '","at":"' || to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || '"}';
+    head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    tail text := pgherald.event_tail(transaction_id);
     limit_bytes int := pgherald.notify_limit();
     changed int;
     new_rows json[];
@@ -501,7 +517,7 @@ BEGIN
             SELECT e.event_id, e.key,
                    concat('{"id":"', e.event_id, '"', head, e.key, ',"new":', coalesce(new_row::text, 'null'),
                           ',"old":', coalesce(old_row::text, 'null'), tail) AS event
-              FROM (SELECT nextval('pgherald.event_id') AS event_id, pgherald.row_key(coalesce(new_row, old_row), TG_ARGV) AS key) AS e;
+              FROM (SELECT nextval('pgherald.event_id') AS event_id, pgherald.event_key(coalesce(new_row, old_row), TG_ARGV) AS key) AS e;
     ELSIF changed <= 64 THEN
         OPEN events FOR SELECT e.event_id, e.key, e.event FROM pgherald.few_statement_events(new_rows, old_rows, head, tail, TG_ARGV) AS e;
     ELSE
