@@ -79,5 +79,17 @@ extension IntegrationTests {
             #expect(daemon.inbox.count == 0, "each row once")
             try await daemon.stop()
         }
+
+        @Test func serveRefusesAnOlderPublisherAndSaysHowToUpgrade() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 5 $$")
+            let refused = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", SocketDaemon.temporarySocketPath()]).finish()
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("publisher in this database is version 5"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("run pgherald install --db"), "\(refused.stderr)")
+            let upgraded = try await DaemonProcess(["install", "--db", database.connInfo]).finish()
+            #expect(upgraded.status == 0, "\(upgraded.stderr)")
+            _ = try await SocketDaemon(database: database)
+        }
     }
 }

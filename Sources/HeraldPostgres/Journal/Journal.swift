@@ -44,6 +44,14 @@ public enum Journal {
         return try connection.execute("SELECT pgherald.durability()").rows.first?[0].flatMap { Durability(rawValue: $0) }
     }
 
+    /// The publisher version this daemon reads: version 6 writes a statement's events in batch rows.
+    public static let requiredPublisherVersion = 6
+
+    /// `pgherald.version()` of the installed publisher.
+    public static func publisherVersion(on connection: PostgresConnection) throws(PostgresError) -> Int? {
+        try connection.execute("SELECT pgherald.version()").rows.first?[0].flatMap { Int($0) }
+    }
+
     public static func currentSnapshot(on connection: PostgresConnection) throws(PostgresError) -> TransactionSnapshot {
         try snapshot(connection.execute("SELECT pg_current_snapshot()::text").rows.first?[0])
     }

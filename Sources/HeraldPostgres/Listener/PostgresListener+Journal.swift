@@ -31,6 +31,14 @@ extension PostgresListener {
         case (let wanted?, _):
             durability = wanted
         }
+        if installed != nil, let version = try Journal.publisherVersion(on: connection), version < Journal.requiredPublisherVersion {
+            throw PostgresError(
+                .incompatibleInstall,
+                "the pgherald publisher in this database is version \(version), and this pgherald reads version "
+                    + "\(Journal.requiredPublisherVersion): run pgherald install --db '\(connection.endpointDescription)' "
+                    + "(the same --db as serve; it upgrades in place and keeps the journal), then start serve again"
+            )
+        }
         state.withLock { $0.durability = durability }
         guard durability == .durable else { return nil }
         let checkpoint = try Journal.latestCheckpoint(of: configuration.name, on: connection)
