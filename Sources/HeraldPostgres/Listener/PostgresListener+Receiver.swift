@@ -76,7 +76,7 @@ extension PostgresListener {
         mutating func drain(cursor: inout DeliveryCursor?) throws(PostgresError) {
             while true {
                 let room = PostgresListener.maximumBatch - batch.count
-                if take(limit: room, cursor: &cursor) == room {
+                if take(limit: room) == room {
                     try publish(cursor: &cursor)
                 } else if connection.hasWaitingInput {
                     try connection.readInput()
@@ -89,7 +89,7 @@ extension PostgresListener {
             }
         }
 
-        private mutating func take(limit: Int, cursor: inout DeliveryCursor?) -> Int {
+        private mutating func take(limit: Int) -> Int {
             connection.takeNotifications(limit: limit) { channel, payload, senderPID in
                 if payload.first != UInt8(ascii: "{"), strcmp(channel, tickChannel) == 0 {
                     if senderPID == backendPID {
@@ -97,23 +97,32 @@ extension PostgresListener {
                     }
                     return
                 }
-                // A statement's events arrive together, separated by U+001E.
-                for part in payload.split(separator: Journal.batchSeparator, omittingEmptySubsequences: true) {
-                    let part = UnsafeBufferPointer(rebasing: part)
-                    do {
-                        batch.append(.event(try Event(payload: part)))
-                    } catch {
-                        if let reference = JournalReference(payload: part) {
-                            batch.append(.reference(reference))
-                            continue
-                        }
-                        listener.logger.warning("skipped a notification that is not a pgherald event", metadata: [
-                            "reason": "\(error)",
-                            "sender_pid": "\(senderPID)",
-                            "payload": "\(String(decoding: part.prefix(160), as: UTF8.self))",
-                        ])
-                    }
+                // A statement's events arrive together, separated by U+001E. Walked in place:
+                // most notifications hold one event, and this runs for every one.
+                var rest = payload[...]
+                while !rest.isEmpty {
+                    let end = rest.firstIndex(of: Journal.batchSeparator) ?? rest.endIndex
+                    let part = UnsafeBufferPointer(rebasing: rest[..<end])
+                    rest = end == rest.endIndex ? rest[end...] : rest[(end + 1)...]
+                    if !part.isEmpty { arrive(part, senderPID: senderPID) }
                 }
+            }
+        }
+
+        /// Decodes one event, or a reference to events in the journal.
+        private mutating func arrive(_ part: UnsafeBufferPointer<UInt8>, senderPID: Int32) {
+            do {
+                batch.append(.event(try Event(payload: part)))
+            } catch {
+                if let reference = JournalReference(payload: part) {
+                    batch.append(.reference(reference))
+                    return
+                }
+                listener.logger.warning("skipped a notification that is not a pgherald event", metadata: [
+                    "reason": "\(error)",
+                    "sender_pid": "\(senderPID)",
+                    "payload": "\(String(decoding: part.prefix(160), as: UTF8.self))",
+                ])
             }
         }
 
