@@ -43,7 +43,7 @@ import Testing
         ("table", ""), ("table", "a,,b"), ("table", "a.b.c"), ("table", ".x"), ("table", "x."),
         ("table", String(repeating: "t", count: 64)), ("table", "bad\u{0}name"), ("table", "new\nline"),
         ("op", "UPSERT"), ("op", ""), ("op", "insert,"),
-        ("where", "name"), ("where", "name.eq"), ("where", ".eq.x"), ("where", "name.like.x"),
+        ("where", "name"), ("where", "name.eq"), ("where", ".eq.x"), ("where", "name.between.x"),
         ("where", "name.is.maybe"), ("where", "id.in.1,2"), ("where", "id.in.(1,\"2)"), ("where", "id.in.(\"a\"b)"),
         ("where", "id.in.(1,2\\"), ("where", "n.eq." + String(repeating: "9", count: 5000)),
         ("where", String(repeating: "c", count: 100) + ".eq.1"),
@@ -55,7 +55,7 @@ import Testing
 
     @Test func errorsNameTheParameterAndStayShort() {
         #expect {
-            try FilterQuery.parse([("where", "name.like." + String(repeating: "x", count: 900))])
+            try FilterQuery.parse([("where", "name.between." + String(repeating: "x", count: 900))])
         } throws: { error in
             guard let error = error as? FilterError else { return false }
             return error.parameter == "where" && error.code == .malformed && error.message.count < 200

@@ -1,12 +1,17 @@
 /// A condition on one column of an event's row (the new row, or the old row for DELETE).
 ///
 /// Written `COLUMN.OP.VALUE` in a query, e.g. `name.eq.Drama`, `id.gte.10`,
-/// `short_code.in.(ICS3U,MCR3U)`, `teacher.is.null`. Comparisons follow the
-/// column's JSON type: numbers compare numerically, strings by Unicode order,
-/// and a null column matches only `is.null` (as in SQL).
+/// `short_code.in.(ICS3U,MCR3U)`, `teacher.is.null`, `name.ilike.%drama%`,
+/// `id.not.in.(1,2)`. Comparisons follow the column's JSON type: numbers
+/// compare numerically, strings by Unicode order. A null column satisfies
+/// only `is`, negated or not, as in SQL.
 public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
     public enum Comparison: String, Sendable, CaseIterable {
         case eq, neq, lt, lte, gt, gte, `in`, `is`
+        /// SQL `LIKE`: `%` any text, `_` one character, `\\` escapes.
+        case like
+        /// `LIKE` ignoring case.
+        case ilike
     }
 
     public enum Operand: Sendable, Hashable {
@@ -20,15 +25,24 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
     public var column: String
     public var comparison: Comparison
     public var operand: Operand
+    /// `not.`: holds where the comparison does not, on a column that is not null.
+    public var negated: Bool
 
-    public init(column: String, comparison: Comparison, operand: Operand) {
+    public init(column: String, comparison: Comparison, operand: Operand, negated: Bool = false) {
         self.column = column
         self.comparison = comparison
         self.operand = operand
+        self.negated = negated
     }
 
     public func matches(_ row: JSONObject?) -> Bool {
         guard let row, let value = row[column] else { return false }
+        guard negated else { return Self.holds(comparison, operand, on: value) }
+        // As in SQL, NOT of a comparison with null is not true.
+        return (comparison == .is || !value.isNull) && !Self.holds(comparison, operand, on: value)
+    }
+
+    private static func holds(_ comparison: Comparison, _ operand: Operand, on value: JSONValue) -> Bool {
         switch (comparison, operand) {
         case (.is, .null): return value.isNull
         case (.is, .true): return value == .bool(true)
@@ -40,6 +54,8 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case (.lte, .value(let text)): return [.less, .equal].contains(Self.compare(value, text))
         case (.gt, .value(let text)): return Self.compare(value, text) == .greater
         case (.gte, .value(let text)): return [.greater, .equal].contains(Self.compare(value, text))
+        case (.like, .value(let pattern)): return LikePattern(pattern, ignoringCase: false).matches(value)
+        case (.ilike, .value(let pattern)): return LikePattern(pattern, ignoringCase: true).matches(value)
         default: return false
         }
     }
@@ -75,6 +91,6 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case .true: operandText = "true"
         case .false: operandText = "false"
         }
-        return "\(FilterQuery.quotedIfNeeded(column)).\(comparison.rawValue).\(operandText)"
+        return "\(FilterQuery.quotedIfNeeded(column)).\(negated ? "not." : "")\(comparison.rawValue).\(operandText)"
     }
 }

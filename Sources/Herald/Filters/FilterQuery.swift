@@ -32,7 +32,8 @@ public struct FilterError: Error, Hashable, CustomStringConvertible {
 /// - `table=course` or `table=school.student`; repeat it or separate with commas.
 /// - `op=INSERT,DELETE` (case-insensitive).
 /// - `where=COLUMN.OP.VALUE`, repeatable, with OP one of eq, neq, lt, lte, gt,
-///   gte, in (`in.(a,b,"c,d")`) and is (`is.null`, `is.true`, `is.false`).
+///   gte, in (`in.(a,b,"c,d")`), is (`is.null`, `is.true`, `is.false`), like
+///   and ilike (`%` any text, `_` one character); `COLUMN.not.OP.VALUE` negates.
 ///
 /// Conditions combine with AND.
 public enum FilterQuery {
@@ -139,6 +140,13 @@ public enum FilterQuery {
             throw FilterError(.malformed, parameter: "where", "\(quoted(text)) is not COLUMN.OP.VALUE")
         }
         try checkName(column, parameter: "where")
+        let negated = parts[1] == "not"
+        if negated {
+            guard let operatorEnd = parts[2].firstIndex(of: ".") else {
+                throw FilterError(.malformed, parameter: "where", "\(quoted(text)) is not COLUMN.not.OP.VALUE")
+            }
+            parts = [parts[0], parts[2][..<operatorEnd], parts[2][parts[2].index(after: operatorEnd)...]]
+        }
         guard let comparison = ColumnPredicate.Comparison(rawValue: String(parts[1])) else {
             throw FilterError(
                 .malformed, parameter: "where",
@@ -160,7 +168,7 @@ public enum FilterQuery {
         default:
             operand = .value(String(operandText))
         }
-        return ColumnPredicate(column: column, comparison: comparison, operand: operand)
+        return ColumnPredicate(column: column, comparison: comparison, operand: operand, negated: negated)
     }
 
     /// Parses `(a,b,"c,d")`; inside quotes, `\"` and `\\` stand for themselves.
