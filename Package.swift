@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "YAML"]),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
@@ -81,6 +82,16 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // Supabase Realtime's postgres_changes protocol: framing, the session state machine,
+        // binding filters, change payloads and credentials. No I/O.
+        .target(
+            name: "HeraldRealtime",
+            dependencies: [
+                "Herald",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         // Outputs and process plumbing: logging, stdout, the Unix-socket server.
         .target(
             name: "HeraldServer",
@@ -89,8 +100,12 @@ let package = Package(
                 "HeraldPostgres",
                 "HeraldWebhooks",
                 "HeraldClient",
+                "HeraldRealtime",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
@@ -107,6 +122,7 @@ let package = Package(
                 "HeraldPostgres",
                 "HeraldWebhooks",
                 "HeraldServer",
+                "HeraldRealtime",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -160,7 +176,7 @@ let package = Package(
         .testTarget(
             name: "HeraldTests",
             dependencies: [
-                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks",
+                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks", "HeraldRealtime",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -183,8 +199,10 @@ let package = Package(
                 "HeraldServer",
                 "HeraldClient",
                 "HeraldWebhooks",
+                "HeraldRealtime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -38,6 +38,11 @@ extension DaemonConfiguration {
             throw settings.fail("\(prefix).group", "a rule names a user or a group, not both: write two rules")
         }
 
+        return AccessPolicy.Rule(name: name, principal: principal, grant: try grant(under: prefix, settings))
+    }
+
+    /// The grant of a rule or key: `schemas`, `tables`, `ops` and `where` under `prefix`.
+    static func grant(under prefix: String, _ settings: SettingsReader) throws(ConfigurationError) -> AccessGrant {
         var tables: [TablePattern]?
         if let schemas = settings.list("\(prefix).schemas") {
             settings.record("\(prefix).schemas", schemas.joined(separator: ", "))
@@ -60,10 +65,7 @@ extension DaemonConfiguration {
         let filter = try filter(
             settings, parameters: [("op", "\(prefix).ops"), ("where", "\(prefix).where")], reason: \.message
         )
-        return AccessPolicy.Rule(
-            name: name, principal: principal,
-            grant: AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates)
-        )
+        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates)
     }
 
     /// A user by name or id; the name when the user has one.

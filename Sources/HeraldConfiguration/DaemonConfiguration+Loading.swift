@@ -29,11 +29,12 @@ extension DaemonConfiguration {
         let (levels, format) = try logSettings(settings)
         let eventLog = try eventLogConfiguration(settings)
         let metricsListen = settings.string("metrics.listen")
-        if let metricsListen, !isHostAndPort(metricsListen) {
+        if let metricsListen, ListenAddress(metricsListen) == nil {
             throw settings.fail("metrics.listen", "'\(metricsListen)' is not HOST:PORT, such as 127.0.0.1:9187 or [::1]:9187")
         }
         let webhooks = try webhookEndpoints(settings)
         let access = try accessPolicy(settings)
+        let realtime = try realtimeConfiguration(settings)
         if socket != nil, access == nil {
             warnings.append("no access section: whoever the socket's mode and group let in sees every table (see access: in systemd/pgherald.yaml)")
         }
@@ -48,7 +49,7 @@ extension DaemonConfiguration {
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),
             socket: socket, logLevels: levels, logFormat: format, eventLog: eventLog,
-            metricsListen: metricsListen, webhooks: webhooks, access: access, warnings: warnings, effective: settings.effective
+            metricsListen: metricsListen, webhooks: webhooks, access: access, realtime: realtime, warnings: warnings, effective: settings.effective
         )
     }
 
@@ -167,11 +168,6 @@ extension DaemonConfiguration {
             path: path, sync: sync, syncInterval: interval.duration,
             maximumSize: maximumSize?.bytes, keep: keep
         )
-    }
-
-    private static func isHostAndPort(_ text: String) -> Bool {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65_535).contains(port) else { return false }
-        return colon > text.startIndex
     }
 
     /// The configuration as `check-config` prints it: one `key: value  # source` line per setting.

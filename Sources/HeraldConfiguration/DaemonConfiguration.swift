@@ -2,6 +2,7 @@ public import Herald
 public import HeraldPostgres
 public import HeraldServer
 public import HeraldWebhooks
+public import HeraldRealtime
 
 /// Everything `pgherald serve` runs with, from the file, the environment and
 /// flags (see ``ConfigurationSources``). Each default is the one documented
@@ -48,6 +49,9 @@ public struct DaemonConfiguration: Sendable {
     /// Section `access`: who may see what on the socket. Default: none, so
     /// whoever the socket's mode and group let in sees every table.
     public var access: AccessPolicy?
+    /// Section `realtime`: Supabase Realtime clients. Default: on the socket
+    /// only, no keys, so socket peers under `access`.
+    public var realtime: RealtimeConfiguration
     /// Things worth saying that do not stop the daemon.
     public var warnings: [String]
     /// Every setting as it is in force, with its source, for `check-config`.

@@ -2,6 +2,12 @@ public import Herald
 public import Logging
 import Synchronization
 
+/// One column of a table.
+public struct TableColumn: Sendable, Hashable {
+    public var name: String
+    public var type: ColumnType
+}
+
 /// The tables and columns of the database, for checking subscription filters.
 ///
 /// Lookups are answered from a cached snapshot. A name the snapshot lacks
@@ -11,6 +17,8 @@ import Synchronization
 public final class SchemaCatalog: Sendable {
     struct Snapshot: Sendable {
         var columns: [TableName: [String: ColumnType]] = [:]
+        /// Each table's columns in their table order.
+        var orderedColumns: [TableName: [TableColumn]] = [:]
         /// Every type each column name has in some table.
         var allColumns: [String: Set<ColumnType>] = [:]
         var taken: ContinuousClock.Instant?
@@ -66,6 +74,8 @@ public final class SchemaCatalog: Sendable {
 
     /// Why `predicate` can never hold on a column of `type`.
     static func problem(with predicate: ColumnPredicate, of type: ColumnType) -> String? {
+        // A pattern is text whatever the column: `id.like.1%` is fine on an integer.
+        if predicate.comparison == .like || predicate.comparison == .ilike { return nil }
         let values: [String]
         switch predicate.operand {
         case .value(let text): values = [text]
@@ -80,6 +90,16 @@ public final class SchemaCatalog: Sendable {
         return nil
     }
 
+    /// The columns of `table` in table order, or nil if it does not exist.
+    ///
+    /// - Parameter expecting: column names the caller has seen in a row; one
+    ///   the snapshot lacks (a column added since) triggers a refresh.
+    public func columns(of table: TableName, expecting names: [String] = []) async throws -> [TableColumn]? {
+        let cached = snapshot.withLock { $0.orderedColumns[table] }
+        if let cached, names.allSatisfy({ name in cached.contains { $0.name == name } }) { return cached }
+        return try await refreshed().orderedColumns[table]
+    }
+
     /// A fresh snapshot, or the current one if it was taken very recently.
     ///
     /// The check runs on the connection's serial queue, so a burst of
@@ -91,10 +111,14 @@ public final class SchemaCatalog: Sendable {
                 if let taken = current.taken, ContinuousClock.now - taken < self.minimumRefreshInterval {
                     return current
                 }
-                let columns = try Self.loadColumns(on: connection)
+                let orderedColumns = try Self.loadColumns(on: connection)
+                var columns: [TableName: [String: ColumnType]] = [:]
                 var allColumns: [String: Set<ColumnType>] = [:]
-                for (column, type) in columns.values.joined() { allColumns[column, default: []].insert(type) }
-                let fresh = Snapshot(columns: columns, allColumns: allColumns, taken: .now)
+                for (table, list) in orderedColumns {
+                    columns[table] = Dictionary(list.map { ($0.name, $0.type) }, uniquingKeysWith: { first, _ in first })
+                    for column in list { allColumns[column.name, default: []].insert(column.type) }
+                }
+                let fresh = Snapshot(columns: columns, orderedColumns: orderedColumns, allColumns: allColumns, taken: .now)
                 self.snapshot.withLock { $0 = fresh }
                 return fresh
             }
@@ -104,7 +128,7 @@ public final class SchemaCatalog: Sendable {
         }
     }
 
-    private static func loadColumns(on connection: PostgresConnection) throws(PostgresError) -> [TableName: [String: ColumnType]] {
+    private static func loadColumns(on connection: PostgresConnection) throws(PostgresError) -> [TableName: [TableColumn]] {
         // A domain is checked as its base type.
         let result = try connection.execute("""
             SELECT n.nspname, c.relname, a.attname, coalesce(b.typname, t.typname)
@@ -116,11 +140,12 @@ public final class SchemaCatalog: Sendable {
              WHERE c.relkind IN ('r', 'p')
                AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pgherald')
                AND n.nspname NOT LIKE 'pg_toast%'
+             ORDER BY c.oid, a.attnum
             """, timeout: .seconds(10))
-        var columns: [TableName: [String: ColumnType]] = [:]
+        var columns: [TableName: [TableColumn]] = [:]
         for row in result.rows {
             guard let schema = row[0], let table = row[1], let column = row[2], let type = row[3] else { continue }
-            columns[TableName(schema: schema, name: table), default: [:]][column] = ColumnType(name: type)
+            columns[TableName(schema: schema, name: table), default: []].append(TableColumn(name: column, type: ColumnType(name: type)))
         }
         return columns
     }

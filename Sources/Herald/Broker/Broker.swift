@@ -54,6 +54,7 @@ public final class Broker: Sendable {
         var overflowCount: UInt64 = 0
         var isShutDown = false
         var history: EventHistory
+        var lastResumableEventID: String?
     }
 
     public let configuration: Configuration
@@ -117,6 +118,11 @@ public final class Broker: Sendable {
         return (Subscription(id: id, filter: filter, mailbox: mailbox, broker: self), replay)
     }
 
+    /// The newest event a subscriber may resume after (see ``subscribe(_:resumingAfter:capacity:kind:wantsHeartbeats:onOverflow:)``).
+    public var lastResumableEventID: String? {
+        state.withLock { $0.lastResumableEventID }
+    }
+
     /// Tells the history which event a previous run delivered last, so that
     /// a subscriber resuming from it after a graceful restart misses nothing
     /// and repeats nothing.
@@ -151,6 +157,7 @@ public final class Broker: Sendable {
                 state.operationCounts[TableOperation(table: decoded.table, operation: decoded.operation), default: 0] += 1
                 let event = decoded.stamped(count: state.changeCount)
                 state.history.append(event, resumable: resumable)
+                if resumable { state.lastResumableEventID = event.id }
                 stamped.append(event)
             }
             var fanOut = FanOut(events: stamped)

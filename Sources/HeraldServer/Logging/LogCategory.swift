@@ -6,6 +6,7 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case broker
     case socket
     case webhook
+    case realtime
     case eventlog
     case lifecycle
     case config

@@ -6,8 +6,7 @@ public import ServiceLifecycle
 
 /// `GET /metrics` (and `/healthz`) over TCP, for a Prometheus that cannot reach the Unix socket (`metrics.listen`).
 public struct MetricsServer: Service {
-    let host: String
-    let port: Int
+    let address: ListenAddress
     let metrics: DaemonMetrics
     let listener: PostgresListener
     let maintenance: JournalMaintenance?
@@ -15,9 +14,8 @@ public struct MetricsServer: Service {
 
     /// - Parameter address: `HOST:PORT`, `[::1]:PORT` for IPv6.
     public init?(address: String, metrics: DaemonMetrics, listener: PostgresListener, maintenance: JournalMaintenance?, logger: Logger) {
-        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else { return nil }
-        host = String(address[..<colon]).trimmingCharacters(in: ["[", "]"])
-        self.port = port
+        guard let address = ListenAddress(address) else { return nil }
+        self.address = address
         self.metrics = metrics
         self.listener = listener
         self.maintenance = maintenance
@@ -39,8 +37,8 @@ public struct MetricsServer: Service {
         }
         let application = Application(
             router: router,
-            configuration: .init(address: .hostname(host, port: port), serverName: "pgherald"),
-            onServerRunning: { [logger, host, port] _ in logger.info("serving metrics over TCP", metadata: ["address": "\(host):\(port)"]) },
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "pgherald"),
+            onServerRunning: { [logger, address] _ in logger.info("serving metrics over TCP", metadata: ["address": "\(address)"]) },
             logger: logger
         )
         try await application.run()

@@ -39,6 +39,17 @@ extension SocketServer {
         return (policy.scope(for: identity), identity)
     }
 
+    /// The peer on `channel` as a realtime caller: its grant under the
+    /// access rules, and its identity (pid included, so a rejoin resumes only
+    /// within the same client process).
+    func realtimeCaller(on channel: any Channel) async -> RealtimeCaller {
+        let policy = access.withLock { $0 }
+        let peer = await PeerCredentials.of(channel)
+        let (scope, identity) = scope(of: peer, under: policy)
+        let name = identity?.description ?? peer.map { "uid \($0.userID), pid \($0.processID)" } ?? "socket peer"
+        return RealtimeCaller(name: name, scope: scope, expiresAt: nil, presentedKey: nil)
+    }
+
     /// The scope of the peer on `channel`, for `/stats` and `/metrics`.
     func scope(of channel: any Channel) async -> AccessScope {
         guard let policy = access.withLock({ $0 }) else { return .everything }

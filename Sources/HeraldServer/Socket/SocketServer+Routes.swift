@@ -308,6 +308,13 @@ extension SocketServer {
     }
 
     func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
+        Response.json(status, body)
+    }
+}
+
+extension Response {
+    /// `body` as JSON with sorted keys and a final newline.
+    static func json(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = (try? encoder.encode(body)) ?? Data("{}".utf8)

@@ -3,6 +3,8 @@ public import Herald
 public import HeraldPostgres
 public import HeraldWebhooks
 import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
 public import Logging
 import NIOCore
 public import ServiceLifecycle
@@ -30,6 +32,8 @@ public final class SocketServer: Service, Sendable {
     let maintenance: JournalMaintenance?
     let metrics: DaemonMetrics?
     let webhooks: WebhookService?
+    /// Supabase Realtime at `/realtime/v1/websocket`; nil: not served.
+    let realtime: RealtimeEndpoint?
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
@@ -49,6 +53,7 @@ public final class SocketServer: Service, Sendable {
         maintenance: JournalMaintenance? = nil,
         metrics: DaemonMetrics? = nil,
         webhooks: WebhookService? = nil,
+        realtime: RealtimeEndpoint? = nil,
         access: AccessPolicy? = nil,
         version: String,
         logger: Logger
@@ -58,6 +63,7 @@ public final class SocketServer: Service, Sendable {
         self.maintenance = maintenance
         self.metrics = metrics
         self.webhooks = webhooks
+        self.realtime = realtime
         self.configuration = configuration
         self.broker = broker
         self.listener = listener
@@ -92,12 +98,24 @@ public final class SocketServer: Service, Sendable {
         let router = Router(context: SocketRequestContext.self)
         addRoutes(to: router)
         let connections = SocketLimitsHandler.Counter(limit: configuration.maximumConnections)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [SocketLimitsHandler(counter: connections)],
+            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
+        )
+        let server: HTTPServerBuilder
+        if let realtime {
+            let transport = RealtimeEndpoint.Transport.unixSocket { [self] channel in await realtimeCaller(on: channel) }
+            realtime.addRoutes(to: router, transport: transport, channel: \.channel)
+            server = .http1WebSocketUpgrade(
+                configuration: .init(http1: http1, ws: realtime.webSocketConfiguration),
+                shouldUpgrade: realtime.shouldUpgrade(transport)
+            )
+        } else {
+            server = .http1(configuration: http1)
+        }
         let application = Application(
             router: router,
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [SocketLimitsHandler(counter: connections)],
-                idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
-            )),
+            server: server,
             configuration: .init(address: .unixDomainSocket(path: path), serverName: "pgherald"),
             services: [HeartbeatTicker(broker: broker, interval: configuration.heartbeatInterval)],
             onServerRunning: { [configuration, logger, serving] _ in

@@ -201,6 +201,17 @@ struct Serve: AsyncParsableCommand {
             ) else { throw ValidationError("metrics.listen: '\(address)' is not HOST:PORT") }
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
         }
+        let catalog = SchemaCatalog(connection: connection, logger: LogCategory.socket.logger)
+        let realtime = RealtimeEndpoint(
+            configuration: settings.realtime, broker: broker, catalog: catalog, metrics: metrics, logger: LogCategory.realtime.logger
+        )
+        if let listen = settings.realtime.listen {
+            guard let address = ListenAddress(listen) else { throw ValidationError("realtime.listen: '\(listen)' is not HOST:PORT") }
+            services.append(.init(
+                service: RealtimeServer(address: address, endpoint: realtime, listener: listener, logger: LogCategory.realtime.logger),
+                successTerminationBehavior: .gracefullyShutdownGroup
+            ))
+        }
         var socketServer: SocketServer?
         if let socket = settings.socket {
             raiseOpenFileLimit(toServe: socket.maximumSubscribers, logger: lifecycle)
@@ -208,11 +219,12 @@ struct Serve: AsyncParsableCommand {
                 configuration: socket,
                 broker: broker,
                 listener: listener,
-                catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
+                catalog: catalog,
                 journal: JournalReader(connection: connection, daemon: settings.name),
                 maintenance: maintenance,
                 metrics: metrics,
                 webhooks: webhooks,
+                realtime: realtime,
                 access: settings.access,
                 version: PGHerald.configuration.version,
                 logger: LogCategory.socket.logger
@@ -222,7 +234,7 @@ struct Serve: AsyncParsableCommand {
         }
         services.append(.init(service: ConfigurationReloader(
             sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput, webhooks: webhooks,
-            socket: socketServer, notifier: notifier, logger: LogCategory.config.logger
+            socket: socketServer, realtime: realtime, notifier: notifier, logger: LogCategory.config.logger
         )))
         // Near the end, so that on shutdown the listener stops before the outputs drain.
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))

@@ -18,7 +18,7 @@ import UnixSignals
 /// leaves the old configuration in force; settings that need a restart say so.
 final class ConfigurationReloader: Service, Sendable {
     /// Keys a reload applies; any other key that changes needs a restart.
-    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file", "webhooks.", "access"]
+    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file", "webhooks.", "access", "realtime.keys", "realtime.jwt"]
 
     let sources: ConfigurationSources
     let current: Mutex<DaemonConfiguration>
@@ -26,11 +26,13 @@ final class ConfigurationReloader: Service, Sendable {
     let eventLog: EventLogOutput?
     let webhooks: WebhookService
     let socket: SocketServer?
+    let realtime: RealtimeEndpoint
     let notifier: SystemdNotifier
     let logger: Logger
 
-    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, webhooks: WebhookService, socket: SocketServer?, notifier: SystemdNotifier, logger: Logger) {
+    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, webhooks: WebhookService, socket: SocketServer?, realtime: RealtimeEndpoint, notifier: SystemdNotifier, logger: Logger) {
         self.socket = socket
+        self.realtime = realtime
         self.sources = sources
         self.current = Mutex(current)
         self.stdout = stdout
@@ -78,6 +80,10 @@ final class ConfigurationReloader: Service, Sendable {
             }
         }
         if new.access != old.access { socket?.apply(access: new.access) }
+        if new.realtime.credentials != old.realtime.credentials {
+            realtime.apply(credentials: new.realtime.credentials)
+            logger.info("applied the realtime keys", metadata: ["keys": "\(new.realtime.credentials.keys.map(\.name).joined(separator: ","))"])
+        }
         let before = Dictionary(old.effective.map { ($0.key, $0.value) }) { first, _ in first }
         let needRestart = new.effective.filter { setting in
             before[setting.key] != setting.value && !Self.liveKeys.contains { setting.key.hasPrefix($0) }

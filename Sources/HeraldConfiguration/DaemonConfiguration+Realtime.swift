@@ -1,0 +1,87 @@
+import Foundation
+import Herald
+import HeraldRealtime
+import HeraldServer
+
+extension DaemonConfiguration {
+    /// Keys a `realtime.keys.NAME` entry may have.
+    static let realtimeKeyKeys = ["key", "key_file", "schemas", "tables", "ops", "where"]
+    /// Keys a `realtime.jwt.roles.ROLE` entry may have.
+    static let realtimeRoleKeys = ["schemas", "tables", "ops", "where"]
+
+    /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
+    static func realtimeConfiguration(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeConfiguration {
+        let listen = settings.string("realtime.listen")
+        if let listen, ListenAddress(listen) == nil {
+            throw settings.fail("realtime.listen", "'\(listen)' is not HOST:PORT, such as 127.0.0.1:4000 or [::1]:4000")
+        }
+        let window = try settings.value("realtime.resume_window", default: HumanDuration(configString: "2m"), expected: "a duration such as 2m, or 0s to turn it off")!
+        let buffer = try settings.int("realtime.channel_buffer", default: 4096, in: minimumBuffer...Int.max)
+        let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
+
+        var keys: [RealtimeCredentials.Key] = []
+        for (name, _) in settings.fileSections(under: "realtime.keys") {
+            keys.append(try realtimeKey(named: name, settings))
+        }
+        let tokens = try realtimeTokens(settings)
+        let credentials = RealtimeCredentials(keys: keys, tokens: tokens)
+        if let listen, credentials.isEmpty {
+            throw settings.fail("realtime.listen", "TCP clients must present a key, and none is configured: add realtime.keys or realtime.jwt (listen: \(listen))")
+        }
+        return RealtimeConfiguration(
+            listen: listen, credentials: credentials, channelBuffer: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration
+        )
+    }
+
+    private static func realtimeKey(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key {
+        let prefix = "realtime.keys.\(name)"
+        for key in settings.fileKeys(under: prefix) where !realtimeKeyKeys.contains(where: { key == "\(prefix).\($0)" }) {
+            throw settings.fail(key, "not a realtime key setting (known: \(realtimeKeyKeys.joined(separator: ", ")))")
+        }
+        let secret: String
+        if let inline = settings.string("\(prefix).key", secret: true, recorded: false) {
+            secret = inline
+            settings.record("\(prefix).key", "(set, \(inline.count) characters)")
+        } else if let reference = settings.string("\(prefix).key_file", recorded: false) {
+            let (path, lines) = try secretFile(reference, key: "\(prefix).key_file", settings)
+            guard let first = lines.first?.trimmingCharacters(in: .whitespaces), !first.isEmpty else {
+                throw settings.fail("\(prefix).key_file", "\(path) is empty")
+            }
+            secret = first
+            settings.record("\(prefix).key_file", "\(path) (read)")
+        } else {
+            throw settings.fail("\(prefix).key_file", "every realtime key needs key_file (or key): the apikey its clients present")
+        }
+        guard secret.utf8.count >= 16 else {
+            throw settings.fail("\(prefix).key", "a realtime key must be at least 16 characters, such as `openssl rand -hex 24`")
+        }
+        return RealtimeCredentials.Key(name: name, secret: secret, grant: try grant(under: prefix, settings))
+    }
+
+    /// `realtime.jwt`: the HS256 secret, and one grant per `role` claim.
+    private static func realtimeTokens(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Tokens? {
+        let roles = settings.fileSections(under: "realtime.jwt.roles")
+        guard let reference = settings.string("realtime.jwt.secret_file", recorded: false) else {
+            guard roles.isEmpty else { throw settings.fail("realtime.jwt.secret_file", "realtime.jwt.roles needs the secret the tokens are signed with") }
+            return nil
+        }
+        let (path, lines) = try secretFile(reference, key: "realtime.jwt.secret_file", settings)
+        guard let secret = lines.first?.trimmingCharacters(in: .whitespaces), secret.utf8.count >= 32 else {
+            throw settings.fail("realtime.jwt.secret_file", "\(path) must hold the HS256 secret on its first line, at least 32 characters")
+        }
+        settings.record("realtime.jwt.secret_file", "\(path) (read)")
+        guard !roles.isEmpty else {
+            throw settings.fail("realtime.jwt.roles", "name the role claims that may subscribe, such as roles: {anon: {tables: [public.todos]}}")
+        }
+        var grants: [String: AccessGrant] = [:]
+        for (role, _) in roles {
+            let prefix = "realtime.jwt.roles.\(role)"
+            for key in settings.fileKeys(under: prefix) where !realtimeRoleKeys.contains(where: { key == "\(prefix).\($0)" }) {
+                throw settings.fail(key, "not a role setting (known: \(realtimeRoleKeys.joined(separator: ", ")))")
+            }
+            _ = settings.fileContains(prefix)
+            grants[role] = try grant(under: prefix, settings)
+        }
+        return RealtimeCredentials.Tokens(secret: Array(secret.utf8), roles: grants)
+    }
+}

@@ -1,0 +1,164 @@
+public import Herald
+import Crypto
+import Foundation
+
+/// Who may use the realtime endpoint, and what each caller may see: the
+/// config file's `realtime.keys` and `realtime.jwt`.
+///
+/// A presented `apikey` or `access_token` is either one of the static keys
+/// or an HS256 JWT signed with the configured secret, whose `role` claim
+/// picks the grant.
+public struct RealtimeCredentials: Sendable, Hashable {
+    /// A static key and what it grants.
+    public struct Key: Sendable, Hashable {
+        /// The key's name in the config file, for logs.
+        public var name: String
+        /// SHA-256 of the key, so comparisons take the same time whatever the input.
+        let digest: SHA256.Digest
+        public var grant: AccessGrant
+
+        public init(name: String, secret: String, grant: AccessGrant) {
+            self.name = name
+            digest = SHA256.hash(data: Data(secret.utf8))
+            self.grant = grant
+        }
+    }
+
+    /// HS256 tokens signed with one secret, as Supabase issues them.
+    public struct Tokens: Sendable, Hashable {
+        let secret: SymmetricKey
+        /// What each `role` claim may see; a token whose role is missing here is refused.
+        public var roles: [String: AccessGrant]
+
+        public init(secret: [UInt8], roles: [String: AccessGrant]) {
+            self.secret = SymmetricKey(data: secret)
+            self.roles = roles
+        }
+
+        public static func == (lhs: Tokens, rhs: Tokens) -> Bool {
+            lhs.roles == rhs.roles && lhs.secret == rhs.secret
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(roles)
+        }
+    }
+
+    public var keys: [Key]
+    public var tokens: Tokens?
+
+    public init(keys: [Key] = [], tokens: Tokens? = nil) {
+        self.keys = keys
+        self.tokens = tokens
+    }
+
+    /// No keys and no token secret: only Unix-socket peers, under the access rules, may connect.
+    public var isEmpty: Bool { keys.isEmpty && tokens == nil }
+
+    /// The caller `presented` stands for, or why it is refused.
+    /// - Parameter now: seconds since 1970, for `exp` and `nbf`.
+    public func identify(_ presented: String, now: Double) throws(RealtimeAuthError) -> RealtimeIdentity {
+        guard !presented.isEmpty else { throw RealtimeAuthError(.missing, "no apikey or access_token") }
+        let digest = SHA256.hash(data: Data(presented.utf8))
+        // Every key is compared, so the time taken does not tell which one nearly matched.
+        var found: Key?
+        for key in keys where key.digest == digest { found = key }
+        if let found {
+            return RealtimeIdentity(name: "key \(found.name)", scope: Self.scope(found.grant, rule: found.name), expiresAt: nil)
+        }
+        guard let tokens, presented.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2 else {
+            throw RealtimeAuthError(.unknownKey, "the key is not one of realtime.keys")
+        }
+        return try tokens.identify(presented, now: now)
+    }
+
+    static func scope(_ grant: AccessGrant, rule: String) -> AccessScope {
+        grant.isUnrestricted ? .everything : .grants([grant], rules: [rule])
+    }
+}
+
+/// An authenticated realtime caller.
+public struct RealtimeIdentity: Sendable, Hashable {
+    /// `key NAME` or `token (role R, sub S)`, for logs.
+    public var name: String
+    public var scope: AccessScope
+    /// A token's `exp`, in seconds since 1970: the channel closes then.
+    public var expiresAt: Double?
+
+    public init(name: String, scope: AccessScope, expiresAt: Double?) {
+        self.name = name
+        self.scope = scope
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Why a key or token was refused.
+public struct RealtimeAuthError: Error, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case missing = "missing_key"
+        case unknownKey = "unknown_key"
+        case malformedToken = "malformed_token"
+        case badSignature = "bad_signature"
+        case expired = "token_expired"
+        case notYetValid = "token_not_yet_valid"
+        case roleWithoutGrant = "role_without_grant"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+extension RealtimeCredentials.Tokens {
+    func identify(_ token: String, now: Double) throws(RealtimeAuthError) -> RealtimeIdentity {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = Self.base64URL(parts[0]), let claimBytes = Self.base64URL(parts[1]),
+              let signature = Self.base64URL(parts[2]) else {
+            throw RealtimeAuthError(.malformedToken, "the token is not a JWT (three base64url parts)")
+        }
+        guard case .object(let headerObject)? = try? JSONParser.parse(Array(header)) else {
+            throw RealtimeAuthError(.malformedToken, "the token's header is not a JSON object")
+        }
+        // Only HS256: accepting the header's word for another algorithm is the classic JWT hole.
+        guard headerObject["alg"]?.stringValue == "HS256" else {
+            throw RealtimeAuthError(.malformedToken, "the token must be signed with HS256")
+        }
+        let signed = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signed, using: secret) else {
+            throw RealtimeAuthError(.badSignature, "the token's signature does not match realtime.jwt's secret")
+        }
+        guard case .object(let claims)? = try? JSONParser.parse(Array(claimBytes)) else {
+            throw RealtimeAuthError(.malformedToken, "the token's claims are not a JSON object")
+        }
+        let expiresAt = Self.seconds(claims["exp"])
+        if let expiresAt, expiresAt <= now { throw RealtimeAuthError(.expired, "the token has expired") }
+        if let notBefore = Self.seconds(claims["nbf"]), notBefore > now {
+            throw RealtimeAuthError(.notYetValid, "the token is not valid yet (nbf)")
+        }
+        let role = claims["role"]?.stringValue ?? ""
+        guard let grant = roles[role] else {
+            throw RealtimeAuthError(.roleWithoutGrant, "role '\(role.prefix(40))' has no grant under realtime.jwt.roles")
+        }
+        let subject = claims["sub"]?.stringValue.map { ", sub \($0.prefix(64))" } ?? ""
+        return RealtimeIdentity(
+            name: "token (role \(role)\(subject))", scope: RealtimeCredentials.scope(grant, rule: "jwt role \(role)"), expiresAt: expiresAt
+        )
+    }
+
+    private static func seconds(_ value: JSONValue?) -> Double? {
+        guard case .number(let number)? = value else { return nil }
+        return number.doubleValue
+    }
+
+    private static func base64URL(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

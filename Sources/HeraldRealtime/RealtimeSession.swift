@@ -1,0 +1,129 @@
+public import Herald
+
+/// The protocol state of one Supabase Realtime socket: which channels are
+/// joined, and what to do about each message. Pure; the connection carries
+/// out its actions.
+public struct RealtimeSession: Sendable {
+    /// What the connection must do for a message, in order.
+    public enum Action: Sendable, Equatable {
+        case send(PhoenixMessage)
+        /// Check the token and bindings, send the join's reply, subscribe, and
+        /// then confirm with a `system` message (or report the problem).
+        case join(RealtimeJoin)
+        /// Stop delivering to the channel.
+        case leave(topic: String)
+        /// Check a refreshed token and apply its grant to the channel.
+        case refreshToken(topic: String, token: String)
+    }
+
+    /// Limits that keep one socket's cost bounded.
+    public static let maximumChannels = 100
+    public static let maximumBindings = 100
+    static let topicPrefix = "realtime:"
+
+    /// Joined channels by topic, with their join refs.
+    public private(set) var joined: [String: JSONValue] = [:]
+    private var nextBindingID = 1
+
+    public init() {}
+
+    public mutating func receive(_ message: PhoenixMessage) -> [Action] {
+        switch (message.topic, message.event) {
+        case ("phoenix", "heartbeat"):
+            return [.send(.reply(to: message, status: "ok", response: .object([:])))]
+        case (_, "phx_join"):
+            return join(message)
+        case (_, "phx_leave"):
+            let wasJoined = joined.removeValue(forKey: message.topic) != nil
+            let close = PhoenixMessage.push(topic: message.topic, joinRef: message.joinRef, event: "phx_close", payload: .object([:]))
+            return (wasJoined ? [.leave(topic: message.topic)] : [])
+                + [.send(.reply(to: message, status: "ok", response: .object([:]))), .send(close)]
+        case (_, "access_token"):
+            // Clients expect no reply to a token push.
+            guard joined[message.topic] != nil, let token = message.payload["access_token"]?.stringValue else { return [] }
+            return [.refreshToken(topic: message.topic, token: token)]
+        default:
+            guard joined[message.topic] != nil else {
+                return [.send(.errorReply(to: message, reason: "unmatched topic"))]
+            }
+            return [.send(.errorReply(to: message, reason: "pgherald serves postgres_changes only; '\(message.event.prefix(40))' is not supported"))]
+        }
+    }
+
+    /// Forgets a channel the server ended (an overflow, a revoked grant).
+    public mutating func channelEnded(topic: String) {
+        joined.removeValue(forKey: topic)
+    }
+
+    private mutating func join(_ message: PhoenixMessage) -> [Action] {
+        guard message.topic.hasPrefix(Self.topicPrefix), message.topic.count > Self.topicPrefix.count else {
+            return [.send(.errorReply(to: message, reason: "topics are realtime:NAME"))]
+        }
+        var actions: [Action] = []
+        if joined.removeValue(forKey: message.topic) != nil {
+            // Phoenix's rule: a second join of a topic replaces the first.
+            actions.append(.leave(topic: message.topic))
+        }
+        guard joined.count < Self.maximumChannels else {
+            return actions + [.send(.errorReply(to: message, reason: "a socket joins at most \(Self.maximumChannels) channels"))]
+        }
+        let requested: [JSONValue]
+        switch message.payload["config"]?["postgres_changes"] {
+        case nil, .null?: requested = []
+        case .array(let items)?: requested = items
+        default: return actions + [.send(.errorReply(to: message, reason: "config.postgres_changes must be a list"))]
+        }
+        guard requested.count <= Self.maximumBindings else {
+            return actions + [.send(.errorReply(to: message, reason: "a channel has at most \(Self.maximumBindings) postgres_changes bindings"))]
+        }
+        var bindings: [RealtimeBinding] = []
+        do {
+            for value in requested {
+                bindings.append(try RealtimeBinding(value, id: nextBindingID + bindings.count))
+            }
+        } catch {
+            return actions + [.send(.errorReply(to: message, reason: error.message))]
+        }
+        nextBindingID += bindings.count
+        joined[message.topic] = message.joinRef
+        let reply = PhoenixMessage.reply(
+            to: message, status: "ok",
+            response: .object(["postgres_changes": .array(bindings.map { .object($0.echo) })])
+        )
+        let token = message.payload["access_token"]?.stringValue
+        return actions + [.join(RealtimeJoin(request: message, bindings: bindings, accessToken: token, reply: reply))]
+    }
+}
+
+/// A `phx_join` the session accepted, for the connection to carry out.
+public struct RealtimeJoin: Sendable, Equatable {
+    public var request: PhoenixMessage
+    public var bindings: [RealtimeBinding]
+    /// The join's own token, which takes the socket's key's place for this channel.
+    public var accessToken: String?
+    /// The `ok` reply, every binding echoed with its id.
+    public var reply: PhoenixMessage
+
+    public var topic: String { request.topic }
+
+    /// The channel's name, as the `system` messages give it.
+    public var channelName: String { String(request.topic.dropFirst(RealtimeSession.topicPrefix.count)) }
+
+    /// The `system` message that tells the client its subscription is live, or why it is not.
+    public func systemMessage(ok: Bool, _ text: String) -> PhoenixMessage {
+        .push(topic: topic, joinRef: request.joinRef, event: "system", payload: .object([
+            "channel": .string(channelName), "extension": .string("postgres_changes"),
+            "message": .string(text), "status": .string(ok ? "ok" : "error"),
+        ]))
+    }
+
+    /// Ends the channel from the server's side; clients rejoin with backoff.
+    public func channelError(_ reason: String) -> PhoenixMessage {
+        .push(topic: topic, joinRef: request.joinRef, event: "phx_error", payload: .object(["reason": .string(reason)]))
+    }
+
+    /// Closes the channel for good: clients do not rejoin after `phx_close`.
+    public var channelClose: PhoenixMessage {
+        .push(topic: topic, joinRef: request.joinRef, event: "phx_close", payload: .object([:]))
+    }
+}

@@ -1,0 +1,46 @@
+import DequeModule
+import Herald
+import HeraldPostgres
+import HeraldRealtime
+import Synchronization
+
+/// Each event's `postgres_changes` data, rendered once however many channels
+/// carry it. Keeps the most recent `capacity` events.
+final class ChangeDataCache: Sendable {
+    private struct State {
+        var data: [String: [UInt8]] = [:]
+        var order: Deque<String> = []
+    }
+
+    private let catalog: SchemaCatalog
+    private let capacity: Int
+    private let state = Mutex(State())
+
+    init(catalog: SchemaCatalog, capacity: Int = 8192) {
+        self.catalog = catalog
+        self.capacity = capacity
+    }
+
+    func data(for event: Event) async -> [UInt8] {
+        if let cached = state.withLock({ $0.data[event.id] }) { return cached }
+        let data = ChangePayload.data(event, columns: await columns(of: event))
+        state.withLock { state in
+            guard state.data.updateValue(data, forKey: event.id) == nil else { return }
+            state.order.append(event.id)
+            if state.order.count > capacity, let oldest = state.order.popFirst() {
+                state.data.removeValue(forKey: oldest)
+            }
+        }
+        return data
+    }
+
+    /// The table's columns; a column in the row that the catalog lacks (added
+    /// since) refreshes it. Without the catalog, the row's own keys, typed `unknown`.
+    private func columns(of event: Event) async -> [RealtimeColumn] {
+        let names = (event.new ?? event.old)?.keys ?? []
+        guard let columns = try? await catalog.columns(of: event.table, expecting: names) else {
+            return names.map { RealtimeColumn(name: $0, type: "unknown") }
+        }
+        return columns.map { RealtimeColumn(name: $0.name, type: $0.type.name) }
+    }
+}

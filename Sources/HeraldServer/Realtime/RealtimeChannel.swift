@@ -1,0 +1,73 @@
+import Herald
+import HeraldRealtime
+import Synchronization
+
+/// One joined channel: its bindings under its caller's current grant, and
+/// the task that delivers to it.
+final class RealtimeChannel: Sendable {
+    /// A binding as asked for and as the caller's grant narrowed it.
+    struct Binding: Sendable {
+        let id: Int
+        let requested: EventFilter
+        var granted: EventFilter
+    }
+
+    struct State: Sendable {
+        var caller: RealtimeCaller
+        /// Empty until the bindings have been checked.
+        var bindings: [Binding] = []
+        var task: Task<Void, Never>?
+        /// Whether the socket dropped (its position is kept) rather than the client leaving.
+        var remember = false
+        /// The newest event the channel has had: delivered, or published before it subscribed.
+        var position: String?
+    }
+
+    let join: RealtimeJoin
+    let state: Mutex<State>
+
+    init(join: RealtimeJoin, caller: RealtimeCaller) {
+        self.join = join
+        state = Mutex(State(caller: caller))
+    }
+
+    var caller: RealtimeCaller { state.withLock { $0.caller } }
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        let task = Task { await body() }
+        state.withLock { $0.task = task }
+    }
+
+    /// Ends delivery and waits for the channel's task to finish.
+    /// - Parameter remember: keep the channel's position for a rejoin (the socket dropped).
+    func stop(remember: Bool) async {
+        let task = state.withLock { state in
+            state.remember = remember
+            return state.task
+        }
+        task?.cancel()
+        await task?.value
+    }
+
+    var shouldRemember: Bool { state.withLock { $0.remember } }
+
+    /// Narrows the bindings to a new caller's grant.
+    /// - Throws: ``AccessDenied`` when a binding falls outside it; nothing changes then.
+    func regrant(_ caller: RealtimeCaller) throws {
+        try state.withLock { state in
+            var bindings = state.bindings
+            for index in bindings.indices {
+                bindings[index].granted = try bindings[index].requested.narrowed(to: caller.scope)
+            }
+            state.bindings = bindings
+            state.caller = caller
+        }
+    }
+
+    /// The ids of the bindings `event` matches, and the caller's token expiry.
+    func matchingBindings(_ event: Event) -> (ids: [Int], expiresAt: Double?) {
+        state.withLock { state in
+            (state.bindings.filter { $0.granted.matches(event) }.map(\.id), state.caller.expiresAt)
+        }
+    }
+}

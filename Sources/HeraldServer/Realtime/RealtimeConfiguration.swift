@@ -1,0 +1,44 @@
+public import HeraldRealtime
+
+/// The `realtime:` section: Supabase Realtime's `postgres_changes` protocol
+/// at `/realtime/v1/websocket`, on the Unix socket always and on TCP when asked.
+public struct RealtimeConfiguration: Sendable {
+    /// `HOST:PORT` of a TCP listener, such as `127.0.0.1:4000`. Default nil:
+    /// the Unix socket only. TCP needs ``credentials``: every TCP client
+    /// presents a key or token.
+    public var listen: String?
+    /// Static keys and the token secret. Default: none, so only Unix-socket
+    /// peers connect, each seeing what the `access:` section grants it.
+    public var credentials: RealtimeCredentials
+    /// Events a channel may fall behind before it is ended with `phx_error`
+    /// (clients then rejoin). Default 4096.
+    public var channelBuffer: Int
+    /// Largest message a client may send. Default 1 MiB.
+    public var maximumMessageSize: Int
+    /// Channels open at once across all sockets; a join beyond gets an error reply. Default 10,000.
+    public var maximumChannels: Int
+    /// TCP connections open at once. Default 10,128.
+    public var maximumConnections: Int
+    /// How long the daemon remembers where a channel stopped after its socket
+    /// dropped, so that the same caller rejoining the same topic with the
+    /// same bindings gets what it missed. Default 2 minutes; zero turns it off.
+    public var resumeWindow: Duration
+
+    public init(
+        listen: String? = nil,
+        credentials: RealtimeCredentials = .init(),
+        channelBuffer: Int = 4096,
+        maximumMessageSize: Int = 1 << 20,
+        maximumChannels: Int = 10_000,
+        maximumConnections: Int = 10_128,
+        resumeWindow: Duration = .seconds(120)
+    ) {
+        self.listen = listen
+        self.credentials = credentials
+        self.channelBuffer = channelBuffer
+        self.maximumMessageSize = maximumMessageSize
+        self.maximumChannels = maximumChannels
+        self.maximumConnections = maximumConnections
+        self.resumeWindow = resumeWindow
+    }
+}

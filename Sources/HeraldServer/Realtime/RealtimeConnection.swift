@@ -1,0 +1,111 @@
+import Foundation
+import Herald
+import HeraldRealtime
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOWebSocket
+
+/// One Supabase Realtime socket: reads messages, runs them through a
+/// ``RealtimeSession``, and runs each joined channel as a task of its own
+/// that writes its events as they come.
+struct RealtimeConnection {
+    let endpoint: RealtimeEndpoint
+    let framing: PhoenixFraming
+    let caller: RealtimeCaller
+    let outbound: WebSocketOutboundWriter
+
+    func run(_ inbound: WebSocketInboundStream) async {
+        var session = RealtimeSession()
+        var channels: [String: RealtimeChannel] = [:]
+        endpoint.logger.debug("realtime socket opened", metadata: ["caller": "\(caller.name)", "vsn": "\(framing.rawValue)"])
+        do {
+            for try await message in inbound.messages(maxSize: endpoint.configuration.maximumMessageSize) {
+                guard case .text(let text) = message else {
+                    // v2 clients send binary frames only for broadcast, which pgherald does not serve.
+                    endpoint.logger.debug("ignored a binary realtime frame", metadata: ["caller": "\(caller.name)"])
+                    continue
+                }
+                let request: PhoenixMessage
+                do {
+                    request = try framing.decode(Array(text.utf8))
+                } catch {
+                    // Without a readable ref there is nothing to reply to; say so on the socket's own topic.
+                    try await send(.init(topic: "phoenix", event: "phx_reply", payload: .object([
+                        "status": .string("error"), "response": .object(["reason": .string("malformed message: \(error.message)")]),
+                    ])))
+                    continue
+                }
+                for action in session.receive(request) {
+                    switch action {
+                    case .send(let reply):
+                        try await send(reply)
+                    case .join(let join):
+                        channels[join.topic] = try await open(join, session: &session)
+                    case .leave(let topic):
+                        await channels.removeValue(forKey: topic)?.stop(remember: false)
+                    case .refreshToken(let topic, let token):
+                        guard let channel = channels[topic] else { continue }
+                        if let problem = refresh(channel, token: token) {
+                            await channels.removeValue(forKey: topic)?.stop(remember: false)
+                            session.channelEnded(topic: topic)
+                            try await send(channel.join.systemMessage(ok: false, problem))
+                            try await send(channel.join.channelClose)
+                        }
+                    }
+                }
+            }
+        } catch {
+            endpoint.logger.debug("realtime socket ended", metadata: ["caller": "\(caller.name)", "error": "\(error)"])
+        }
+        for channel in channels.values { await channel.stop(remember: true) }
+        endpoint.logger.debug("realtime socket closed", metadata: ["caller": "\(caller.name)", "channels": "\(channels.count)"])
+    }
+
+    /// Starts a joined channel, or refuses the join when its own token is not accepted.
+    private func open(_ join: RealtimeJoin, session: inout RealtimeSession) async throws -> RealtimeChannel? {
+        var channelCaller = caller
+        let credentials = endpoint.credentials.withLock { $0 }
+        if let token = join.accessToken, !credentials.isEmpty, token != caller.presentedKey {
+            do {
+                channelCaller = RealtimeCaller(try credentials.identify(token, now: Date().timeIntervalSince1970), presentedKey: token)
+            } catch {
+                session.channelEnded(topic: join.topic)
+                try await send(.errorReply(to: join.request, reason: error.message))
+                return nil
+            }
+        }
+        let channel = RealtimeChannel(join: join, caller: channelCaller)
+        channel.start { [endpoint, framing, outbound] in
+            await endpoint.serve(channel, framing: framing, outbound: outbound)
+        }
+        return channel
+    }
+
+    /// Applies a pushed token to `channel`; the reason to end it, if the token or its grant no longer admits it.
+    private func refresh(_ channel: RealtimeChannel, token: String) -> String? {
+        let credentials = endpoint.credentials.withLock { $0 }
+        // Unix-socket peers without keys configured are admitted by who they are, not by tokens.
+        guard !credentials.isEmpty else { return nil }
+        do {
+            let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
+            try channel.regrant(RealtimeCaller(identity, presentedKey: token))
+            return nil
+        } catch let error as RealtimeAuthError {
+            return error.code == .expired ? "Token has expired" : "Invalid token: \(error.message)"
+        } catch {
+            return "Unauthorized: \(error)"
+        }
+    }
+
+    private func send(_ message: PhoenixMessage) async throws {
+        try await outbound.write(framing.frame(framing.encode(message)))
+    }
+}
+
+extension PhoenixFraming {
+    /// One text frame holding `bytes`, written without a trip through `String`.
+    func frame(_ bytes: [UInt8]) -> WebSocketOutboundWriter.OutboundFrame {
+        .custom(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: bytes)))
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Herald
+import HeraldRealtime
+import HummingbirdWebSocket
+import Logging
+
+extension RealtimeEndpoint {
+    /// Runs one joined channel: replies to the join, checks its bindings,
+    /// subscribes, confirms with `system`, then delivers until it is left,
+    /// its socket drops, its token expires or it falls behind.
+    func serve(_ channel: RealtimeChannel, framing: PhoenixFraming, outbound: WebSocketOutboundWriter) async {
+        let join = channel.join
+        let topic = Array(JSONValue.string(join.topic).jsonText.utf8)
+        func send(_ message: PhoenixMessage) async throws {
+            try await outbound.write(framing.frame(framing.encode(message)))
+        }
+        do {
+            try await send(join.reply)
+            if let problem = await checkBindings(of: channel) {
+                logger.info("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)", "reason": "\(problem)"])
+                try await send(join.systemMessage(ok: false, problem))
+                return
+            }
+            guard reserveChannel() else {
+                logger.warning("refused a realtime channel: channel limit reached", metadata: ["limit": "\(configuration.maximumChannels)"])
+                try await send(join.systemMessage(ok: false, "pgherald serves at most \(configuration.maximumChannels) channels"))
+                return
+            }
+            defer { releaseChannel() }
+            let key = ResumeBook.Key(caller: channel.caller.name, topic: join.topic, bindings: join.bindings)
+            let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
+            let newest = broker.lastResumableEventID
+            let (subscription, replay) = broker.subscribe(
+                Self.coarseFilter(join.bindings), resumingAfter: resumeFrom, capacity: configuration.channelBuffer, kind: "realtime"
+            )
+            channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
+            defer {
+                if channel.shouldRemember, let position = channel.state.withLock({ $0.position }) {
+                    resumeBook.withLock { $0.remember(key, after: position, at: .now) }
+                }
+            }
+            try await send(join.systemMessage(ok: true, "Subscribed to PostgreSQL"))
+            logger.debug("realtime channel subscribed", metadata: [
+                "caller": "\(channel.caller.name)", "topic": "\(join.topic)", "bindings": "\(join.bindings.count)",
+                "replayed": "\(replay?.count ?? 0)",
+            ])
+            if resumeFrom != nil, replay == nil {
+                logger.notice("a rejoining realtime channel's position is older than the history; missed events are not replayed", metadata: ["topic": "\(join.topic)"])
+            }
+            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound) == false { return }
+            while true {
+                let delivery: Subscription.Delivery
+                do {
+                    delivery = try await subscription.nextDelivery(limit: 256)
+                } catch {
+                    channel.state.withLock { $0.remember = true }
+                    logger.warning("a realtime channel fell behind and was ended; its client rejoins", metadata: ["topic": "\(join.topic)", "capacity": "\(error.capacity)"])
+                    try await send(join.channelError("pgherald: the channel fell \(error.capacity) events behind"))
+                    return
+                }
+                guard case .events(let events) = delivery else {
+                    if case .finished = delivery { return }
+                    continue
+                }
+                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound) else { return }
+            }
+        } catch {
+            logger.debug("realtime channel ended", metadata: ["topic": "\(join.topic)", "error": "\(error)"])
+        }
+    }
+
+    /// Writes each event the channel's bindings match; false once its token has expired.
+    private func deliver(
+        _ events: [Event], to channel: RealtimeChannel, topic: [UInt8], framing: PhoenixFraming, outbound: WebSocketOutboundWriter
+    ) async throws -> Bool {
+        for event in events {
+            let (ids, expiresAt) = channel.matchingBindings(event)
+            if let expiresAt, expiresAt <= Date().timeIntervalSince1970 {
+                try await outbound.write(framing.frame(framing.encode(channel.join.systemMessage(ok: false, "Token has expired"))))
+                try await outbound.write(framing.frame(framing.encode(channel.join.channelClose)))
+                return false
+            }
+            if !ids.isEmpty, ChangePayload.carries(event) {
+                let data = await cache.data(for: event)
+                try await outbound.write(framing.frame(framing.encodeChange(topic: topic, payload: ChangePayload.payload(ids: ids, data: data))))
+            }
+            channel.state.withLock { $0.position = event.id }
+        }
+        return true
+    }
+
+    /// Parses, grants and checks each binding against the catalog; the
+    /// `system` error text for the first that fails, in Supabase's words.
+    private func checkBindings(of channel: RealtimeChannel) async -> String? {
+        let scope = channel.caller.scope
+        var bindings: [RealtimeChannel.Binding] = []
+        for binding in channel.join.bindings {
+            let requested: EventFilter
+            do {
+                requested = try binding.eventFilter()
+            } catch {
+                return "Error parsing `filter` params: \(error.message)"
+            }
+            let granted: EventFilter
+            do {
+                granted = try requested.narrowed(to: scope)
+            } catch {
+                return "Unauthorized: \(error.message)"
+            }
+            do {
+                if let problem = try await catalog.validate(requested) {
+                    return problem.code == .unknownTable
+                        ? "Unable to subscribe to changes with given parameters: \(problem.message)"
+                        : "Error parsing `filter` params: \(problem.message)"
+                }
+            } catch {
+                return "Unable to subscribe to changes: pgherald cannot read the table catalog (\(error))"
+            }
+            bindings.append(.init(id: binding.id, requested: requested, granted: granted))
+        }
+        channel.state.withLock { state in
+            // A token pushed while the bindings were checked is applied to them now.
+            state.bindings = bindings.map { binding in
+                var binding = binding
+                binding.granted = (try? binding.requested.narrowed(to: state.caller.scope)) ?? binding.granted
+                return binding
+            }
+        }
+        return nil
+    }
+
+    /// One broker filter that passes every event some binding wants; each
+    /// binding's own filter then picks its events.
+    static func coarseFilter(_ bindings: [RealtimeBinding]) -> EventFilter {
+        var filter = EventFilter(operations: [])
+        var tables: Set<TableName> = []
+        var schemas: Set<String> = []
+        var everySchema = bindings.isEmpty
+        for binding in bindings {
+            filter.operations.formUnion(binding.operations)
+            if let table = binding.table {
+                tables.insert(TableName(schema: binding.schema == "*" ? "public" : binding.schema, name: table))
+            } else if binding.schema == "*" {
+                everySchema = true
+            } else {
+                schemas.insert(binding.schema)
+            }
+        }
+        if everySchema { return filter }
+        if schemas.isEmpty {
+            filter.tables = tables
+        } else {
+            filter.schemas = schemas.union(tables.map(\.schema))
+        }
+        return filter
+    }
+}
