@@ -1,0 +1,88 @@
+import Crypto
+import Foundation
+import Testing
+@testable import Herald
+@testable import HeraldRealtime
+
+/// An HS256 JWT, signed as Supabase signs its anon and user tokens.
+func makeToken(_ claims: String, secret: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#) -> String {
+    func base64URL(_ data: some DataProtocol) -> String {
+        Data(data).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
+    }
+    let signed = base64URL(Data(header.utf8)) + "." + base64URL(Data(claims.utf8))
+    let signature = HMAC<SHA256>.authenticationCode(for: Data(signed.utf8), using: SymmetricKey(data: Data(secret.utf8)))
+    return signed + "." + base64URL(Data(signature))
+}
+
+@Suite struct RealtimeCredentialsTests {
+    let secret = "super-secret-jwt-token-with-at-least-32-characters"
+    let todos = AccessGrant(tables: [TablePattern(parsing: "public.todos")!])
+
+    var credentials: RealtimeCredentials {
+        RealtimeCredentials(
+            keys: [.init(name: "web", secret: "0123456789abcdef-web", grant: todos), .init(name: "admin", secret: "0123456789abcdef-admin", grant: AccessGrant())],
+            tokens: .init(secret: Array(secret.utf8), roles: ["anon": todos, "service_role": AccessGrant()])
+        )
+    }
+
+    @Test func staticKeysGiveTheirGrant() throws {
+        let web = try credentials.identify("0123456789abcdef-web", now: 0)
+        #expect(web.name == "key web")
+        #expect(web.scope == .grants([todos], rules: ["web"]))
+        #expect(try credentials.identify("0123456789abcdef-admin", now: 0).scope == .everything)
+    }
+
+    @Test func tokensAreVerifiedAndTheirRolePicksTheGrant() throws {
+        let now = 1_800_000_000.0
+        let anon = try credentials.identify(makeToken(#"{"role":"anon","exp":1900000000,"sub":"u1"}"#, secret: secret), now: now)
+        #expect(anon.name == "token (role anon, sub u1)")
+        #expect(anon.scope == .grants([todos], rules: ["jwt role anon"]))
+        #expect(anon.expiresAt == 1_900_000_000)
+        #expect(try credentials.identify(makeToken(#"{"role":"service_role"}"#, secret: secret), now: now).scope == .everything)
+    }
+
+    @Test(arguments: [
+        ("", RealtimeAuthError.Code.missing),
+        ("not-a-key", .unknownKey),
+        ("a.b.c", .malformedToken),
+        (makeToken(#"{"role":"anon"}"#, secret: "another-secret-of-at-least-32-characters!"), .badSignature),
+        (makeToken(#"{"role":"anon","exp":1700000000}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .expired),
+        (makeToken(#"{"role":"anon","nbf":1900000000}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .notYetValid),
+        (makeToken(#"{"role":"authenticated"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .roleWithoutGrant),
+        (makeToken(#"{"role":"anon"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters", header: #"{"alg":"none"}"#), .malformedToken),
+    ])
+    func refusalsSayWhy(presented: String, code: RealtimeAuthError.Code) {
+        #expect {
+            try credentials.identify(presented, now: 1_800_000_000)
+        } throws: { error in
+            (error as? RealtimeAuthError)?.code == code
+        }
+    }
+
+    @Test func aTokenWithItsSignatureStrippedIsRefused() {
+        let token = makeToken(#"{"role":"service_role"}"#, secret: secret)
+        let unsigned = token.split(separator: ".").prefix(2).joined(separator: ".") + "."
+        #expect(throws: RealtimeAuthError.self) { try credentials.identify(unsigned, now: 0) }
+    }
+
+    @Test func resumeBookKeepsPositionsForItsWindowOnly() throws {
+        var session = RealtimeSession()
+        let join = try PhoenixFraming.v1.decode(Array(#"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*","schema":"public"}]}},"ref":"1"}"#.utf8))
+        guard case .join(let first)? = session.receive(join).first else { return }
+        var book = ResumeBook(window: .seconds(60))
+        let start = ContinuousClock.now
+        let key = ResumeBook.Key(caller: "key web", topic: first.topic, bindings: first.bindings)
+        book.remember(key, after: "41", at: start)
+        // A rejoin's bindings get new ids; the key ignores them.
+        guard case .join(let again)? = session.receive(join).last else { return }
+        #expect(ResumeBook.Key(caller: "key web", topic: again.topic, bindings: again.bindings) == key)
+        #expect(book.take(ResumeBook.Key(caller: "key other", topic: first.topic, bindings: first.bindings), at: start) == nil)
+        #expect(book.take(key, at: start + .seconds(59)) == "41")
+        #expect(book.take(key, at: start + .seconds(59)) == nil)
+        book.remember(key, after: "42", at: start)
+        #expect(book.take(key, at: start + .seconds(61)) == nil)
+        var off = ResumeBook(window: .zero)
+        off.remember(key, after: "1", at: start)
+        #expect(off.count == 0)
+    }
+}

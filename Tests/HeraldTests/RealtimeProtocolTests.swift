@@ -1,0 +1,156 @@
+import Crypto
+import Foundation
+import Testing
+@testable import Herald
+@testable import HeraldRealtime
+
+@Suite struct RealtimeProtocolTests {
+    private func decode(_ text: String, _ framing: PhoenixFraming = .v1) throws -> PhoenixMessage {
+        try framing.decode(Array(text.utf8))
+    }
+
+    private func text(_ message: PhoenixMessage, _ framing: PhoenixFraming = .v1) -> String {
+        String(decoding: framing.encode(message), as: UTF8.self)
+    }
+
+    private let join = #"{"event":"phx_join","payload":{"config":{"broadcast":{"ack":false,"self":false},"presence":{"key":"","enabled":false},"private":false,"postgres_changes":[{"event":"*","schema":"public"},{"event":"INSERT","schema":"public","table":"todos","filter":"id=eq.1"}]},"access_token":"KEY"},"topic":"realtime:test","ref":"1","join_ref":"1"}"#
+
+    @Test func bothFramingsReadTheSameMessage() throws {
+        let v1 = try decode(#"{"topic":"phoenix","event":"heartbeat","payload":{},"ref":"7","join_ref":null}"#)
+        let v2 = try decode(#"[null,"7","phoenix","heartbeat",{}]"#, .v2)
+        #expect(v1 == v2)
+        #expect(v1.ref == .string("7"))
+        #expect(PhoenixFraming(vsn: nil) == .v1)
+        #expect(PhoenixFraming(vsn: "2.0.0") == .v2)
+        #expect(PhoenixFraming(vsn: "3.0.0") == nil)
+    }
+
+    @Test func pushesCarryANullRefInV1AndArraysInV2() {
+        let push = PhoenixMessage.push(topic: "realtime:t", event: "system", payload: .object(["a": .bool(true)]))
+        #expect(text(push) == #"{"topic":"realtime:t","event":"system","payload":{"a":true},"ref":null,"join_ref":null}"#)
+        #expect(text(push, .v2) == #"[null,null,"realtime:t","system",{"a":true}]"#)
+        let change = PhoenixFraming.v1.encodeChange(topic: Array(#""realtime:t""#.utf8), payload: Array(#"{"ids":[1]}"#.utf8))
+        #expect(String(decoding: change, as: UTF8.self) == #"{"topic":"realtime:t","event":"postgres_changes","payload":{"ids":[1]},"ref":null,"join_ref":null}"#)
+        let changeV2 = PhoenixFraming.v2.encodeChange(topic: Array(#""realtime:t""#.utf8), payload: Array(#"{"ids":[1]}"#.utf8))
+        #expect(String(decoding: changeV2, as: UTF8.self) == #"[null,null,"realtime:t","postgres_changes",{"ids":[1]}]"#)
+    }
+
+    @Test(arguments: [
+        (PhoenixFraming.v1, "not json"), (.v1, "[1,2,3,4,5]"), (.v1, #"{"topic":1,"event":"x"}"#),
+        (.v2, #"{"topic":"a","event":"b"}"#), (.v2, #"[null,null,"a"]"#), (.v2, #"[{},null,"a","b",{}]"#),
+    ])
+    func malformedFramesAreRefused(framing: PhoenixFraming, frame: String) {
+        #expect(throws: PhoenixFrameError.self) { try decode(frame, framing) }
+    }
+
+    @Test func heartbeatIsAnsweredWithItsRef() throws {
+        var session = RealtimeSession()
+        let actions = session.receive(try decode(#"{"topic":"phoenix","event":"heartbeat","payload":{},"ref":"3"}"#))
+        guard case .send(let reply)? = actions.first else { Issue.record("no reply"); return }
+        #expect(text(reply) == #"{"topic":"phoenix","event":"phx_reply","payload":{"status":"ok","response":{}},"ref":"3","join_ref":null}"#)
+    }
+
+    @Test func joinEchoesEveryBindingExactlyWithNonZeroIDs() throws {
+        var session = RealtimeSession()
+        let actions = session.receive(try decode(join))
+        guard case .join(let accepted)? = actions.first else { Issue.record("no join: \(actions)"); return }
+        #expect(accepted.accessToken == "KEY")
+        #expect(accepted.channelName == "test")
+        #expect(accepted.bindings.map(\.id) == [1, 2])
+        #expect(text(accepted.reply) == #"{"topic":"realtime:test","event":"phx_reply","payload":{"status":"ok","response":{"postgres_changes":[{"event":"*","schema":"public","id":1},{"event":"INSERT","schema":"public","table":"todos","filter":"id=eq.1","id":2}]}},"ref":"1","join_ref":"1"}"#)
+        #expect(text(accepted.systemMessage(ok: true, "Subscribed to PostgreSQL")) == #"{"topic":"realtime:test","event":"system","payload":{"channel":"test","extension":"postgres_changes","message":"Subscribed to PostgreSQL","status":"ok"},"ref":null,"join_ref":"1"}"#)
+        // A second channel's bindings get ids of their own.
+        let second = session.receive(try decode(join.replacing("realtime:test", with: "realtime:other")))
+        guard case .join(let other)? = second.first else { Issue.record("no second join"); return }
+        #expect(other.bindings.map(\.id) == [3, 4])
+    }
+
+    @Test func joinWithoutBindingsRepliesWithAnEmptyList() throws {
+        var session = RealtimeSession()
+        let actions = session.receive(try decode(#"["1","1","realtime:x","phx_join",{"config":{}}]"#, .v2))
+        guard case .join(let accepted)? = actions.first else { Issue.record("no join"); return }
+        #expect(text(accepted.reply, .v2) == #"["1","1","realtime:x","phx_reply",{"status":"ok","response":{"postgres_changes":[]}}]"#)
+    }
+
+    @Test(arguments: [
+        #"{"topic":"room:1","event":"phx_join","payload":{},"ref":"1"}"#,
+        #"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"postgres_changes":{}}},"ref":"1"}"#,
+        #"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*"}]}},"ref":"1"}"#,
+        #"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"MERGE","schema":"public"}]}},"ref":"1"}"#,
+        #"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*","schema":"public","table":7}]}},"ref":"1"}"#,
+    ])
+    func badJoinsGetAnErrorReply(frame: String) throws {
+        var session = RealtimeSession()
+        let actions = session.receive(try decode(frame))
+        guard case .send(let reply)? = actions.last else { Issue.record("no reply: \(actions)"); return }
+        #expect(reply.event == "phx_reply")
+        #expect(reply.payload["status"] == .string("error"))
+        #expect(reply.payload["response"]?["reason"]?.stringValue?.isEmpty == false)
+        #expect(session.joined.isEmpty)
+    }
+
+    @Test func leaveRepliesThenCloses() throws {
+        var session = RealtimeSession()
+        _ = session.receive(try decode(join))
+        let actions = session.receive(try decode(#"{"event":"phx_leave","payload":{},"topic":"realtime:test","ref":"2","join_ref":"1"}"#))
+        #expect(actions.count == 3)
+        #expect(actions.first == .leave(topic: "realtime:test"))
+        guard case .send(let reply) = actions[1], case .send(let close) = actions[2] else { Issue.record("\(actions)"); return }
+        #expect(text(reply) == #"{"topic":"realtime:test","event":"phx_reply","payload":{"status":"ok","response":{}},"ref":"2","join_ref":"1"}"#)
+        #expect(text(close) == #"{"topic":"realtime:test","event":"phx_close","payload":{},"ref":null,"join_ref":"1"}"#)
+        #expect(session.joined.isEmpty)
+    }
+
+    @Test func tokenPushesGetNoReplyAndUnknownEventsGetAnError() throws {
+        var session = RealtimeSession()
+        _ = session.receive(try decode(join))
+        let refresh = session.receive(try decode(#"{"event":"access_token","payload":{"access_token":"NEW"},"topic":"realtime:test","ref":"3"}"#))
+        #expect(refresh == [.refreshToken(topic: "realtime:test", token: "NEW")])
+        for event in ["broadcast", "presence", "whatever"] {
+            let actions = session.receive(try decode(#"{"event":"\#(event)","payload":{},"topic":"realtime:test","ref":"4"}"#))
+            guard case .send(let reply)? = actions.first else { Issue.record("no reply to \(event)"); return }
+            #expect(reply.payload["status"] == .string("error"))
+        }
+        let unmatched = session.receive(try decode(#"{"event":"broadcast","payload":{},"topic":"realtime:nope","ref":"5"}"#))
+        guard case .send(let reply)? = unmatched.first else { Issue.record("no reply"); return }
+        #expect(reply.payload["response"]?["reason"] == .string("unmatched topic"))
+        #expect(session.joined.keys.sorted() == ["realtime:test"])
+    }
+
+    @Test func rejoiningATopicReplacesIt() throws {
+        var session = RealtimeSession()
+        _ = session.receive(try decode(join))
+        let actions = session.receive(try decode(join))
+        #expect(actions.first == .leave(topic: "realtime:test"))
+        guard case .join = actions.last else { Issue.record("no join"); return }
+    }
+
+    @Test func bindingsBecomeFilters() throws {
+        var session = RealtimeSession()
+        guard case .join(let accepted)? = session.receive(try decode(join)).first else { return }
+        let schemaWide = try accepted.bindings[0].eventFilter()
+        #expect(schemaWide.schemas == ["public"] && schemaWide.tables == nil && schemaWide.operations == [.insert, .update, .delete])
+        let table = try accepted.bindings[1].eventFilter()
+        #expect(table.tables == [TableName(name: "todos")] && table.operations == .insert)
+        #expect(table.predicates == [ColumnPredicate(column: "id", comparison: .eq, operand: .value("1"))])
+    }
+
+    @Test func changeDataHasEveryFieldSupabaseClientsRead() {
+        let update = Event(
+            id: "9", operation: .update, table: TableName(name: "todos"),
+            new: ["id": .number(JSONNumber(1)), "tags": .array([.number(JSONNumber(1))])],
+            old: ["id": .number(JSONNumber(1)), "tags": .array([])],
+            transactionID: "5", at: "2026-11-21T12:16:13.213456Z"
+        )
+        let columns = [RealtimeColumn(name: "id", type: "int8"), RealtimeColumn(name: "tags", type: "_int4")]
+        let data = String(decoding: ChangePayload.data(update, columns: columns), as: UTF8.self)
+        #expect(data == #"{"schema":"public","table":"todos","commit_timestamp":"2026-11-21T12:16:13.213Z","type":"UPDATE","columns":[{"name":"id","type":"int8"},{"name":"tags","type":"_int4"}],"record":{"id":1,"tags":[1]},"old_record":{"id":1,"tags":[]},"errors":null}"#)
+        let insert = String(decoding: ChangePayload.data(makeEvent(1), columns: []), as: UTF8.self)
+        #expect(insert.contains(#""record":{"id":1}"#) && !insert.contains("old_record"))
+        let delete = String(decoding: ChangePayload.data(makeEvent(1, operation: .delete), columns: []), as: UTF8.self)
+        #expect(delete.contains(#""old_record":{"id":1}"#) && !delete.contains(#""record""#))
+        #expect(!ChangePayload.carries(makeEvent(1, operation: .truncate)))
+        #expect(String(decoding: ChangePayload.payload(ids: [3, 7], data: Array("{}".utf8)), as: UTF8.self) == #"{"ids":[3,7],"data":{}}"#)
+        #expect(ChangePayload.commitTimestamp("2026-11-21T12:16:13Z") == "2026-11-21T12:16:13.000Z")
+    }
+}
