@@ -151,6 +151,18 @@ extension RealtimeCredentials.Tokens {
         )
     }
 
+    /// A token of these claims signed with this secret, as Supabase signs its
+    /// anon and user tokens: for minting keys for clients, and for tests.
+    public func sign(claims: JSONObject) -> String {
+        let signed = Self.base64URL(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(Data(claims.jsonText.utf8))
+        let signature = HMAC<SHA256>.authenticationCode(for: Data(signed.utf8), using: secret)
+        return signed + "." + Self.base64URL(Data(signature))
+    }
+
+    private static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
     private static func seconds(_ value: JSONValue?) -> Double? {
         guard case .number(let number)? = value else { return nil }
         return number.doubleValue

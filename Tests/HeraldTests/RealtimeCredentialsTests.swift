@@ -4,14 +4,17 @@ import Testing
 @testable import Herald
 @testable import HeraldRealtime
 
-/// An HS256 JWT, signed as Supabase signs its anon and user tokens.
-func makeToken(_ claims: String, secret: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#) -> String {
-    func base64URL(_ data: some DataProtocol) -> String {
-        Data(data).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
-    }
-    let signed = base64URL(Data(header.utf8)) + "." + base64URL(Data(claims.utf8))
-    let signature = HMAC<SHA256>.authenticationCode(for: Data(signed.utf8), using: SymmetricKey(data: Data(secret.utf8)))
-    return signed + "." + base64URL(Data(signature))
+/// An HS256 JWT of `claims` (JSON text), signed as Supabase signs its anon and user tokens.
+func makeToken(_ claims: String, secret: String) -> String {
+    let object = (try? JSONParser.parse(claims))?.objectValue ?? [:]
+    return RealtimeCredentials.Tokens(secret: Array(secret.utf8), roles: [:]).sign(claims: object)
+}
+
+/// A token with another header, for the refusals that depend on it.
+func makeToken(_ claims: String, secret: String, header: String) -> String {
+    let signed = makeToken(claims, secret: secret).split(separator: ".")
+    let encodedHeader = Data(header.utf8).base64EncodedString().replacing("=", with: "")
+    return ([encodedHeader] + signed.dropFirst().map(String.init)).joined(separator: ".")
 }
 
 @Suite struct RealtimeCredentialsTests {

@@ -63,22 +63,25 @@ public final class RealtimeEndpoint: Sendable {
     /// The outcome of an upgrade request's checks.
     enum Admission {
         case accepted(PhoenixFraming, RealtimeCaller)
+        /// A Unix-socket peer with no keys configured: its `access:` grant decides.
+        case socketPeer(PhoenixFraming)
         case refused(HTTPResponse.Status, ErrorBody)
     }
 
-    /// Checks `vsn` and the caller's key for a request to ``path``.
-    func admit(query: [(name: String, value: String)], headers: HTTPFields, channel: any Channel, transport: Transport) async -> Admission {
-        let vsn = query.last { $0.name == "vsn" }?.value
+    /// Checks `vsn` and the caller's key (`apikey` or the `x-api-key` header)
+    /// for a request to ``path``. Synchronous, so that a refusal can be
+    /// answered before the upgrade handler sees the request.
+    func admit(uri: String, apiKeyHeader: String?, transport: Transport) -> Admission {
+        let query = URI(uri).queryParameters
+        let vsn = query["vsn"].map(String.init)
         guard let framing = PhoenixFraming(vsn: vsn) else {
             return .refused(.badRequest, ErrorBody(code: "unknown_vsn", message: "vsn is 1.0.0 or 2.0.0, not '\(vsn?.prefix(20) ?? "")'"))
         }
-        let presented = query.last { $0.name == "apikey" }?.value ?? headers[HTTPField.Name("x-api-key")!]
+        let presented = query["apikey"].map(String.init) ?? apiKeyHeader
         let credentials = self.credentials.withLock { $0 }
-        if case .unixSocket(let peer) = transport, credentials.isEmpty {
-            // No keys to check: clients still send their project's key, and the peer's grant decides.
-            return .accepted(framing, await peer(channel))
-        }
         guard !credentials.isEmpty else {
+            // No keys to check: socket clients still send their project's key, and the peer's grant decides.
+            if case .unixSocket = transport { return .socketPeer(framing) }
             return .refused(.unauthorized, ErrorBody(code: "no_keys", message: "realtime over TCP needs realtime.keys or realtime.jwt in the config file"))
         }
         do {
@@ -89,17 +92,29 @@ public final class RealtimeEndpoint: Sendable {
         }
     }
 
+    /// Counts and logs a refused connection; the response says why.
+    func refuse(_ status: HTTPResponse.Status, _ body: ErrorBody) {
+        metrics?.recordRefusal(status: status.code)
+        logger.notice("refused a realtime connection", metadata: ["status": "\(status.code)", "reason": "\(body.message)"])
+    }
+
     /// The WebSocket upgrade decision for `transport`: ours only for ``path``
-    /// with an accepted key; anything else goes on to the HTTP routes, where
-    /// ``addRoutes(to:transport:)`` answers a refused upgrade with its status.
+    /// with an accepted key. ``RealtimeUpgradeGuard`` has already answered a
+    /// refused key with its status.
     func shouldUpgrade(
         _ transport: Transport
     ) -> @Sendable (HTTPRequest, any Channel, Logger) async throws -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         { request, channel, _ in
-            let uri = URI(request.path ?? "")
-            guard uri.path == Self.path else { return .dontUpgrade }
-            let query = uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
-            guard case .accepted(let framing, let caller) = await self.admit(query: query, headers: request.headerFields, channel: channel, transport: transport) else {
+            let target = request.path ?? ""
+            guard URI(target).path == Self.path else { return .dontUpgrade }
+            let framing: PhoenixFraming, caller: RealtimeCaller
+            switch self.admit(uri: target, apiKeyHeader: request.headerFields[Self.apiKeyField], transport: transport) {
+            case .accepted(let accepted, let identified):
+                (framing, caller) = (accepted, identified)
+            case .socketPeer(let accepted):
+                guard case .unixSocket(let peer) = transport else { return .dontUpgrade }
+                (framing, caller) = (accepted, await peer(channel))
+            case .refused:
                 return .dontUpgrade
             }
             return .upgrade([:]) { inbound, outbound, _ in
@@ -109,18 +124,36 @@ public final class RealtimeEndpoint: Sendable {
         }
     }
 
-    /// `GET /realtime/v1/websocket` that was not upgraded: the refusal's status
-    /// (401 for a missing or wrong key), or 426 for a plain HTTP request.
-    func addRoutes<Context: RequestContext>(to router: Router<Context>, transport: Transport, channel: @escaping @Sendable (Context) -> any Channel) {
-        router.get(RouterPath(stringLiteral: String(Self.path.dropFirst()))) { request, context in
-            let query = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
-            switch await self.admit(query: query, headers: request.headers, channel: channel(context), transport: transport) {
+    static let apiKeyField = HTTPField.Name("x-api-key")!
+
+    /// `GET /realtime/v1/websocket` without an upgrade: the refusal's status
+    /// (401 for a missing or wrong key), or 426 Upgrade Required.
+    func addRoutes<Context: RequestContext>(to router: Router<Context>, transport: Transport) {
+        router.get(RouterPath(stringLiteral: String(Self.path.dropFirst()))) { request, _ in
+            switch self.admit(uri: request.uri.description, apiKeyHeader: request.headers[Self.apiKeyField], transport: transport) {
             case .refused(let status, let body):
-                self.metrics?.recordRefusal(status: status.code)
-                self.logger.notice("refused a realtime connection", metadata: ["status": "\(status.code)", "reason": "\(body.message)"])
+                self.refuse(status, body)
                 return Response.json(status, body)
-            case .accepted:
+            case .accepted, .socketPeer:
                 return Response.json(.upgradeRequired, ErrorBody(code: "websocket_required", message: "\(Self.path) speaks WebSocket (Supabase Realtime)"))
+            }
+        }
+    }
+
+    /// The server for `transport`: HTTP/1.1 with the WebSocket upgrade, and
+    /// the guard that answers a refused upgrade with its status.
+    func server(http1: HTTP1Channel.Configuration, transport: Transport) -> HTTPServerBuilder {
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocketConfiguration)
+        let shouldUpgrade = shouldUpgrade(transport)
+        return HTTPServerBuilder { responder in
+            let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade)
+            return RealtimeUpgradeGuard.Channel(inner: upgrade) { head in
+                guard URI(head.uri).path == Self.path, head.headers.contains(name: "upgrade") else { return nil }
+                guard case .refused(let status, let body) = self.admit(uri: head.uri, apiKeyHeader: head.headers.first(name: "x-api-key"), transport: transport) else {
+                    return nil
+                }
+                self.refuse(status, body)
+                return (status, body)
             }
         }
     }

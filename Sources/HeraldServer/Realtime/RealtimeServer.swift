@@ -27,16 +27,13 @@ public struct RealtimeServer: Service {
             return
         }
         let router = Router(context: SocketRequestContext.self)
-        endpoint.addRoutes(to: router, transport: .tcp, channel: \.channel)
+        endpoint.addRoutes(to: router, transport: .tcp)
         let connections = SocketLimitsHandler.Counter(limit: endpoint.configuration.maximumConnections)
         let application = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                configuration: .init(
-                    http1: .init(additionalChannelHandlers: [SocketLimitsHandler(counter: connections)], idleTimeout: .seconds(10)),
-                    ws: endpoint.webSocketConfiguration
-                ),
-                shouldUpgrade: endpoint.shouldUpgrade(.tcp)
+            server: endpoint.server(
+                http1: .init(additionalChannelHandlers: [SocketLimitsHandler(counter: connections)], idleTimeout: .seconds(10)),
+                transport: .tcp
             ),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "pgherald"),
             onServerRunning: { [logger, address] _ in logger.info("serving Supabase Realtime over TCP", metadata: ["address": "\(address)"]) },

@@ -315,12 +315,16 @@ extension SocketServer {
 extension Response {
     /// `body` as JSON with sorted keys and a final newline.
     static func json(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: jsonBuffer(body)))
+    }
+
+    static func jsonBuffer(_ body: some Encodable) -> ByteBuffer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data = (try? encoder.encode(body)) ?? Data("{}".utf8)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data + [UInt8(ascii: "\n")])))
+        return ByteBuffer(bytes: data + [UInt8(ascii: "\n")])
     }
 }
 

@@ -105,11 +105,8 @@ public final class SocketServer: Service, Sendable {
         let server: HTTPServerBuilder
         if let realtime {
             let transport = RealtimeEndpoint.Transport.unixSocket { [self] channel in await realtimeCaller(on: channel) }
-            realtime.addRoutes(to: router, transport: transport, channel: \.channel)
-            server = .http1WebSocketUpgrade(
-                configuration: .init(http1: http1, ws: realtime.webSocketConfiguration),
-                shouldUpgrade: realtime.shouldUpgrade(transport)
-            )
+            realtime.addRoutes(to: router, transport: transport)
+            server = realtime.server(http1: http1, transport: transport)
         } else {
             server = .http1(configuration: http1)
         }
