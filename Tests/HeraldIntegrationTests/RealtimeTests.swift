@@ -14,7 +14,7 @@ extension IntegrationTests {
 
         /// A daemon with realtime on a random loopback port, an unrestricted
         /// key, a key that sees only `course`, and tokens whose `anon` role sees `course`.
-        static func start(_ database: TestDatabase, extra: String = "") async throws -> (daemon: SocketDaemon, port: Int) {
+        static func start(_ database: TestDatabase, extra: String = "") async throws -> (daemon: SocketDaemon, port: Int, config: String) {
             let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-realtime-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try jwtSecret.write(toFile: directory.appending(path: "jwt").path, atomically: true, encoding: .utf8)
@@ -36,7 +36,7 @@ extension IntegrationTests {
                         tables: [public.course]
                 \(extra)
                 """.write(toFile: config, atomically: true, encoding: .utf8)
-            return (try await SocketDaemon(database: database, arguments: ["--config", config]), port)
+            return (try await SocketDaemon(database: database, arguments: ["--config", config]), port, config)
         }
 
         static func joinPayload(_ bindings: String, token: String? = nil) -> String {
@@ -66,7 +66,7 @@ extension IntegrationTests {
         @Test(arguments: ["1.0.0", "2.0.0"])
         func changesReachBindingsInBothFramings(vsn: String) async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             let client = try await RealtimeTestClient(port: port, apikey: Self.allKey, vsn: vsn)
             let ids = try await Self.join(client, topic: "realtime:school", bindings: #"{"event":"*","schema":"public"},{"event":"UPDATE","schema":"public","table":"course","filter":"short_code=eq.ICS4U"}"#)
             #expect(ids.count == 2 && !ids.contains(0) && Set(ids).count == 2)
@@ -115,7 +115,7 @@ extension IntegrationTests {
 
         @Test func manyChannelsPerSocketAndManySockets() async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             var clients: [RealtimeTestClient] = []
             for index in 0..<5 {
                 let client = try await RealtimeTestClient(port: port, apikey: Self.allKey, vsn: index % 2 == 0 ? "1.0.0" : "2.0.0")
@@ -136,7 +136,7 @@ extension IntegrationTests {
 
         @Test func aMissingOrWrongKeyGets401() async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             for query in ["vsn=1.0.0", "apikey=wrong&vsn=1.0.0", "apikey=\(Self.allKey)x"] {
                 var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/realtime/v1/websocket?\(query)")
                 request.headers.add(name: "connection", value: "Upgrade")
@@ -159,7 +159,7 @@ extension IntegrationTests {
 
         @Test func aGrantHidesTablesAndBadBindingsAreReported() async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             let client = try await RealtimeTestClient(port: port, apikey: Self.coursesKey)
             let unrestricted = try await RealtimeTestClient(port: port, apikey: Self.allKey)
             // A table outside the grant (whether it exists or not, so a key cannot probe for
@@ -194,7 +194,7 @@ extension IntegrationTests {
 
         @Test func tokensAreCheckedOnJoinAndWhenPushed() async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             let anon = makeToken(#"{"role":"anon","exp":\#(Int(Date().timeIntervalSince1970) + 3600)}"#, secret: Self.jwtSecret)
             let client = try await RealtimeTestClient(port: port, apikey: anon)
             try await Self.join(client, topic: "realtime:c", bindings: #"{"event":"*","schema":"public","table":"course"}"#, token: anon)
@@ -218,7 +218,7 @@ extension IntegrationTests {
 
         @Test func aDroppedSocketRejoiningGetsWhatItMissed() async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             let binding = #"{"event":"INSERT","schema":"public","table":"course"}"#
             let first = try await RealtimeTestClient(port: port, apikey: Self.allKey)
             try await Self.join(first, topic: "realtime:resume", bindings: binding)
@@ -243,7 +243,7 @@ extension IntegrationTests {
 
         @Test func rowsOfAnySizeArriveWhole() async throws {
             let database = try TestDatabase.create()
-            let (daemon, port) = try await Self.start(database)
+            let (daemon, port, _) = try await Self.start(database)
             try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
             let client = try await RealtimeTestClient(port: port, apikey: Self.allKey)
             try await Self.join(client, topic: "realtime:notes", bindings: #"{"event":"*","schema":"public","table":"note"}"#)

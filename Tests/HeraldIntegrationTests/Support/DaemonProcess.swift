@@ -12,14 +12,18 @@ struct DaemonProcess {
     let process = Process()
     let stdout = Pipe()
     let stderr = Pipe()
+    /// The process's standard input, when asked for; otherwise it inherits the test's.
+    let stdin: Pipe?
     private let reaper: Reaper
 
-    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = Self.executable) throws {
+    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = Self.executable, withInput: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = stdout
         process.standardError = stderr
+        stdin = withInput ? Pipe() : nil
+        if let stdin { process.standardInput = stdin }
         try process.run()
         reaper = Reaper(process: process)
     }
@@ -51,6 +55,11 @@ struct DaemonProcess {
             try await Task.sleep(for: .milliseconds(20))
         }
         return (process.terminationStatus, await out, await err)
+    }
+
+    /// Writes a line to the process's standard input (see `withInput`).
+    func write(line: String) {
+        stdin?.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
     func signal(_ signal: Int32) {
