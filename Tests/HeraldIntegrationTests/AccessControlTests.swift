@@ -37,6 +37,31 @@ extension IntegrationTests {
             PeerClient(userID: user, groupID: group ?? user, socketPath: daemon.socketPath)
         }
 
+        /// Supabase Realtime on the socket without realtime keys: each peer's grant decides,
+        /// with a standard-library client run as another user.
+        @Test func realtimePeersOnTheSocketGetTheirGrant() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", configuration()])
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/unix_peer.py").path
+            func run(as user: UInt32) async throws -> [String] {
+                let client = try DaemonProcess(
+                    ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", "/usr/bin/python3", script, daemon.socketPath],
+                    executable: URL(fileURLWithPath: "/usr/bin/setpriv"), withInput: true
+                )
+                _ = try await client.readLine(within: 20) { $0 == "JOINED" }
+                try await Task.sleep(for: .milliseconds(300))
+                try database.execute("INSERT INTO student (first_name, last_name) VALUES ('Hidden', 'X'); INSERT INTO course (short_code, name) VALUES ('C\(user)', 'Seen')")
+                client.write(line: "go")
+                let result = try await client.finish(within: 20)
+                #expect(result.status == 0, "\(result.stderr)")
+                return result.stdout.split(separator: "\n").map(String.init)
+            }
+            #expect(try await run(as: Self.coursesOnly) == ["SYSTEM ok", "course"])
+            let stranger = try await run(as: Self.stranger)
+            #expect(stranger.first == "SYSTEM error" && !stranger.contains("course") && !stranger.contains("student"), "\(stranger)")
+            _ = try await daemon.stop()
+        }
+
         @Test func eachPeerGetsOnlyWhatItsGrantCovers() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", configuration()])
