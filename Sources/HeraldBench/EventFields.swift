@@ -7,14 +7,7 @@ import Glibc
 enum EventFields {
     /// The value of `"count":N`.
     static func count(in line: UnsafeRawBufferPointer) -> UInt64? {
-        guard var index = find(#""count":"#, in: line) else { return nil }
-        var value: UInt64 = 0
-        let start = index
-        while index < line.count, line[index] >= UInt8(ascii: "0"), line[index] <= UInt8(ascii: "9") {
-            value = value * 10 + UInt64(line[index] - UInt8(ascii: "0"))
-            index += 1
-        }
-        return index > start ? value : nil
+        number(in: line, after: find(#""count":"#, in: line))
     }
 
     /// Microseconds since the epoch of the event's `at` (`2026-11-21T12:00:00.123456Z`),
@@ -27,7 +20,36 @@ enum EventFields {
         while start < line.count, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: ":") || line[start] == UInt8(ascii: "\"") {
             start += 1
         }
-        guard start + 26 <= line.count else { return nil }
+        return time(in: line, at: start, fractionDigits: 6)
+    }
+
+    /// Microseconds since the epoch of a Supabase Realtime change's
+    /// `commit_timestamp` (`2026-11-21T12:00:00.123Z`): milliseconds, so a
+    /// latency measured from it reads up to 1 ms high.
+    static func commitTimestamp(in line: UnsafeRawBufferPointer) -> Int64? {
+        find(#""commit_timestamp":""#, in: line).flatMap { time(in: line, at: $0, fractionDigits: 3) }
+    }
+
+    /// The `id` column of a Supabase Realtime change's `record`, which the
+    /// benchmark's table fills from a sequence: it rises by one per event, as `count` does.
+    static func recordID(in line: UnsafeRawBufferPointer) -> UInt64? {
+        number(in: line, after: find(#""record":{"id":"#, in: line))
+    }
+
+    private static func number(in line: UnsafeRawBufferPointer, after start: Int?) -> UInt64? {
+        guard var index = start else { return nil }
+        var value: UInt64 = 0
+        let first = index
+        while index < line.count, line[index] >= UInt8(ascii: "0"), line[index] <= UInt8(ascii: "9") {
+            value = value * 10 + UInt64(line[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        return index > first ? value : nil
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.F…` starting at `start`, with `fractionDigits` digits of fraction.
+    private static func time(in line: UnsafeRawBufferPointer, at start: Int, fractionDigits: Int) -> Int64? {
+        guard start + 20 + fractionDigits <= line.count else { return nil }
         func digits(_ offset: Int, _ length: Int) -> Int64 {
             var value: Int64 = 0
             for index in start + offset..<start + offset + length {
@@ -37,7 +59,9 @@ enum EventFields {
         }
         let (year, month, day) = (digits(0, 4), digits(5, 2), digits(8, 2))
         let seconds = digits(11, 2) * 3600 + digits(14, 2) * 60 + digits(17, 2)
-        return (daysSinceEpoch(year: year, month: month, day: day) * 86400 + seconds) * 1_000_000 + digits(20, 6)
+        var fraction = digits(20, fractionDigits)
+        for _ in fractionDigits..<6 { fraction *= 10 }
+        return (daysSinceEpoch(year: year, month: month, day: day) * 86400 + seconds) * 1_000_000 + fraction
     }
 
     private static func find(_ needle: StaticString, in line: UnsafeRawBufferPointer) -> Int? {

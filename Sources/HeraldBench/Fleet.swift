@@ -1,11 +1,11 @@
 import NIOCore
 import NIOPosix
 
-/// Many SSE streams, spread over a few event loops.
-final class Fleet: Sendable {
+/// Many streams, spread over a few event loops.
+final class Fleet<Stream: BenchStream>: Sendable {
     struct Shard: Sendable {
         let eventLoop: any EventLoop
-        let streams: NIOLoopBound<[SSEStream]>
+        let streams: NIOLoopBound<[Stream]>
     }
 
     /// Totals over every stream.
@@ -37,14 +37,16 @@ final class Fleet: Sendable {
         self.shards = shards
     }
 
-    /// Opens `subscribers` streams to `path` on the socket, a few at a time per loop.
-    static func connect(socketPath: String, path: String, subscribers: Int, group: MultiThreadedEventLoopGroup) async throws -> Fleet {
+    /// Opens `subscribers` streams that `make` creates on each loop, a few at a time per loop.
+    static func connect(
+        subscribers: Int, group: MultiThreadedEventLoopGroup, make: @escaping @Sendable (any EventLoop) -> Stream
+    ) async throws -> Fleet {
         let loops = Array(group.makeIterator())
         var shards: [Shard] = []
         for (index, loop) in loops.enumerated() {
             let share = subscribers / loops.count + (index < subscribers % loops.count ? 1 : 0)
             let streams = try await loop.submit {
-                NIOLoopBound((0..<share).map { _ in SSEStream(socketPath: socketPath, path: path, eventLoop: loop) }, eventLoop: loop)
+                NIOLoopBound((0..<share).map { _ in make(loop) }, eventLoop: loop)
             }.get()
             shards.append(Shard(eventLoop: loop, streams: streams))
         }

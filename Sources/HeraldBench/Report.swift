@@ -34,6 +34,7 @@ struct MarkdownReport {
         webhooks()
         accessControl()
         twoDaemons()
+        realtime()
     }
 
     private mutating func line(_ text: String = "") {
@@ -369,6 +370,29 @@ extension MarkdownReport {
                 format(cpu, 2), received > 0 ? format(cpu / Double(received) * 1e6, 2) : "-",
                 clients.compactMap { $0.result.latencyMilliseconds.map { format($0.p50, 1) } }.joined(separator: ", "),
                 clients.compactMap { $0.result.latencyMilliseconds.map { format($0.p99, 1) } }.joined(separator: ", "),
+            ]
+        })
+    }
+}
+
+extension MarkdownReport {
+    /// k.: Supabase Realtime WebSocket clients beside SSE streams at the same load; the goal is p99 within 1.5× of SSE's.
+    private mutating func realtime() {
+        let runs = results.runs("realtime")
+        guard !runs.isEmpty else { return }
+        line("### k. Supabase Realtime: 100 WebSocket clients at 1000 events/s, beside 100 SSE subscribers")
+        line()
+        line("One daemon, the runs one after the other. WebSocket latencies are measured from `commit_timestamp`, which has millisecond resolution, so they read up to 1 ms high.")
+        line()
+        let sse = runs.first { $0.result.label.contains("SSE") }
+        table(["run", "delivered ratio", "p50 ms", "p99 ms", "p99 ÷ SSE's", "pgherald CPU s / 1000 deliveries"], runs.map { run in
+            let ratio = sse.flatMap { sse in
+                run.result.latencyMilliseconds.flatMap { own in sse.result.latencyMilliseconds.map { own.p99 / $0.p99 } }
+            }
+            return [
+                run.result.label, format(run.result.deliveredRatio, 4), milliseconds(run, \.p50), milliseconds(run, \.p99),
+                ratio.map { "\(format($0, 2)) (goal ≤ 1.5: \(verdict($0 <= 1.5)))" } ?? "-",
+                run.daemonCPUPerThousand.map { format($0, 3) } ?? "-",
             ]
         })
     }

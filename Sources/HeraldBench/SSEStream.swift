@@ -11,7 +11,7 @@ import NIOPosix
 /// reconnects with `Last-Event-ID`, as a real client does, so that the record
 /// shows whether anything was lost across the resume.
 /// Lives on one event loop; touch it there only.
-final class SSEStream {
+final class SSEStream: BenchStream {
     let socketPath: String
     let path: String
     let eventLoop: any EventLoop

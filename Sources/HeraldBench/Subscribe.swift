@@ -2,9 +2,13 @@ import ArgumentParser
 import Foundation
 import NIOPosix
 
-/// SUBSCRIBERS SSE streams on the daemon's socket, every event checked.
+/// SUBSCRIBERS streams on the daemon's socket, every event checked.
 struct Subscribe: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Open SSE streams on pgherald's socket and measure what arrives.")
+    static let configuration = CommandConfiguration(abstract: "Open SSE or Supabase Realtime streams on pgherald's socket and measure what arrives.")
+
+    enum StreamProtocol: String, ExpressibleByArgument {
+        case sse, realtime
+    }
 
     @Option(help: "The daemon's socket.")
     var socket: String
@@ -15,11 +19,27 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "Event-loop threads the streams are spread over.")
     var threads: Int = 1
 
+    @Option(help: "sse (GET /events) or realtime (WebSocket, Supabase Realtime postgres_changes on bench_event).")
+    var `protocol`: StreamProtocol = .sse
+
     @OptionGroup var run: RunOptions
 
     func run() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let fleet = try await Fleet.connect(socketPath: socket, path: "/events", subscribers: subscribers, group: group)
+        switch self.protocol {
+        case .sse:
+            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket] loop in
+                SSEStream(socketPath: socket, path: "/events", eventLoop: loop)
+            })
+        case .realtime:
+            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket] loop in
+                RealtimeStream(socketPath: socket, eventLoop: loop)
+            })
+        }
+        try await group.shutdownGracefully()
+    }
+
+    private func measure<Stream>(_ fleet: Fleet<Stream>) async throws {
         let (expected, readyCPU, readyWall) = try run.awaitCommittedCount()
         let deadline = nowMicroseconds() + Int64(run.wait * 1e6)
         var tally = try await fleet.tally(expected: expected, latencies: false)
@@ -54,7 +74,6 @@ struct Subscribe: AsyncParsableCommand {
             clientThreads: threads
         )
         try result.print()
-        try await group.shutdownGracefully()
     }
 }
 

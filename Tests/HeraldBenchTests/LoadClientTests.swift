@@ -1,4 +1,5 @@
 @testable import HeraldBench
+import NIOCore
 import NIOEmbedded
 import Testing
 
@@ -25,6 +26,43 @@ import Testing
         let cdf = LoadResult.cdf(sorted: [1000, 2000])
         #expect(cdf.first == [1, 0])
         #expect(cdf.last == [2, 1])
+    }
+
+    @Test func readsTheRowIDAndCommitTimestampOfARealtimeChange() {
+        let change = Array(#"{"topic":"realtime:bench","event":"postgres_changes","payload":{"ids":[1],"data":{"schema":"public","table":"bench_event","commit_timestamp":"2026-11-21T12:00:00.123Z","type":"INSERT","columns":[],"record":{"id":77,"payload":"x"},"errors":null}},"ref":null}"#.utf8)
+        change.withUnsafeBytes { bytes in
+            #expect(EventFields.recordID(in: bytes) == 77)
+            #expect(EventFields.commitTimestamp(in: bytes) == 1_795_262_400_123_000)
+        }
+    }
+
+    @Test func readsFramesSplitAnywhere() {
+        var server = ByteBuffer(string: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+        for text in ["short", String(repeating: "y", count: 300)] {
+            server.writeInteger(UInt8(0x81))
+            if text.utf8.count < 126 {
+                server.writeInteger(UInt8(text.utf8.count))
+            } else {
+                server.writeInteger(UInt8(126))
+                server.writeInteger(UInt16(text.utf8.count))
+            }
+            server.writeString(text)
+        }
+        server.writeBytes([0x89, 0x00])  // a ping, skipped
+        var reader = WebSocketFrameReader()
+        var messages: [String] = []
+        var head: String?
+        while server.readableBytes > 0 {
+            var piece = server.readSlice(length: min(7, server.readableBytes))!
+            reader.append(&piece)
+            if head == nil { head = reader.takeHTTPHead() }
+            guard head != nil else { continue }
+            while var message = reader.nextTextMessage() { messages.append(message.readString(length: message.readableBytes)!) }
+        }
+        #expect(head?.hasPrefix("HTTP/1.1 101") == true)
+        #expect(messages == ["short", String(repeating: "y", count: 300)])
+        var masked = WebSocketFrameReader.maskedText("hi")
+        #expect(masked.readBytes(length: masked.readableBytes) == [0x81, 0x82, 0x12, 0x34, 0x56, 0x78, 0x68 ^ 0x12, 0x69 ^ 0x34])
     }
 
     @Test func readsTheCountAndTimeOfDaemonAndTriggerJSON() {
