@@ -1,5 +1,7 @@
 import Herald
 import HeraldRealtime
+import HeraldWebhooks
+import NIOCore
 import Synchronization
 
 /// One joined channel: its bindings under its caller's current grant, and
@@ -33,8 +35,9 @@ final class RealtimeChannel: Sendable {
 
     var caller: RealtimeCaller { state.withLock { $0.caller } }
 
-    func start(_ body: @escaping @Sendable () async -> Void) {
-        let task = Task { await body() }
+    /// Runs `body` on `eventLoop`, the socket's, so that its writes need no hop.
+    func start(on eventLoop: any EventLoop, _ body: @escaping @Sendable () async -> Void) {
+        let task = Task(executorPreference: EventLoopTaskExecutor(eventLoop: eventLoop)) { await body() }
         state.withLock { $0.task = task }
     }
 

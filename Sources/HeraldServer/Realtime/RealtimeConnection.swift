@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldRealtime
+import HeraldWebhooks
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -14,6 +15,8 @@ struct RealtimeConnection {
     let framing: PhoenixFraming
     let caller: RealtimeCaller
     let outbound: WebSocketOutboundWriter
+    /// The connection's NIO channel: channels run on its event loop and write to it directly.
+    let socket: any Channel
 
     func run(_ inbound: WebSocketInboundStream) async {
         var session = RealtimeSession()
@@ -76,8 +79,8 @@ struct RealtimeConnection {
             }
         }
         let channel = RealtimeChannel(join: join, caller: channelCaller)
-        channel.start { [endpoint, framing, outbound] in
-            await endpoint.serve(channel, framing: framing, outbound: outbound)
+        channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket] in
+            await endpoint.serve(channel, framing: framing, outbound: outbound, socket: socket)
         }
         return channel
     }

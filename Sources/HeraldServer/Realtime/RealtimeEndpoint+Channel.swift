@@ -3,13 +3,15 @@ import Herald
 import HeraldRealtime
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 
 extension RealtimeEndpoint {
     /// Runs one joined channel: replies to the join, checks its bindings,
     /// subscribes, confirms with `system`, then delivers until it is left,
     /// its socket drops, its token expires or it falls behind.
-    func serve(_ channel: RealtimeChannel, framing: PhoenixFraming, outbound: WebSocketOutboundWriter) async {
+    func serve(_ channel: RealtimeChannel, framing: PhoenixFraming, outbound: WebSocketOutboundWriter, socket: any Channel) async {
         let join = channel.join
+        let direct = DirectFrameWriter(channel: socket)
         let topic = Array(JSONValue.string(join.topic).jsonText.utf8)
         func send(_ message: PhoenixMessage) async throws {
             try await outbound.write(framing.frame(framing.encode(message)))
@@ -47,7 +49,7 @@ extension RealtimeEndpoint {
             if resumeFrom != nil, replay == nil {
                 logger.notice("a rejoining realtime channel's position is older than the history; missed events are not replayed", metadata: ["topic": "\(join.topic)"])
             }
-            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound) == false { return }
+            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct) == false { return }
             while true {
                 let delivery: Subscription.Delivery
                 do {
@@ -62,29 +64,43 @@ extension RealtimeEndpoint {
                     if case .finished = delivery { return }
                     continue
                 }
-                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound) else { return }
+                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct) else { return }
             }
         } catch {
             logger.debug("realtime channel ended", metadata: ["topic": "\(join.topic)", "error": "\(error)"])
         }
     }
 
-    /// Writes each event the channel's bindings match; false once its token has expired.
+    /// Writes each event the channel's bindings match, all in one write when
+    /// the channel is writable; false once its token has expired.
     private func deliver(
-        _ events: [Event], to channel: RealtimeChannel, topic: [UInt8], framing: PhoenixFraming, outbound: WebSocketOutboundWriter
+        _ events: [Event], to channel: RealtimeChannel, topic: [UInt8], framing: PhoenixFraming, outbound: WebSocketOutboundWriter,
+        direct: DirectFrameWriter?
     ) async throws -> Bool {
+        var frames: [[UInt8]] = []
+        var expired = false
         for event in events {
             let (ids, expiresAt) = channel.matchingBindings(event)
             if let expiresAt, expiresAt <= Date().timeIntervalSince1970 {
-                try await outbound.write(framing.frame(framing.encode(channel.join.systemMessage(ok: false, "Token has expired"))))
-                try await outbound.write(framing.frame(framing.encode(channel.join.channelClose)))
-                return false
+                expired = true
+                break
             }
             if !ids.isEmpty, ChangePayload.carries(event) {
-                let data = await cache.data(for: event)
-                try await outbound.write(framing.frame(framing.encodeChange(topic: topic, payload: ChangePayload.payload(ids: ids, data: data))))
+                frames.append(framing.encodeChange(topic: topic, payload: ChangePayload.payload(ids: ids, data: await cache.data(for: event))))
             }
-            channel.state.withLock { $0.position = event.id }
+        }
+        if let direct, direct.canWrite {
+            var buffer = ByteBufferAllocator().buffer(capacity: frames.reduce(0) { $0 + $1.count + 10 })
+            for frame in frames { DirectFrameWriter.appendTextFrame(frame, to: &buffer) }
+            if buffer.readableBytes > 0 { direct.write(buffer) }
+        } else {
+            for frame in frames { try await outbound.write(framing.frame(frame)) }
+        }
+        if let last = events.last, !expired { channel.state.withLock { $0.position = last.id } }
+        guard !expired else {
+            try await outbound.write(framing.frame(framing.encode(channel.join.systemMessage(ok: false, "Token has expired"))))
+            try await outbound.write(framing.frame(framing.encode(channel.join.channelClose)))
+            return false
         }
         return true
     }

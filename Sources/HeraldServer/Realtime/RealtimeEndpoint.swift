@@ -118,7 +118,7 @@ public final class RealtimeEndpoint: Sendable {
                 return .dontUpgrade
             }
             return .upgrade([:]) { inbound, outbound, _ in
-                let connection = RealtimeConnection(endpoint: self, framing: framing, caller: caller, outbound: outbound)
+                let connection = RealtimeConnection(endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel)
                 await connection.run(inbound)
             }
         }
