@@ -140,14 +140,17 @@ public final class RealtimeEndpoint: Sendable {
         }
     }
 
-    /// The server for `transport`: HTTP/1.1 with the WebSocket upgrade, and
-    /// the guard that answers a refused upgrade with its status.
-    func server(http1: HTTP1Channel.Configuration, transport: Transport) -> HTTPServerBuilder {
+    /// The server for `transport`: HTTP/1.1 with the WebSocket upgrade, the
+    /// socket's limits for up to `connections`, and the guard that answers
+    /// a bad first request or a refused upgrade with its status.
+    func server(connections: SocketLimitsHandler.Counter, idleTimeout: Duration, transport: Transport) -> HTTPServerBuilder {
+        let timeout = TimeAmount.nanoseconds(Int64(idleTimeout / .nanoseconds(1)))
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [SocketLimitsHandler(counter: nil)], idleTimeout: timeout)
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocketConfiguration)
         let shouldUpgrade = shouldUpgrade(transport)
         return HTTPServerBuilder { responder in
             let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade)
-            return RealtimeUpgradeGuard.Channel(inner: upgrade) { head in
+            return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head in
                 guard URI(head.uri).path == Self.path, head.headers.contains(name: "upgrade") else { return nil }
                 guard case .refused(let status, let body) = self.admit(uri: head.uri, apiKeyHeader: head.headers.first(name: "x-api-key"), transport: transport) else {
                     return nil

@@ -31,10 +31,7 @@ public struct RealtimeServer: Service {
         let connections = SocketLimitsHandler.Counter(limit: endpoint.configuration.maximumConnections)
         let application = Application(
             router: router,
-            server: endpoint.server(
-                http1: .init(additionalChannelHandlers: [SocketLimitsHandler(counter: connections)], idleTimeout: .seconds(10)),
-                transport: .tcp
-            ),
+            server: endpoint.server(connections: connections, idleTimeout: .seconds(10), transport: .tcp),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "pgherald"),
             onServerRunning: { [logger, address] _ in logger.info("serving Supabase Realtime over TCP", metadata: ["address": "\(address)"]) },
             logger: logger

@@ -5,13 +5,21 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Answers a refused realtime upgrade (a missing or wrong key) with its own
-/// status, 401, as Supabase's server does. Hummingbird answers every refused
-/// upgrade with a bare 400, so this handler sits between the request decoder
-/// and the upgrade handler and answers before the upgrade is tried.
+/// Stands in front of the WebSocket upgrade handler on each connection's
+/// first request, which Hummingbird's upgrade pipeline leaves unguarded:
+/// - it counts the connection and answers the socket's limits (`503` past
+///   the connection limit, `414`, `431`) as ``SocketLimitsHandler`` does;
+/// - it answers a request the HTTP parser rejects with `400`, and closes a
+///   connection whose first request head has not arrived within the idle
+///   timeout (a silent or slowloris client), where the upgrade pipeline
+///   would leave both hanging;
+/// - it answers a refused realtime upgrade (a missing or wrong key) with its
+///   own status, 401, as Supabase's server does, where Hummingbird answers
+///   every refused upgrade with a bare 400.
 ///
-/// It looks at the connection's first request only, then takes itself out
-/// of the pipeline: after an upgrade the channel carries WebSocket frames.
+/// It takes itself out of the pipeline once the first head has passed:
+/// after an upgrade the channel carries WebSocket frames, and later
+/// requests meet the ``SocketLimitsHandler`` Hummingbird adds.
 final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -21,44 +29,110 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     typealias Check = @Sendable (HTTPRequestHead) -> (HTTPResponse.Status, ErrorBody)?
 
     private let check: Check
+    private let connections: SocketLimitsHandler.Counter
+    private let admitted: Bool
+    private let firstRequestTimeout: TimeAmount
+    /// True once the first request has gone on to the upgrade handler; false
+    /// when the guard answered it or the connection ended before it.
+    private let passed: EventLoopPromise<Bool>
+    private var deadline: Scheduled<Void>?
     private var refused = false
 
-    init(check: @escaping Check) {
+    init(
+        check: @escaping Check, connections: SocketLimitsHandler.Counter, admitted: Bool, firstRequestTimeout: TimeAmount,
+        passed: EventLoopPromise<Bool>
+    ) {
         self.check = check
+        self.connections = connections
+        self.admitted = admitted
+        self.firstRequestTimeout = firstRequestTimeout
+        self.passed = passed
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let channel = context.channel
+        deadline = context.eventLoop.scheduleTask(in: firstRequestTimeout) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        passed.succeed(false)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
-        guard case .head(let head) = unwrapInboundIn(data), let (status, body) = check(head) else {
+        guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        deadline?.cancel()
+        var headerBytes = 0
+        for header in head.headers { headerBytes += header.name.utf8.count + header.value.utf8.count }
+        let limits = SocketLimitsHandler.refusal(
+            admitted: admitted, limit: connections.limit, targetBytes: head.uri.utf8.count, headerBytes: headerBytes, headerFields: head.headers.count
+        )
+        if let limits {
+            refuse(context, version: head.version, status: limits.status, ErrorBody(code: limits.code, message: limits.message))
+        } else if let (status, body) = check(head) {
+            refuse(context, version: head.version, status: status, body)
+        } else {
+            passed.succeed(true)
             context.fireChannelRead(data)
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-            return
         }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard error is HTTPParserError, !refused else { return context.fireErrorCaught(error) }
+        deadline?.cancel()
+        refuse(context, version: .http1_1, status: .badRequest, ErrorBody(code: "bad_request", message: "the request is not valid HTTP/1.1"))
+    }
+
+    /// Answers with a JSON error and closes the connection.
+    private func refuse(_ context: ChannelHandlerContext, version: HTTPVersion, status: HTTPResponse.Status, _ body: ErrorBody) {
         refused = true
         let buffer = Response.jsonBuffer(body)
         let headers = HTTPHeaders([
             ("content-type", "application/json"), ("content-length", String(buffer.readableBytes)), ("connection", "close"),
         ])
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: status.code), headers: headers))), promise: nil)
+        let responseStatus = HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: responseStatus, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Hummingbird's WebSocket upgrade channel with the guard in front of its upgrade handler.
     struct Channel: ServerChildChannel {
+        struct Value: ServerChildChannelValue {
+            let upgrade: HTTP1WebSocketUpgradeChannel.Value
+            let passed: EventLoopFuture<Bool>
+            var channel: any NIOCore.Channel { upgrade.channel }
+        }
+
         let inner: HTTP1WebSocketUpgradeChannel
+        let connections: SocketLimitsHandler.Counter
+        let firstRequestTimeout: TimeAmount
         let check: Check
 
-        func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<HTTP1WebSocketUpgradeChannel.Value> {
-            inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
+            // Counted for the connection's whole life, whatever it turns into.
+            let admitted = connections.admit()
+            channel.closeFuture.whenComplete { [connections] _ in connections.release() }
+            return inner.setup(channel: channel, logger: logger).flatMapThrowing { upgrade in
                 let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-                try channel.pipeline.syncOperations.addHandler(RealtimeUpgradeGuard(check: check), position: .after(decoder))
-                return value
+                let passed = channel.eventLoop.makePromise(of: Bool.self)
+                let guardHandler = RealtimeUpgradeGuard(
+                    check: check, connections: connections, admitted: admitted, firstRequestTimeout: firstRequestTimeout, passed: passed
+                )
+                try channel.pipeline.syncOperations.addHandler(guardHandler, position: .after(decoder))
+                return Value(upgrade: upgrade, passed: passed.futureResult)
             }
         }
 
-        func handle(value: HTTP1WebSocketUpgradeChannel.Value, logger: Logger) async {
-            await inner.handle(value: value, logger: logger)
+        func handle(value: Value, logger: Logger) async {
+            // A connection the guard answered, or that ended before its first
+            // request, never gets an upgrade decision; Hummingbird would log
+            // each as an error, and a flood of bad requests as a flood of errors.
+            guard (try? await value.passed.get()) == true else { return }
+            await inner.handle(value: value.upgrade, logger: logger)
         }
     }
 }

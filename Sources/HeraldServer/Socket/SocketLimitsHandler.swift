@@ -1,4 +1,5 @@
 import HTTPTypes
+import Hummingbird
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
@@ -12,6 +13,10 @@ import Synchronization
 /// - a request target longer than ``maximumTargetBytes`` gets `414`, headers
 ///   past ``maximumHeaderBytes`` or ``maximumHeaderFields`` get `431` (past
 ///   80 KiB the HTTP parser itself answers `400`).
+///
+/// Where the socket also serves realtime upgrades, ``RealtimeUpgradeGuard``
+/// counts connections and checks each connection's first request; this
+/// handler, added without a counter, checks the requests after it.
 ///
 /// A channel handler rather than a router middleware: every stream's task
 /// keeps the deepest async stack it ever reached for its whole life, and a
@@ -47,13 +52,40 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private let counter: Counter
+    /// A refused request: its status, error code and message.
+    struct Refusal {
+        let status: HTTPResponse.Status
+        let code: String
+        let message: String
+    }
+
+    /// The refusal for a request, or nil when it is within the limits.
+    static func refusal(admitted: Bool, limit: Int, targetBytes: Int, headerBytes: Int, headerFields: Int) -> Refusal? {
+        if !admitted {
+            return Refusal(status: .serviceUnavailable, code: "too_many_connections", message: "the socket serves at most \(limit) connections")
+        }
+        if targetBytes > maximumTargetBytes {
+            return Refusal(
+                status: .uriTooLong, code: "request_target_too_long", message: "the request target is longer than \(maximumTargetBytes) bytes"
+            )
+        }
+        if headerBytes > maximumHeaderBytes || headerFields > maximumHeaderFields {
+            return Refusal(
+                status: .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), code: "headers_too_large",
+                message: "the headers are longer than \(maximumHeaderBytes) bytes or more than \(maximumHeaderFields) fields"
+            )
+        }
+        return nil
+    }
+
+    /// Counts connections against the limit; nil where they are counted before this handler exists.
+    private let counter: Counter?
     private var counted = false
     private var admitted = true
     /// A refusal was sent: the rest of the request is dropped until the channel closes.
     private var refused = false
 
-    init(counter: Counter) {
+    init(counter: Counter?) {
         self.counter = counter
     }
 
@@ -78,36 +110,24 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         guard case .head(let request) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
-        if !admitted {
-            refuse(context, .serviceUnavailable, "too_many_connections", "the socket serves at most \(counter.limit) connections")
-        } else if (request.path?.utf8.count ?? 0) > Self.maximumTargetBytes {
-            refuse(context, .uriTooLong, "request_target_too_long", "the request target is longer than \(Self.maximumTargetBytes) bytes")
-        } else if !Self.headersFit(request.headerFields) {
-            refuse(
-                context, .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), "headers_too_large",
-                "the headers are longer than \(Self.maximumHeaderBytes) bytes or more than \(Self.maximumHeaderFields) fields"
-            )
+        var headerBytes = 0
+        for field in request.headerFields { headerBytes += field.name.rawName.utf8.count + field.value.utf8.count }
+        let refusal = Self.refusal(
+            admitted: admitted, limit: counter?.limit ?? 0, targetBytes: request.path?.utf8.count ?? 0,
+            headerBytes: headerBytes, headerFields: request.headerFields.count
+        )
+        if let refusal {
+            refuse(context, refusal)
         } else {
             context.fireChannelRead(data)
         }
     }
 
-    private static func headersFit(_ fields: HTTPFields) -> Bool {
-        var size = 0
-        var count = 0
-        for field in fields {
-            size += field.name.rawName.utf8.count + field.value.utf8.count
-            count += 1
-        }
-        return size <= maximumHeaderBytes && count <= maximumHeaderFields
-    }
-
     /// Answers with a JSON error and closes the connection.
-    private func refuse(_ context: ChannelHandlerContext, _ status: HTTPResponse.Status, _ code: String, _ message: String) {
+    private func refuse(_ context: ChannelHandlerContext, _ refusal: Refusal) {
         refused = true
-        var body = context.channel.allocator.buffer(capacity: 160)
-        body.writeString(#"{"error":"\#(code)","message":"\#(message)"}"# + "\n")
-        let head = HTTPResponse(status: status, headerFields: [
+        let body = Response.jsonBuffer(ErrorBody(code: refusal.code, message: refusal.message))
+        let head = HTTPResponse(status: refusal.status, headerFields: [
             .contentType: "application/json", .contentLength: String(body.readableBytes), .connection: "close",
         ])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -117,13 +137,13 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func count() {
-        guard !counted else { return }
+        guard let counter, !counted else { return }
         counted = true
         admitted = counter.admit()
     }
 
     private func uncount() {
-        guard counted else { return }
+        guard let counter, counted else { return }
         counted = false
         counter.release()
     }

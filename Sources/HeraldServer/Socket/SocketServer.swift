@@ -98,17 +98,16 @@ public final class SocketServer: Service, Sendable {
         let router = Router(context: SocketRequestContext.self)
         addRoutes(to: router)
         let connections = SocketLimitsHandler.Counter(limit: configuration.maximumConnections)
-        let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [SocketLimitsHandler(counter: connections)],
-            idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
-        )
         let server: HTTPServerBuilder
         if let realtime {
             let transport = RealtimeEndpoint.Transport.unixSocket { [self] channel in await realtimeCaller(on: channel) }
             realtime.addRoutes(to: router, transport: transport)
-            server = realtime.server(http1: http1, transport: transport)
+            server = realtime.server(connections: connections, idleTimeout: configuration.idleTimeout, transport: transport)
         } else {
-            server = .http1(configuration: http1)
+            server = .http1(configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [SocketLimitsHandler(counter: connections)],
+                idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
+            ))
         }
         let application = Application(
             router: router,

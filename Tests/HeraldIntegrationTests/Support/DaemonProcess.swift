@@ -37,10 +37,7 @@ struct DaemonProcess {
         }
 
         deinit {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            process.stop()
         }
     }
 
@@ -51,7 +48,7 @@ struct DaemonProcess {
         async let out = Self.readAll(stdout)
         async let err = Self.readAll(stderr)
         while process.isRunning {
-            if ContinuousClock.now > deadline { process.terminate() }
+            if ContinuousClock.now > deadline { process.stop() }
             try await Task.sleep(for: .milliseconds(20))
         }
         return (process.terminationStatus, await out, await err)
@@ -73,7 +70,7 @@ struct DaemonProcess {
         let process = self.process
         let watchdog = Task {
             try await Task.sleep(for: .seconds(seconds))
-            process.terminate()
+            process.stop()
         }
         defer { watchdog.cancel() }
         let line = await Task.detached { () -> String? in
@@ -107,4 +104,18 @@ struct DaemonProcess {
 
 struct ProcessTimeout: Error, CustomStringConvertible {
     var description: String
+}
+
+extension Process {
+    /// SIGTERM, then SIGKILL if the process is still running after `grace`:
+    /// a child can inherit a signal mask that blocks SIGTERM from the test
+    /// process's thread, and a deadline must end it all the same.
+    func stop(grace: Duration = .seconds(3)) {
+        guard isRunning else { return }
+        terminate()
+        let deadline = ContinuousClock.now + grace
+        while isRunning, ContinuousClock.now < deadline { usleep(20_000) }
+        if isRunning { kill(processIdentifier, SIGKILL) }
+        waitUntilExit()
+    }
 }
