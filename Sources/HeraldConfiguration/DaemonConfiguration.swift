@@ -2,7 +2,7 @@ public import Herald
 public import HeraldPostgres
 public import HeraldServer
 public import HeraldWebhooks
-public import HeraldRealtime
+import HeraldRealtime
 
 /// Everything `pgherald serve` runs with, from the file, the environment and
 /// flags (see ``ConfigurationSources``). Each default is the one documented

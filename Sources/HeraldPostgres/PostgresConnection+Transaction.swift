@@ -1,6 +1,7 @@
 extension PostgresConnection {
     /// Runs `body` between BEGIN and COMMIT, rolling back when it throws, so
     /// the connection is never left in a failed transaction.
+    @discardableResult
     public func inTransaction<Value>(_ body: () throws(PostgresError) -> Value) throws(PostgresError) -> Value {
         try execute("BEGIN")
         do {

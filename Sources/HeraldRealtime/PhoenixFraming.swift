@@ -1,4 +1,4 @@
-public import Herald
+import Herald
 
 /// How messages travel in WebSocket text frames, chosen by the `vsn` query parameter.
 public enum PhoenixFraming: String, Sendable, CaseIterable {

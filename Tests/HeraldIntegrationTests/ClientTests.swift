@@ -101,9 +101,9 @@ extension IntegrationTests {
         }
 
         @Test func tailRejectsABadFilterBeforeConnecting() async throws {
-            let result = try await DaemonProcess(["tail", "--socket", "/nonexistent/pgherald.sock", "--where", "name.like.x"]).finish()
+            let result = try await DaemonProcess(["tail", "--socket", "/nonexistent/pgherald.sock", "--where", "name.match.x"]).finish()
             #expect(result.status != 0)
-            #expect(result.stderr.contains("--where: unknown operator 'like'"))
+            #expect(result.stderr.contains("--where: unknown operator 'match'"))
         }
 
         @Test func statusPrintsTheDaemonReadably() async throws {

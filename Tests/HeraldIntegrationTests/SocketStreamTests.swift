@@ -108,7 +108,7 @@ extension IntegrationTests {
             ("table=school.course", "unknown_table", "table"),
             ("where=nocolumn.eq.1", "unknown_column", "where"),
             ("table=course&where=first_name.eq.Ada", "unknown_column", "where"),
-            ("where=name.like.x", "malformed_filter", "where"),
+            ("where=name.match.x", "malformed_filter", "where"),
             ("where=name", "malformed_filter", "where"),
             ("op=UPSERT", "malformed_filter", "op"),
             ("tabel=course", "unknown_parameter", "tabel"),

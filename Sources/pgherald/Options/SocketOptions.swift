@@ -28,7 +28,7 @@ struct FilterOptions: ParsableArguments {
     @Option(name: .customLong("op"), help: "Only this operation (INSERT, UPDATE, DELETE, TRUNCATE); repeatable.")
     var operations: [String] = []
 
-    @Option(name: .customLong("where"), help: "Condition COLUMN.OP.VALUE (eq, neq, lt, lte, gt, gte, in, is); repeatable.")
+    @Option(name: .customLong("where"), help: "Condition COLUMN.OP.VALUE or COLUMN.not.OP.VALUE (eq, neq, lt, lte, gt, gte, in, is, like, ilike); repeatable.")
     var conditions: [String] = []
 
     func filter() throws -> EventFilter {
