@@ -2,7 +2,9 @@ import Herald
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import NIOPosix
 import Testing
+import HeraldWebhooks
 @testable import HeraldServer
 
 @Suite struct SocketWriteTests {
@@ -44,5 +46,31 @@ import Testing
 
     @Test func noDirectWritesWithoutAnHTTP1Encoder() {
         #expect(DirectChunkWriter(channel: EmbeddedChannel()) == nil)
+    }
+}
+
+@Suite struct WriteTickerTests {
+    /// Runs `body` on `loop`, as the stream tasks run.
+    private func onLoop<T: Sendable>(_ loop: any EventLoop, _ body: @escaping @Sendable () async -> T) async -> T {
+        await Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) { await body() }.value
+    }
+
+    @Test func streamsShareTicksAndNoneReturnsBeforeOne() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let ticker = WriteTicker(eventLoop: loop)
+        let start = NIODeadline.now()
+        let tick = start + .milliseconds(100)
+        // The first waiter sets the tick; a later due joins it; an earlier due gets its own.
+        async let first = onLoop(loop) { await ticker.wait(until: tick); return NIODeadline.now() }
+        try await Task.sleep(for: .milliseconds(10))
+        async let joining = onLoop(loop) { await ticker.wait(until: tick + .milliseconds(500)); return NIODeadline.now() }
+        async let earlier = onLoop(loop) { await ticker.wait(until: start + .milliseconds(50)); return NIODeadline.now() }
+        let (a, b, c) = await (first, joining, earlier)
+        // The earlier due gets its own tick, and that tick releases every waiter then
+        // waiting: none returns before the earliest tick, none after its own due.
+        #expect(c >= start + .milliseconds(50) && c < tick, "the earlier due is not held to the pending tick")
+        for returned in [a, b] {
+            #expect(returned >= start + .milliseconds(50) && returned < tick + .milliseconds(50))
+        }
     }
 }

@@ -251,8 +251,9 @@ extension SocketServer {
         }
         var lastWrite: NIODeadline?
         let direct = DirectChunkWriter(channel: channel)
+        let ticker = writeTicker(for: channel.eventLoop)
         while true {
-            if let lastWrite { try await waitForNextWrite(after: lastWrite, on: channel.eventLoop) }
+            if let lastWrite { await waitForNextWrite(after: lastWrite, on: ticker) }
             let delivery: Subscription.Delivery
             do {
                 delivery = try await subscription.nextDelivery(limit: 512)

@@ -42,6 +42,8 @@ public final class SocketServer: Service, Sendable {
     let access: Mutex<AccessPolicy?>
     /// Open streams by their slot, for a reload of the access rules.
     let openStreamsByID = Mutex<[ObjectIdentifier: OpenStream]>([:])
+    /// One ``WriteTicker`` per event loop; the loops live as long as the server.
+    let writeTickers = Mutex<[ObjectIdentifier: WriteTicker]>([:])
     private let serving = OneShotFlag()
 
     public init(
@@ -136,12 +138,22 @@ public final class SocketServer: Service, Sendable {
 
     /// Waits until a stream written at `lastWrite` may be written again (see
     /// ``SocketConfiguration/writeRate``); the events that arrive meanwhile go out in one write.
-    func waitForNextWrite(after lastWrite: NIODeadline, on eventLoop: any EventLoop) async throws {
+    func waitForNextWrite(after lastWrite: NIODeadline, on ticker: WriteTicker) async {
         guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return }
         let due = lastWrite + .nanoseconds(Int64(spacing / .nanoseconds(1)))
-        // Below this, the timer costs more than the write it would save.
+        // Below this, the wait costs more than the write it would save.
         guard due > .now() + .microseconds(100) else { return }
-        try await eventLoop.scheduleTask(deadline: due) {}.futureResult.get()
+        await ticker.wait(until: due)
+    }
+
+    /// The write ticker of `eventLoop`, shared by the streams on it.
+    func writeTicker(for eventLoop: any EventLoop) -> WriteTicker {
+        writeTickers.withLock { tickers in
+            if let ticker = tickers[ObjectIdentifier(eventLoop)] { return ticker }
+            let ticker = WriteTicker(eventLoop: eventLoop)
+            tickers[ObjectIdentifier(eventLoop)] = ticker
+            return ticker
+        }
     }
 
     /// Takes a stream slot, or returns nil when `maximumSubscribers` are open.
