@@ -59,49 +59,72 @@ extension SocketServer {
     ///
     /// The subscription exists before the response headers leave, so an
     /// event committed after a client has the headers is always delivered.
+    ///
+    /// Each step is its own function and this one keeps few values across
+    /// its waits: the task allocator keeps the deepest stack a stream's task
+    /// ever reached for the stream's whole life.
     func events(_ request: Request, context: SocketRequestContext) async throws -> Response {
-        let items = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
-        let format: StreamFormat
-        do {
-            format = try streamFormat(items: items, accept: request.headers[.accept])
-        } catch {
-            return refuse(.badRequest, ErrorBody(error))
-        }
-        let requested: EventFilter
-        do {
-            requested = try FilterQuery.parse(items, ignoring: ["format", "since"])
-        } catch {
-            return refuse(.badRequest, ErrorBody(error))
+        let parsed: StreamRequest
+        switch StreamRequest.parse(request) {
+        case .success(let success): parsed = success
+        case .failure(let refusal): return refuse(.badRequest, refusal.body)
         }
         // Before the catalog is asked, so a refused peer cannot tell which tables exist.
         // Asked only under access rules: the wait would cost every stream a larger task stack for its whole life.
         let policy = access.withLock { $0 }
         let peer = policy == nil ? nil : await PeerCredentials.of(context.channel)
         let filter: EventFilter
-        switch grant(requested, to: peer, under: policy) {
+        switch grant(parsed.requested, to: peer, under: policy) {
         case .granted(let narrowed): filter = narrowed
         case .refused(let response): return response
         }
-        let resumeFrom: UInt64?
-        do throws(FilterError) {
-            let lastEventID = request.headers.first { $0.name.canonicalName == "last-event-id" }?.value
-            resumeFrom = try resumePosition(items: items, lastEventID: lastEventID)
-        } catch {
-            return refuse(.badRequest, ErrorBody(error))
-        }
-        do {
-            if let problem = try await catalog.validate(requested) {
-                return refuse(.badRequest, ErrorBody(problem))
-            }
-        } catch {
-            return refuse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
-        }
+        if let refusal = await validate(parsed.requested) { return refusal }
         guard let slot = reserveStream() else {
             logger.warning("refused a stream: subscriber limit reached", metadata: ["limit": "\(configuration.maximumSubscribers)"])
             return refuse(.serviceUnavailable, ErrorBody(code: "too_many_subscribers", message: "the daemon serves at most \(configuration.maximumSubscribers) streams"))
         }
+        return await openStream(parsed, filter: filter, peer: peer, slot: slot, channel: context.channel)
+    }
 
-        let channel = context.channel
+    /// What a `GET /events` asks for, read from its query and headers.
+    struct StreamRequest {
+        struct Refusal: Error {
+            let body: ErrorBody
+        }
+
+        let format: StreamFormat
+        let requested: EventFilter
+        let resumeFrom: UInt64?
+
+        static func parse(_ request: Request) -> Result<StreamRequest, Refusal> {
+            let items = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
+            do throws(FilterError) {
+                let format = try SocketServer.streamFormat(items: items, accept: request.headers[.accept])
+                let requested = try FilterQuery.parse(items, ignoring: ["format", "since"])
+                let lastEventID = request.headers.first { $0.name.canonicalName == "last-event-id" }?.value
+                let resumeFrom = try SocketServer.resumePosition(items: items, lastEventID: lastEventID)
+                return .success(StreamRequest(format: format, requested: requested, resumeFrom: resumeFrom))
+            } catch {
+                return .failure(Refusal(body: ErrorBody(error)))
+            }
+        }
+    }
+
+    /// The refusal for a filter naming what the database does not have, or nil.
+    private func validate(_ requested: EventFilter) async -> Response? {
+        do {
+            guard let problem = try await catalog.validate(requested) else { return nil }
+            return refuse(.badRequest, ErrorBody(problem))
+        } catch {
+            return refuse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
+        }
+    }
+
+    /// Subscribes, reads the backlog a resuming client missed, and returns the streaming response.
+    private func openStream(
+        _ parsed: StreamRequest, filter: EventFilter, peer: PeerCredentials?, slot: StreamSlot, channel: any Channel
+    ) async -> Response {
+        let (format, requested, resumeFrom) = (parsed.format, parsed.requested, parsed.resumeFrom)
         let progress = StreamProgress()
         let (subscription, history) = broker.subscribe(
             filter,
@@ -184,7 +207,7 @@ extension SocketServer {
     }
 
     /// `Last-Event-ID` (what SSE clients send on reconnect) or `?since=`.
-    private func resumePosition(items: [(name: String, value: String)], lastEventID: String?) throws(FilterError) -> UInt64? {
+    fileprivate static func resumePosition(items: [(name: String, value: String)], lastEventID: String?) throws(FilterError) -> UInt64? {
         let (parameter, given) = if let since = items.last(where: { $0.name == "since" })?.value {
             ("since", since)
         } else if let lastEventID {
@@ -291,7 +314,7 @@ extension SocketServer {
         }
     }
 
-    private func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {
+    fileprivate static func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {
         if let requested = items.last(where: { $0.name == "format" })?.value {
             guard let format = StreamFormat(rawValue: requested) else {
                 throw FilterError(.malformed, parameter: "format", "format is sse or ndjson, not '\(requested.prefix(40))'")
