@@ -51,26 +51,33 @@ import HeraldWebhooks
 
 @Suite struct WriteTickerTests {
     /// Runs `body` on `loop`, as the stream tasks run.
-    private func onLoop<T: Sendable>(_ loop: any EventLoop, _ body: @escaping @Sendable () async -> T) async -> T {
-        await Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) { await body() }.value
+    private func onLoop(_ loop: any EventLoop, _ body: @escaping @Sendable () async -> Void) async -> NIODeadline {
+        await Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
+            await body()
+            return NIODeadline.now()
+        }.value
     }
 
-    @Test func streamsShareTicksAndNoneReturnsBeforeOne() async throws {
+    @Test func dueTimesRoundUpToTheGrid() {
+        let grid = TimeAmount.milliseconds(5)
+        #expect(WriteTicker.tick(for: .uptimeNanoseconds(10_000_000), grid: grid) == .uptimeNanoseconds(10_000_000))
+        #expect(WriteTicker.tick(for: .uptimeNanoseconds(10_000_001), grid: grid) == .uptimeNanoseconds(15_000_000))
+        #expect(WriteTicker.tick(for: .uptimeNanoseconds(14_999_999), grid: grid) == .uptimeNanoseconds(15_000_000))
+    }
+
+    @Test func noStreamReturnsBeforeItsDueAndSharersReturnTogether() async throws {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let ticker = WriteTicker(eventLoop: loop)
-        let start = NIODeadline.now()
-        let tick = start + .milliseconds(100)
-        // The first waiter sets the tick; a later due joins it; an earlier due gets its own.
-        async let first = onLoop(loop) { await ticker.wait(until: tick); return NIODeadline.now() }
-        try await Task.sleep(for: .milliseconds(10))
-        async let joining = onLoop(loop) { await ticker.wait(until: tick + .milliseconds(500)); return NIODeadline.now() }
-        async let earlier = onLoop(loop) { await ticker.wait(until: start + .milliseconds(50)); return NIODeadline.now() }
-        let (a, b, c) = await (first, joining, earlier)
-        // The earlier due gets its own tick, and that tick releases every waiter then
-        // waiting: none returns before the earliest tick, none after its own due.
-        #expect(c >= start + .milliseconds(50) && c < tick, "the earlier due is not held to the pending tick")
-        for returned in [a, b] {
-            #expect(returned >= start + .milliseconds(50) && returned < tick + .milliseconds(50))
-        }
+        let grid = TimeAmount.milliseconds(50)
+        let tick = WriteTicker.tick(for: .now() + .milliseconds(120), grid: grid)
+        // Two dues on the same grid line share its tick; one on the next line waits for that.
+        let near = tick - .milliseconds(30), onTheLine = tick, next = tick + .milliseconds(10)
+        async let a = onLoop(loop) { await ticker.wait(until: near, grid: grid) }
+        async let b = onLoop(loop) { await ticker.wait(until: onTheLine, grid: grid) }
+        async let c = onLoop(loop) { await ticker.wait(until: next, grid: grid) }
+        let (first, second, third) = await (a, b, c)
+        #expect(first >= tick && second >= tick, "returned before the shared tick")
+        #expect(third >= tick + grid, "returned before its own due's tick")
+        #expect(first < tick + grid && second < tick + grid, "the shared tick came late")
     }
 }

@@ -140,10 +140,12 @@ public final class SocketServer: Service, Sendable {
     /// ``SocketConfiguration/writeRate``); the events that arrive meanwhile go out in one write.
     func waitForNextWrite(after lastWrite: NIODeadline, on ticker: WriteTicker) async {
         guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return }
-        let due = lastWrite + .nanoseconds(Int64(spacing / .nanoseconds(1)))
+        let nanoseconds = Int64(spacing / .nanoseconds(1))
+        let due = lastWrite + .nanoseconds(nanoseconds)
         // Below this, the wait costs more than the write it would save.
         guard due > .now() + .microseconds(100) else { return }
-        await ticker.wait(until: due)
+        // Streams due within a quarter of the spacing of each other share a timer.
+        await ticker.wait(until: due, grid: .nanoseconds(nanoseconds / 4))
     }
 
     /// The write ticker of `eventLoop`, shared by the streams on it.

@@ -1,44 +1,45 @@
 import NIOCore
 
-/// The timer that streams on one event loop share while they wait out the
+/// The timers that streams on one event loop share while they wait out the
 /// write spacing.
 ///
 /// A timer per stream costs a scheduled task, a heap insert and removal and
 /// a timer reset for each write of each stream: at 100 streams and 1,000
-/// events/s that was about a tenth of the daemon's time. Here a stream joins
-/// the tick already pending when that comes no later than its own due time,
-/// so the streams of a loop soon write on the same ticks, one timer for all.
+/// events/s that was about a tenth of the daemon's time. Here due times are
+/// rounded up to a grid, and the streams due on the same grid line share one
+/// timer; streams written on the same tick stay on the same grid line.
 final class WriteTicker: Sendable {
-    private struct State {
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        /// The earliest tick scheduled and not yet fired.
-        var nextTick: NIODeadline?
-    }
+    /// The streams waiting for each scheduled tick.
+    private let waiters: NIOLoopBoundBox<[NIODeadline: [CheckedContinuation<Void, Never>]]>
 
     let eventLoop: any EventLoop
-    private let state: NIOLoopBoundBox<State>
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
-        state = .makeBoxSendingValue(State(), eventLoop: eventLoop)
+        waiters = .makeBoxSendingValue([:], eventLoop: eventLoop)
     }
 
-    /// Returns at `due` or at an earlier tick. Call it on ``eventLoop``,
-    /// where the stream tasks run.
-    func wait(until due: NIODeadline) async {
+    /// `due` rounded up to a multiple of `grid`.
+    static func tick(for due: NIODeadline, grid: TimeAmount) -> NIODeadline {
+        let step = max(grid.nanoseconds, 1)
+        let nanoseconds = Int64(due.uptimeNanoseconds)
+        return .uptimeNanoseconds(UInt64((nanoseconds + step - 1) / step * step))
+    }
+
+    /// Returns at the first tick on `grid` at or after `due`, never before
+    /// `due`. Call it on ``eventLoop``, where the stream tasks run.
+    func wait(until due: NIODeadline, grid: TimeAmount) async {
+        let tick = Self.tick(for: due, grid: grid)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             eventLoop.assertInEventLoop()
-            state.value.waiters.append(continuation)
-            if let next = state.value.nextTick, next <= due { return }
-            state.value.nextTick = due
-            eventLoop.scheduleTask(deadline: due) {}.futureResult.whenComplete { [self] _ in fire(scheduledFor: due) }
+            if waiters.value[tick] != nil {
+                waiters.value[tick]!.append(continuation)
+                return
+            }
+            waiters.value[tick] = [continuation]
+            eventLoop.scheduleTask(deadline: tick) {}.futureResult.whenComplete { [self] _ in
+                for waiter in waiters.value.removeValue(forKey: tick) ?? [] { waiter.resume() }
+            }
         }
-    }
-
-    private func fire(scheduledFor deadline: NIODeadline) {
-        if state.value.nextTick == deadline { state.value.nextTick = nil }
-        let waiters = state.value.waiters
-        state.value.waiters = []
-        for waiter in waiters { waiter.resume() }
     }
 }
