@@ -165,6 +165,44 @@ extension IntegrationTests {
             #expect(!text.contains("event:"))
         }
 
+        @Test func aStreamAskedForOnAUsedConnectionFollowsTheResponseBeforeIt() async throws {
+            let database = try TestDatabase.create()
+            let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-reuse-\(UUID().uuidString.prefix(8)).yaml").path
+            try "socket:\n  idle_timeout: 1s\n".write(toFile: config, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: config) }
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            // Pipelined: the stream's request arrives while /stats is still being answered.
+            let client = try StalledClient(
+                socketPath: daemon.socketPath, path: "/stats HTTP/1.1\r\nHost: localhost\r\n\r\nGET /events?format=ndjson&table=course"
+            )
+            try await Task.sleep(for: .milliseconds(300))
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('REUSE', 'r')")
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(client.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !String(decoding: received, as: UTF8.self).contains("REUSE") {
+                let count = recv(client.descriptor, &buffer, buffer.count, 0)
+                guard count > 0 else { break }
+                received += buffer[0..<count]
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            let heads = text.components(separatedBy: "HTTP/1.1 200 OK")
+            try #require(heads.count == 3, "two responses expected: \(text)")
+            #expect(heads[1].contains("\"changeCount\""), "the /stats answer comes first, whole")
+            #expect(heads[2].lowercased().contains("content-type: application/x-ndjson"))
+            #expect(heads[2].contains("\"REUSE\""))
+            // The idle timeout of the requests before it does not end the stream.
+            try await Task.sleep(for: .seconds(2))
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('LATER', 'l')")
+            while !String(decoding: received, as: UTF8.self).contains("LATER") {
+                let count = recv(client.descriptor, &buffer, buffer.count, 0)
+                guard count > 0 else { break }
+                received += buffer[0..<count]
+            }
+            #expect(String(decoding: received, as: UTF8.self).contains("\"LATER\""), "the stream ended at the idle timeout")
+        }
+
         @Test func statsAndHealthReportTheDaemon() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database)

@@ -61,14 +61,6 @@ import HeraldWebhooks
 }
 
 @Suite struct WriteTickerTests {
-    /// Runs `body` on `loop`, as the stream tasks run.
-    private func onLoop(_ loop: any EventLoop, _ body: @escaping @Sendable () async -> Void) async -> NIODeadline {
-        await Task(executorPreference: EventLoopTaskExecutor(eventLoop: loop)) {
-            await body()
-            return NIODeadline.now()
-        }.value
-    }
-
     @Test func dueTimesRoundUpToTheGrid() {
         let grid = TimeAmount.milliseconds(5)
         #expect(WriteTicker.tick(for: .uptimeNanoseconds(10_000_000), grid: grid) == .uptimeNanoseconds(10_000_000))
@@ -76,18 +68,44 @@ import HeraldWebhooks
         #expect(WriteTicker.tick(for: .uptimeNanoseconds(14_999_999), grid: grid) == .uptimeNanoseconds(15_000_000))
     }
 
-    @Test func noStreamReturnsBeforeItsGridLine() async throws {
+    @Test func noStreamRunsBeforeItsGridLine() async throws {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let ticker = WriteTicker(eventLoop: loop)
         let grid = TimeAmount.milliseconds(50)
         let tick = WriteTicker.tick(for: .now() + .milliseconds(120), grid: grid)
         // Two dues on the same grid line share its tick; one on the next line waits for that.
-        let near = tick - .milliseconds(30), onTheLine = tick, next = tick + .milliseconds(10)
-        async let a = onLoop(loop) { await ticker.wait(until: near, grid: grid) }
-        async let b = onLoop(loop) { await ticker.wait(until: onTheLine, grid: grid) }
-        async let c = onLoop(loop) { await ticker.wait(until: next, grid: grid) }
-        let (first, second, third) = await (a, b, c)
-        #expect(first >= tick && second >= tick, "returned before the shared tick")
-        #expect(third >= tick + grid, "returned before its own due's tick")
+        let dues = [tick - .milliseconds(30), tick, tick + .milliseconds(10)]
+        let ran = try await loop.submit {
+            let promises = dues.map { _ in loop.makePromise(of: NIODeadline.self) }
+            for (due, promise) in zip(dues, promises) {
+                ticker.schedule(at: due, grid: grid) { promise.succeed(.now()) }
+            }
+            return EventLoopFuture.whenAllSucceed(promises.map(\.futureResult), on: loop)
+        }.flatMap { $0 }.get()
+        #expect(ran[0] >= tick && ran[1] >= tick, "ran before the shared tick")
+        #expect(ran[2] >= tick + grid, "ran before its own due's tick")
+    }
+}
+
+@Suite struct RequestLineSnifferTests {
+    @Test(arguments: [
+        ("GET /events HTTP/1.1\r\n", RequestLineSniffer.Route.eventStream),
+        ("GET /events?table=course HTTP/1.1\r\n", .eventStream),
+        ("GET /eventsx HTTP/1.1\r\n", .other),
+        ("GET /events/1 HTTP/1.1\r\n", .other),
+        ("POST /events HTTP/1.1\r\n", .other),
+        ("GET /stats HTTP/1.1\r\n", .other),
+        ("get /events HTTP/1.1\r\n", .other),
+        ("\u{16}\u{03}\u{01}", .other),
+    ])
+    func theFirstBytesChooseTheRoute(start: String, route: RequestLineSniffer.Route) {
+        #expect(RequestLineSniffer.route(of: ByteBuffer(string: start).readableBytesView) == route)
+    }
+
+    @Test func aPrefixOfAStreamRequestWaitsForMore() {
+        for end in 0...11 {
+            let prefix = String("GET /events".prefix(end))
+            #expect(RequestLineSniffer.route(of: ByteBuffer(string: prefix).readableBytesView) == nil, "decided on '\(prefix)'")
+        }
     }
 }

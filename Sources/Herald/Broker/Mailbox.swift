@@ -27,7 +27,7 @@ final class Mailbox: Sendable {
         var taken = 0
         /// Events buffered, over all batches.
         var count = 0
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiter: Waiter?
         var termination: Termination?
         var heartbeatDue = false
 
@@ -59,6 +59,19 @@ final class Mailbox: Sendable {
         }
     }
 
+    /// Who waits for the next events: a task, or an event-loop consumer's wake-up.
+    enum Waiter {
+        case task(CheckedContinuation<Void, Never>)
+        case callback(@Sendable () -> Void)
+
+        func wake() {
+            switch self {
+            case .task(let continuation): continuation.resume()
+            case .callback(let wake): wake()
+            }
+        }
+    }
+
     /// What a wait for events ended with.
     enum Take {
         case events([Event])
@@ -80,20 +93,20 @@ final class Mailbox: Sendable {
 
     /// Wakes an idle consumer with ``Take/heartbeat``; a busy one is left alone.
     func requestHeartbeat() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> Waiter? in
             guard state.count == 0, state.termination == nil else { return nil }
             state.heartbeatDue = true
             let waiter = state.waiter
             state.waiter = nil
             return waiter
         }
-        waiter?.resume()
+        waiter?.wake()
     }
 
     /// Appends events in order. If they do not all fit, those that fit are
     /// kept and the mailbox closes with an overflow.
     func offer(_ events: [Event]) -> OfferResult {
-        let (result, waiter) = state.withLock { state -> (OfferResult, CheckedContinuation<Void, Never>?) in
+        let (result, waiter) = state.withLock { state -> (OfferResult, Waiter?) in
             guard state.termination == nil else { return (.closed, nil) }
             let room = capacity - state.count
             if events.count > room {
@@ -106,19 +119,19 @@ final class Mailbox: Sendable {
             state.waiter = nil
             return (state.termination == nil ? .accepted : .overflowed, waiter)
         }
-        waiter?.resume()
+        waiter?.wake()
         return result
     }
 
     /// Ends the stream after the buffered events; further offers are refused.
     func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> Waiter? in
             if state.termination == nil { state.termination = .finished }
             let waiter = state.waiter
             state.waiter = nil
             return waiter
         }
-        waiter?.resume()
+        waiter?.wake()
     }
 
     /// Takes up to `limit` buffered events, waiting while the buffer is empty.
@@ -131,40 +144,55 @@ final class Mailbox: Sendable {
         isolation: isolated (any Actor)? = #isolation
     ) async throws(SubscriptionOverflowError) -> Take {
         while true {
-            let outcome = state.withLock { state -> Result<Take, SubscriptionOverflowError>? in
-                if state.count > 0 {
-                    state.heartbeatDue = false
-                    return .success(.events(state.take(upTo: limit)))
-                }
-                switch state.termination {
-                case .finished?: return .success(.finished)
-                case .overflowed?: return .failure(SubscriptionOverflowError(capacity: capacity))
-                case nil: break
-                }
-                if state.heartbeatDue {
-                    state.heartbeatDue = false
-                    return .success(.heartbeat)
-                }
-                return nil
-            }
-            if let outcome { return try outcome.get() }
+            if let outcome = try poll(upTo: limit) { return outcome }
             if Task.isCancelled {
                 finish()
                 continue
             }
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLock { state -> Bool in
-                        precondition(state.waiter == nil, "a subscription has a single consumer")
-                        if state.count > 0 || state.termination != nil || state.heartbeatDue { return true }
-                        state.waiter = continuation
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
+                    if !register(.task(continuation)) { continuation.resume() }
                 }
             } onCancel: {
                 finish()
             }
+        }
+    }
+
+    /// What ``take(upTo:isolation:)`` would return now, or nil when it would wait.
+    func poll(upTo limit: Int) throws(SubscriptionOverflowError) -> Take? {
+        let outcome = state.withLock { state -> Result<Take, SubscriptionOverflowError>? in
+            if state.count > 0 {
+                state.heartbeatDue = false
+                return .success(.events(state.take(upTo: limit)))
+            }
+            switch state.termination {
+            case .finished?: return .success(.finished)
+            case .overflowed?: return .failure(SubscriptionOverflowError(capacity: capacity))
+            case nil: break
+            }
+            if state.heartbeatDue {
+                state.heartbeatDue = false
+                return .success(.heartbeat)
+            }
+            return nil
+        }
+        return try outcome?.get()
+    }
+
+    /// Calls `wake` once, as soon as ``poll(upTo:)`` has something to return:
+    /// at once if it has now, else from the thread that offers or finishes.
+    func whenReady(_ wake: @escaping @Sendable () -> Void) {
+        if !register(.callback(wake)) { wake() }
+    }
+
+    /// Keeps `waiter` for the next offer; false when there is something to take already.
+    private func register(_ waiter: Waiter) -> Bool {
+        state.withLock { state in
+            precondition(state.waiter == nil, "a subscription has a single consumer")
+            if state.count > 0 || state.termination != nil || state.heartbeatDue { return false }
+            state.waiter = waiter
+            return true
         }
     }
 }

@@ -70,6 +70,25 @@ public final class Subscription: AsyncSequence, Sendable {
         }
     }
 
+    /// What ``nextDelivery(limit:isolation:)`` would return now, without
+    /// waiting; nil when it would wait. For consumers driven by callbacks
+    /// rather than a task: see ``whenReady(_:)``.
+    public func pollDelivery(limit: Int = 1024) throws(SubscriptionOverflowError) -> Delivery? {
+        switch try mailbox.poll(upTo: limit) {
+        case .events(let events)?: return .events(events)
+        case .heartbeat?: return .heartbeat
+        case .finished?: return .finished
+        case nil: return nil
+        }
+    }
+
+    /// Calls `wake` once, as soon as ``pollDelivery(limit:)`` has something
+    /// to return: at once if it has now, else on the broker's publishing
+    /// thread, which `wake` must not hold up.
+    public func whenReady(_ wake: @escaping @Sendable () -> Void) {
+        mailbox.whenReady(wake)
+    }
+
     public struct AsyncIterator: AsyncIteratorProtocol {
         let subscription: Subscription
         var pending: ArraySlice<Event> = []

@@ -144,20 +144,30 @@ public final class RealtimeEndpoint: Sendable {
     /// socket's limits for up to `connections`, and the guard that answers
     /// a bad first request or a refused upgrade with its status.
     func server(connections: SocketLimitsHandler.Counter, idleTimeout: Duration, transport: Transport) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            self.childChannel(responder: responder, connections: connections, idleTimeout: idleTimeout, transport: transport)
+        }
+    }
+
+    /// One connection of ``server(connections:idleTimeout:transport:)``;
+    /// `connections` nil where they are counted before the guard, and
+    /// `additionalChannelHandlers` behind the socket's limits for requests
+    /// that are not upgraded.
+    func childChannel(
+        responder: @escaping HTTPChannelHandler.Responder, connections: SocketLimitsHandler.Counter?, idleTimeout: Duration, transport: Transport,
+        additionalChannelHandlers: @autoclosure @escaping @Sendable () -> [any RemovableChannelHandler] = []
+    ) -> RealtimeUpgradeGuard.Channel {
         let timeout = TimeAmount.nanoseconds(Int64(idleTimeout / .nanoseconds(1)))
-        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [SocketLimitsHandler(counter: nil)], idleTimeout: timeout)
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [SocketLimitsHandler()] + additionalChannelHandlers(), idleTimeout: timeout)
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocketConfiguration)
-        let shouldUpgrade = shouldUpgrade(transport)
-        return HTTPServerBuilder { responder in
-            let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade)
-            return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head in
-                guard URI(head.uri).path == Self.path, head.headers.contains(name: "upgrade") else { return nil }
-                guard case .refused(let status, let body) = self.admit(uri: head.uri, apiKeyHeader: head.headers.first(name: "x-api-key"), transport: transport) else {
-                    return nil
-                }
-                self.refuse(status, body)
-                return (status, body)
+        let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade(transport))
+        return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head in
+            guard URI(head.uri).path == Self.path, head.headers.contains(name: "upgrade") else { return nil }
+            guard case .refused(let status, let body) = self.admit(uri: head.uri, apiKeyHeader: head.headers.first(name: "x-api-key"), transport: transport) else {
+                return nil
             }
+            self.refuse(status, body)
+            return (status, body)
         }
     }
 

@@ -7,8 +7,8 @@ import NIOHTTP1
 
 /// Stands in front of the WebSocket upgrade handler on each connection's
 /// first request, which Hummingbird's upgrade pipeline leaves unguarded:
-/// - it counts the connection and answers the socket's limits (`503` past
-///   the connection limit, `414`, `431`) as ``SocketLimitsHandler`` does;
+/// - it answers the socket's limits (`414`, `431`) as ``SocketLimitsHandler``
+///   does, and, where it counts the connections, `503` past their limit;
 /// - it answers a request the HTTP parser rejects with `400`, and closes a
 ///   connection whose first request head has not arrived within the idle
 ///   timeout (a silent or slowloris client), where the upgrade pipeline
@@ -29,8 +29,8 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     typealias Check = @Sendable (HTTPRequestHead) -> (HTTPResponse.Status, ErrorBody)?
 
     private let check: Check
-    private let connections: SocketLimitsHandler.Counter
-    private let admitted: Bool
+    /// Where connections are counted here: the limit, and whether this one is within it.
+    private let admission: (limit: Int, admitted: Bool)?
     private let firstRequestTimeout: TimeAmount
     /// True once the first request has gone on to the upgrade handler; false
     /// when the guard answered it or the connection ended before it.
@@ -39,12 +39,10 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     private var refused = false
 
     init(
-        check: @escaping Check, connections: SocketLimitsHandler.Counter, admitted: Bool, firstRequestTimeout: TimeAmount,
-        passed: EventLoopPromise<Bool>
+        check: @escaping Check, admission: (limit: Int, admitted: Bool)?, firstRequestTimeout: TimeAmount, passed: EventLoopPromise<Bool>
     ) {
         self.check = check
-        self.connections = connections
-        self.admitted = admitted
+        self.admission = admission
         self.firstRequestTimeout = firstRequestTimeout
         self.passed = passed
     }
@@ -65,9 +63,8 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
         deadline?.cancel()
         var headerBytes = 0
         for header in head.headers { headerBytes += header.name.utf8.count + header.value.utf8.count }
-        let limits = SocketLimitsHandler.refusal(
-            admitted: admitted, limit: connections.limit, targetBytes: head.uri.utf8.count, headerBytes: headerBytes, headerFields: head.headers.count
-        )
+        let limits = admission.flatMap { $0.admitted ? nil : SocketLimitsHandler.tooManyConnections(limit: $0.limit) }
+            ?? SocketLimitsHandler.refusal(targetBytes: head.uri.utf8.count, headerBytes: headerBytes, headerFields: head.headers.count)
         if let limits {
             refuse(context, version: head.version, status: limits.status, ErrorBody(code: limits.code, message: limits.message))
         } else if let (status, body) = check(head) {
@@ -108,19 +105,22 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
         }
 
         let inner: HTTP1WebSocketUpgradeChannel
-        let connections: SocketLimitsHandler.Counter
+        /// Counts each connection; nil where they are counted before the guard (``SocketChildChannel``).
+        let connections: SocketLimitsHandler.Counter?
         let firstRequestTimeout: TimeAmount
         let check: Check
 
         func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
             // Counted for the connection's whole life, whatever it turns into.
-            let admitted = connections.admit()
-            channel.closeFuture.whenComplete { [connections] _ in connections.release() }
+            let admission = connections.map { connections in
+                channel.closeFuture.whenComplete { _ in connections.release() }
+                return (limit: connections.limit, admitted: connections.admit())
+            }
             return inner.setup(channel: channel, logger: logger).flatMapThrowing { upgrade in
                 let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
                 let passed = channel.eventLoop.makePromise(of: Bool.self)
                 let guardHandler = RealtimeUpgradeGuard(
-                    check: check, connections: connections, admitted: admitted, firstRequestTimeout: firstRequestTimeout, passed: passed
+                    check: check, admission: admission, firstRequestTimeout: firstRequestTimeout, passed: passed
                 )
                 try channel.pipeline.syncOperations.addHandler(guardHandler, position: .after(decoder))
                 return Value(upgrade: upgrade, passed: passed.futureResult)

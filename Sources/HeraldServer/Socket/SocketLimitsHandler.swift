@@ -5,18 +5,16 @@ import NIOHTTPTypes
 import Synchronization
 
 /// The socket's limits against broken or hostile clients, enforced on each
-/// connection's channel before any route runs:
-/// - a connection opened beyond `maximumConnections` is answered `503` at
-///   its first request and closed, so that thousands of idle connections
-///   cannot take every descriptor (the idle timeout closes those that never
-///   send a request);
-/// - a request target longer than ``maximumTargetBytes`` gets `414`, headers
-///   past ``maximumHeaderBytes`` or ``maximumHeaderFields`` get `431` (past
-///   80 KiB the HTTP parser itself answers `400`).
+/// request before any route runs: a request target longer than
+/// ``maximumTargetBytes`` gets `414`, headers past ``maximumHeaderBytes`` or
+/// ``maximumHeaderFields`` get `431` (past 80 KiB the HTTP parser itself
+/// answers `400`).
 ///
-/// Where the socket also serves realtime upgrades, ``RealtimeUpgradeGuard``
-/// counts connections and checks each connection's first request; this
-/// handler, added without a counter, checks the requests after it.
+/// Connections are counted where they are accepted (``SocketChildChannel``,
+/// or ``RealtimeUpgradeGuard`` on TCP) with a ``Counter``: one opened beyond
+/// `maximumConnections` is answered `503` at its first request and closed,
+/// so that thousands of idle connections cannot take every descriptor (the
+/// request timeout closes those that never send a request).
 ///
 /// A channel handler rather than a router middleware: every stream's task
 /// keeps the deepest async stack it ever reached for its whole life, and a
@@ -59,11 +57,13 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let message: String
     }
 
+    /// The refusal for a connection past the limit of `limit` connections.
+    static func tooManyConnections(limit: Int) -> Refusal {
+        Refusal(status: .serviceUnavailable, code: "too_many_connections", message: "the socket serves at most \(limit) connections")
+    }
+
     /// The refusal for a request, or nil when it is within the limits.
-    static func refusal(admitted: Bool, limit: Int, targetBytes: Int, headerBytes: Int, headerFields: Int) -> Refusal? {
-        if !admitted {
-            return Refusal(status: .serviceUnavailable, code: "too_many_connections", message: "the socket serves at most \(limit) connections")
-        }
+    static func refusal(targetBytes: Int, headerBytes: Int, headerFields: Int) -> Refusal? {
         if targetBytes > maximumTargetBytes {
             return Refusal(
                 status: .uriTooLong, code: "request_target_too_long", message: "the request target is longer than \(maximumTargetBytes) bytes"
@@ -78,44 +78,15 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         return nil
     }
 
-    /// Counts connections against the limit; nil where they are counted before this handler exists.
-    private let counter: Counter?
-    private var counted = false
-    private var admitted = true
     /// A refusal was sent: the rest of the request is dropped until the channel closes.
     private var refused = false
-
-    init(counter: Counter?) {
-        self.counter = counter
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { count() }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        count()
-        context.fireChannelActive()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        uncount()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        uncount()
-    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         guard case .head(let request) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
         var headerBytes = 0
         for field in request.headerFields { headerBytes += field.name.rawName.utf8.count + field.value.utf8.count }
-        let refusal = Self.refusal(
-            admitted: admitted, limit: counter?.limit ?? 0, targetBytes: request.path?.utf8.count ?? 0,
-            headerBytes: headerBytes, headerFields: request.headerFields.count
-        )
+        let refusal = Self.refusal(targetBytes: request.path?.utf8.count ?? 0, headerBytes: headerBytes, headerFields: request.headerFields.count)
         if let refusal {
             refuse(context, refusal)
         } else {
@@ -134,17 +105,5 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
-    }
-
-    private func count() {
-        guard let counter, !counted else { return }
-        counted = true
-        admitted = counter.admit()
-    }
-
-    private func uncount() {
-        guard let counter, counted else { return }
-        counted = false
-        counter.release()
     }
 }

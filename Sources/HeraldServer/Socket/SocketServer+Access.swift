@@ -28,6 +28,11 @@ extension SocketServer {
             revocation.withLock { $0 = reason }
             subscription.cancel()
         }
+
+        /// Ends the stream after what is buffered, as at the daemon's shutdown.
+        func end() {
+            subscription.cancel()
+        }
     }
 
     /// What `peer` may see under `policy`, and who it is: everything without

@@ -100,16 +100,27 @@ public final class SocketServer: Service, Sendable {
         let router = Router(context: SocketRequestContext.self)
         addRoutes(to: router)
         let connections = SocketLimitsHandler.Counter(limit: configuration.maximumConnections)
+        let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
         let server: HTTPServerBuilder
         if let realtime {
             let transport = RealtimeEndpoint.Transport.unixSocket { [self] channel in await realtimeCaller(on: channel) }
             realtime.addRoutes(to: router, transport: transport)
-            server = realtime.server(connections: connections, idleTimeout: configuration.idleTimeout, transport: transport)
+            server = HTTPServerBuilder { [self] responder in
+                let inner = realtime.childChannel(
+                    responder: responder, connections: nil, idleTimeout: configuration.idleTimeout, transport: transport,
+                    additionalChannelHandlers: [EventStreamHandler(server: self, headTimeout: nil)]
+                )
+                return SocketChildChannel(inner: inner, server: self, connections: connections, requestTimeout: requestTimeout)
+            }
         } else {
-            server = .http1(configuration: HTTP1Channel.Configuration(
-                additionalChannelHandlers: [SocketLimitsHandler(counter: connections)],
-                idleTimeout: .nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
-            ))
+            let http1 = HTTP1Channel.Configuration(
+                additionalChannelHandlers: [SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil)], idleTimeout: requestTimeout
+            )
+            server = HTTPServerBuilder { [self] responder in
+                SocketChildChannel(
+                    inner: HTTP1Channel(responder: responder, configuration: http1), server: self, connections: connections, requestTimeout: requestTimeout
+                )
+            }
         }
         let application = Application(
             router: router,
@@ -133,19 +144,21 @@ public final class SocketServer: Service, Sendable {
             },
             logger: logger
         )
-        try await application.run()
+        // Streams have no task for the server's shutdown to wait for: they are ended here.
+        try await withGracefulShutdownHandler {
+            try await application.run()
+        } onGracefulShutdown: { [self] in
+            for stream in openStreamsByID.withLock({ Array($0.values) }) { stream.end() }
+        }
+        await waitForStreamsToEnd(within: .seconds(2))
     }
 
-    /// Waits until a stream written at `lastWrite` may be written again (see
-    /// ``SocketConfiguration/writeRate``); the events that arrive meanwhile go out in one write.
-    func waitForNextWrite(after lastWrite: NIODeadline, on ticker: WriteTicker) async {
-        guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return }
-        let nanoseconds = Int64(spacing / .nanoseconds(1))
-        let due = lastWrite + .nanoseconds(nanoseconds)
-        // Below this, the wait costs more than the write it would save.
-        guard due > .now() + .microseconds(100) else { return }
-        // Streams due within a quarter of the spacing of each other share a timer.
-        await ticker.wait(until: due, grid: .nanoseconds(nanoseconds / 4))
+    /// Waits until every stream has written its end and closed, or `limit` has passed.
+    private func waitForStreamsToEnd(within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while openStreams.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// The write ticker of `eventLoop`, shared by the streams on it.

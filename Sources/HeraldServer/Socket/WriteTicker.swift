@@ -9,8 +9,8 @@ import NIOCore
 /// rounded up to a grid, and the streams due on the same grid line share one
 /// timer; streams written on the same tick stay on the same grid line.
 final class WriteTicker: Sendable {
-    /// The streams waiting for each scheduled tick.
-    private let waiters: NIOLoopBoundBox<[NIODeadline: [CheckedContinuation<Void, Never>]]>
+    /// What each scheduled tick runs: the streams waiting for it.
+    private let waiters: NIOLoopBoundBox<[NIODeadline: [() -> Void]]>
 
     let eventLoop: any EventLoop
 
@@ -26,20 +26,18 @@ final class WriteTicker: Sendable {
         return .uptimeNanoseconds(UInt64((nanoseconds + step - 1) / step * step))
     }
 
-    /// Returns at the first tick on `grid` at or after `due`, never before
-    /// `due`. Call it on ``eventLoop``, where the stream tasks run.
-    func wait(until due: NIODeadline, grid: TimeAmount) async {
+    /// Runs `body` at the first tick on `grid` at or after `due`, never
+    /// before `due`. Call it on ``eventLoop``, where the streams write.
+    func schedule(at due: NIODeadline, grid: TimeAmount, _ body: @escaping () -> Void) {
+        eventLoop.assertInEventLoop()
         let tick = Self.tick(for: due, grid: grid)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            eventLoop.assertInEventLoop()
-            if waiters.value[tick] != nil {
-                waiters.value[tick]!.append(continuation)
-                return
-            }
-            waiters.value[tick] = [continuation]
-            eventLoop.scheduleTask(deadline: tick) {}.futureResult.whenComplete { [self] _ in
-                for waiter in waiters.value.removeValue(forKey: tick) ?? [] { waiter.resume() }
-            }
+        if waiters.value[tick] != nil {
+            waiters.value[tick]!.append(body)
+            return
+        }
+        waiters.value[tick] = [body]
+        eventLoop.assumeIsolated().scheduleTask(deadline: tick) { [self] in
+            for waiter in waiters.value.removeValue(forKey: tick) ?? [] { waiter() }
         }
     }
 }

@@ -5,17 +5,15 @@ import NIOWebSocket
 /// Writes bytes the caller has already framed straight to the socket, under
 /// the pipeline's `Encoder`.
 ///
-/// The async writers Hummingbird hands a response or a WebSocket pass a task
-/// hop, several handlers and a flush for every chunk or frame: on this
-/// machine that costs more than the system call itself, once per subscriber
-/// per batch. A stream frames a whole batch in one buffer and hands it to the
-/// handler under the encoder instead.
+/// The handlers above the encoder (and, for a WebSocket, Hummingbird's async
+/// writer with its task hop) cost more than the system call itself when a
+/// batch is written to each of many subscribers. A stream frames a whole
+/// batch in one buffer and hands it to the handler under the encoder instead.
 ///
-/// The async writer still sends what comes first and last (the response
-/// head, the end of the body). While the channel is not writable, batches go
-/// through the async writer, which waits; since it returns only once its
-/// bytes are in the channel, the order holds, and a reader that stops reading
-/// still fills its mailbox.
+/// What comes first and last (the response head, the end of the body) still
+/// goes through the handlers. While the channel is not writable the caller
+/// must wait (``EventStreamHandler``) or use its async writer, which waits;
+/// either way a reader that stops reading fills its mailbox.
 struct DirectWriter<Encoder: ChannelHandler>: Sendable {
     private let encoderContext: NIOLoopBound<ChannelHandlerContext>
     private let channel: any Channel

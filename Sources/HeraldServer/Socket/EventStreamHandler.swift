@@ -1,0 +1,232 @@
+import HTTPTypes
+import Herald
+import HeraldWebhooks
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import NIOHTTPTypes
+
+/// Serves `GET /events` on the socket's connections, in front of Hummingbird.
+///
+/// A connection whose first request is a stream gets a pipeline that ends
+/// here (see ``SocketChildChannel``). On a connection Hummingbird serves,
+/// other requests pass through, and a `GET /events` that comes later (a
+/// client reusing its connection) is taken over once the responses before
+/// it are written: Hummingbird's idle timeout is then taken out of the
+/// pipeline, and its connection task waits for a next request that never comes.
+///
+/// The stream's opening (the filter's checks, the subscription, the
+/// backlog) runs in a short task; the live events are then written from the
+/// channel's event loop, woken by the subscription, the write ticker or
+/// the channel's writability. An idle stream so holds no task and no
+/// parked async stack, only this handler and its subscription.
+final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// The most batches written in one turn of the event loop before the other channels get theirs.
+    private static let batchesPerTurn = 16
+
+    private let server: SocketServer
+    private let headTimeout: TimeAmount?
+    private var headDeadline: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+    /// Requests passed on to Hummingbird whose responses have not ended.
+    private var responsesPending = 0
+    /// A stream request waiting for the responses before it.
+    private var heldHead: HTTPRequest?
+    private var takenOver = false
+    private var stream: SocketServer.OpenedStream?
+    private var direct: DirectChunkWriter?
+    private var covering: TransactionSnapshot?
+    /// The subscription will call back when it has something.
+    private var waitingForEvents = false
+    /// The write ticker will call back when the write spacing has passed.
+    private var waitingForTick = false
+    /// The end is written: nothing more goes out.
+    private var ended = false
+    /// ``pump()`` is running: a write can call back into it (a flush that
+    /// makes the channel writable again), and the running loop covers that.
+    private var pumping = false
+
+    /// - Parameter headTimeout: for a connection of its own, how long its
+    ///   request head may take; nil in front of Hummingbird, whose idle timeout applies.
+    init(server: SocketServer, headTimeout: TimeAmount?) {
+        self.server = server
+        self.headTimeout = headTimeout
+    }
+
+    /// Whether `head` asks for an event stream.
+    static func isStreamRequest(_ head: HTTPRequest) -> Bool {
+        head.method == .get && URI(head.path ?? "").path == "/events"
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        guard let headTimeout else { return }
+        let channel = context.channel
+        // A client that trickles its headers is closed, as Hummingbird's idle timeout would.
+        headDeadline = context.eventLoop.scheduleTask(in: headTimeout) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        headDeadline?.cancel()
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // What follows a stream's head (a body, further requests) is not read: the stream is the connection's last response.
+        guard !takenOver, heldHead == nil else { return }
+        guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        guard Self.isStreamRequest(head) else {
+            responsesPending += 1
+            return context.fireChannelRead(data)
+        }
+        if responsesPending == 0 {
+            takeOver(head, context: context)
+        } else {
+            heldHead = head
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        // Hummingbird's 400 for a request it could not parse ends a response whose head never passed here.
+        responsesPending = max(0, responsesPending - 1)
+        context.write(data, promise: promise)
+        if responsesPending == 0, let heldHead {
+            self.heldHead = nil
+            takeOver(heldHead, context: context)
+        }
+    }
+
+    /// Opens the stream `head` asks for; from here on the connection is the stream's.
+    private func takeOver(_ head: HTTPRequest, context: ChannelHandlerContext) {
+        takenOver = true
+        headDeadline?.cancel()
+        let sync = context.pipeline.syncOperations
+        if let idleTimeout = try? sync.handler(type: HTTPConnectionStateHandler.self) {
+            sync.removeHandler(idleTimeout, promise: nil)
+        }
+        let channel = context.channel
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        Task(executorPreference: EventLoopTaskExecutor(eventLoop: context.eventLoop)) { [server] in
+            let opening = await server.openStream(head, channel: channel)
+            channel.eventLoop.execute { handler.value.opened(opening) }
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { pump() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ended = true
+        if let stream {
+            stream.subscription.cancel()
+            server.logger.debug("stream closed", metadata: ["format": "\(stream.format.rawValue)"])
+            // Frees the subscriber slot.
+            self.stream = nil
+        }
+        context.fireChannelInactive()
+    }
+
+    private func opened(_ opening: SocketServer.StreamOpening) {
+        guard let context, !ended else { return }
+        switch opening {
+        case .refused(let refusal):
+            ended = true
+            let body = Response.jsonBuffer(refusal.body)
+            let head = HTTPResponse(status: refusal.status, headerFields: [
+                .contentType: "application/json", .contentLength: String(body.readableBytes), .connection: "close",
+            ])
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.write(wrapOutboundOut(.body(body)), promise: nil)
+            closeAfter(context.writeAndFlush(wrapOutboundOut(.end(nil))), context)
+        case .closed:
+            ended = true
+            context.close(promise: nil)
+        case .streaming(let opened):
+            stream = opened
+            covering = opened.covering
+            direct = DirectChunkWriter(channel: context.channel)
+            pump()
+        }
+    }
+
+    /// Writes what the subscription has, until it has nothing, the channel
+    /// cannot take more, or the write spacing says to wait.
+    private func pump() {
+        guard let context, let stream, !ended, !pumping, !waitingForEvents, !waitingForTick else { return }
+        pumping = true
+        defer { pumping = false }
+        let format = stream.format
+        for _ in 0..<Self.batchesPerTurn {
+            // Unwritable: events wait in the mailbox until the client reads, or it overflows.
+            guard context.channel.isActive, context.channel.isWritable else { return }
+            let delivery: Subscription.Delivery?
+            do {
+                delivery = try stream.subscription.pollDelivery(limit: 512)
+            } catch {
+                return end(context, lastFrame: format.overflowFrame(capacity: error.capacity))
+            }
+            switch delivery {
+            case nil:
+                waitingForEvents = true
+                let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+                let eventLoop = context.eventLoop
+                stream.subscription.whenReady {
+                    eventLoop.execute {
+                        handler.value.waitingForEvents = false
+                        handler.value.pump()
+                    }
+                }
+                return
+            case .events(var events)?:
+                if let snapshot = covering {
+                    events.removeAll { event in UInt64(event.transactionID).map(snapshot.isVisible) ?? false }
+                    // Live events come in commit order: after one committed later
+                    // than the journal read, no repeat of the replay can follow.
+                    if !events.isEmpty { covering = nil }
+                }
+                if events.isEmpty { continue }
+                if let direct {
+                    direct.write(format.frames(events, allocator: context.channel.allocator, asHTTPChunk: true))
+                } else {
+                    context.writeAndFlush(wrapOutboundOut(.body(format.frames(events, allocator: context.channel.allocator))), promise: nil)
+                }
+                stream.progress.recordWrite()
+                if let (due, grid) = server.nextWrite(after: .now()) {
+                    waitingForTick = true
+                    server.writeTicker(for: context.eventLoop).schedule(at: due, grid: grid) { [self] in
+                        waitingForTick = false
+                        pump()
+                    }
+                    return
+                }
+            case .heartbeat?:
+                context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(staticString: format.heartbeat))), promise: nil)
+                stream.progress.recordWrite()
+            case .finished?:
+                return end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame))
+            }
+        }
+        // Busy: the other channels on this loop get their turn first.
+        context.eventLoop.assumeIsolated().execute { [self] in pump() }
+    }
+
+    /// Writes `lastFrame` and the end of the response, then closes the connection.
+    private func end(_ context: ChannelHandlerContext, lastFrame: String?) {
+        ended = true
+        if let lastFrame { context.write(wrapOutboundOut(.body(ByteBuffer(string: lastFrame))), promise: nil) }
+        closeAfter(context.writeAndFlush(wrapOutboundOut(.end(nil))), context)
+    }
+
+    private func closeAfter(_ written: EventLoopFuture<Void>, _ context: ChannelHandlerContext) {
+        let channel = context.channel
+        written.whenComplete { _ in channel.close(promise: nil) }
+    }
+}

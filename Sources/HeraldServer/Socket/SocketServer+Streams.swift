@@ -1,0 +1,271 @@
+import Foundation
+import HTTPTypes
+import Herald
+import HeraldPostgres
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import NIOHTTPTypes
+
+extension SocketServer {
+    /// How the opening of a `GET /events` stream ended.
+    enum StreamOpening: Sendable {
+        /// Refused with a JSON error; nothing has been written.
+        case refused(StreamRefusal)
+        /// The head and any backlog are written; live events follow.
+        case streaming(OpenedStream)
+        /// The connection closed while the stream opened.
+        case closed
+    }
+
+    /// A refused `GET /events`: its status and JSON body.
+    struct StreamRefusal: Error {
+        let status: HTTPResponse.Status
+        let body: ErrorBody
+    }
+
+    /// A stream past its backlog, which ``EventStreamHandler`` feeds from its event loop.
+    struct OpenedStream: Sendable {
+        let subscription: Subscription
+        let open: OpenStream
+        /// Held for the stream's life: releasing it frees the subscriber slot.
+        let slot: StreamSlot
+        let format: StreamFormat
+        let progress: StreamProgress
+        /// The transactions the journal replay already covered; live events from them are repeats.
+        let covering: TransactionSnapshot?
+    }
+
+    /// Opens a `GET /events` stream: validates the filter, subscribes,
+    /// writes the response head and the backlog a resuming client missed.
+    ///
+    /// The subscription exists before the response head leaves, so an event
+    /// committed after a client has the head is always delivered.
+    func openStream(_ head: HTTPRequest, channel: any Channel) async -> StreamOpening {
+        let parsed: StreamRequest
+        switch StreamRequest.parse(head) {
+        case .success(let success): parsed = success
+        case .failure(let refusal): return .refused(refuse(.badRequest, refusal.body))
+        }
+        // Before the catalog is asked, so a refused peer cannot tell which tables exist.
+        let policy = access.withLock { $0 }
+        let peer = policy == nil ? nil : await PeerCredentials.of(channel)
+        let filter: EventFilter
+        switch grant(parsed.requested, to: peer, under: policy) {
+        case .success(let narrowed): filter = narrowed
+        case .failure(let refusal): return .refused(refusal)
+        }
+        if let refusal = await validate(parsed.requested) { return .refused(refusal) }
+        guard let slot = reserveStream() else {
+            logger.warning("refused a stream: subscriber limit reached", metadata: ["limit": "\(configuration.maximumSubscribers)"])
+            return .refused(refuse(
+                .serviceUnavailable,
+                ErrorBody(code: "too_many_subscribers", message: "the daemon serves at most \(configuration.maximumSubscribers) streams")
+            ))
+        }
+        let progress = StreamProgress()
+        let (subscription, history) = broker.subscribe(
+            filter,
+            resumingAfter: parsed.resumeFrom.map(String.init),
+            capacity: configuration.subscriberBuffer,
+            kind: parsed.format.rawValue,
+            wantsHeartbeats: true,
+            onOverflow: {
+                // A client that stopped reading never gets to the overflow frame; close it.
+                progress.closeWhenStalled(channel)
+            }
+        )
+        // A client that vanishes stops its subscription at once, not at the next write that fails.
+        channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        let open = OpenStream(peer: peer, requested: parsed.requested, granted: filter, subscription: subscription)
+        slot.track(open)
+        logger.debug("stream opened", metadata: [
+            "format": "\(parsed.format.rawValue)",
+            "filter": "\(FilterQuery.queryItems(for: parsed.requested))",
+            "resume_from": "\(parsed.resumeFrom.map(String.init) ?? "none")",
+            "peer": "\(peer.map { "uid \($0.userID), pid \($0.processID)" } ?? "unknown")",
+        ])
+        // Subscribed first, then the journal is read: whatever commits in between is in one or the other.
+        let backlog: Backlog
+        if let history {
+            backlog = .history(history)
+        } else if let resumeFrom = parsed.resumeFrom {
+            backlog = await journalBacklog(after: resumeFrom)
+        } else {
+            backlog = .history([])
+        }
+        do {
+            let covering = try await writeStart(of: parsed.format, backlog: backlog, granted: filter, to: channel, progress: progress)
+            return .streaming(OpenedStream(
+                subscription: subscription, open: open, slot: slot, format: parsed.format, progress: progress, covering: covering
+            ))
+        } catch {
+            return .closed
+        }
+    }
+
+    /// What a `GET /events` asks for, read from its target and headers.
+    struct StreamRequest {
+        struct Refusal: Error {
+            let body: ErrorBody
+        }
+
+        let format: StreamFormat
+        let requested: EventFilter
+        let resumeFrom: UInt64?
+
+        static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+        static func parse(_ head: HTTPRequest) -> Result<StreamRequest, Refusal> {
+            let items = URI(head.path ?? "/").queryParameters.map { (name: String($0.key), value: String($0.value)) }
+            do throws(FilterError) {
+                let format = try SocketServer.streamFormat(items: items, accept: head.headerFields[.accept])
+                let requested = try FilterQuery.parse(items, ignoring: ["format", "since"])
+                let resumeFrom = try SocketServer.resumePosition(items: items, lastEventID: head.headerFields[lastEventID])
+                return .success(StreamRequest(format: format, requested: requested, resumeFrom: resumeFrom))
+            } catch {
+                return .failure(Refusal(body: ErrorBody(error)))
+            }
+        }
+    }
+
+    /// The refusal for a filter naming what the database does not have, or nil.
+    private func validate(_ requested: EventFilter) async -> StreamRefusal? {
+        do {
+            guard let problem = try await catalog.validate(requested) else { return nil }
+            return refuse(.badRequest, ErrorBody(problem))
+        } catch {
+            return refuse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
+        }
+    }
+
+    /// `requested` narrowed to what `peer` may see, or a 403.
+    private func grant(_ requested: EventFilter, to peer: PeerCredentials?, under policy: AccessPolicy?) -> Result<EventFilter, StreamRefusal> {
+        let (scope, identity) = scope(of: peer, under: policy)
+        do {
+            return .success(try requested.narrowed(to: scope))
+        } catch {
+            logger.notice("refused a stream outside the peer's grant", metadata: [
+                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(error.message)",
+                "filter": "\(FilterQuery.queryItems(for: requested))",
+            ])
+            return .failure(refuse(.forbidden, ErrorBody(code: "forbidden", message: error.message)))
+        }
+    }
+
+    /// What a resuming client gets before the live events.
+    enum Backlog: Sendable {
+        /// Missed events, from the broker's history.
+        case history([Event])
+        /// Missed events, to be read from the journal.
+        case journal(JournalReader.ReplayCursor)
+        /// The position is unknown: the client must refetch everything.
+        case reset(reason: String)
+    }
+
+    /// `Last-Event-ID` (what SSE clients send on reconnect) or `?since=`.
+    fileprivate static func resumePosition(items: [(name: String, value: String)], lastEventID: String?) throws(FilterError) -> UInt64? {
+        let (parameter, given) = if let since = items.last(where: { $0.name == "since" })?.value {
+            ("since", since)
+        } else if let lastEventID {
+            ("Last-Event-ID", lastEventID)
+        } else {
+            ("", "")
+        }
+        guard !parameter.isEmpty else { return nil }
+        guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)) else {
+            throw FilterError(.malformed, parameter: parameter, "\(parameter) must be an event id, not '\(given.prefix(40))'")
+        }
+        return id
+    }
+
+    private func journalBacklog(after eventID: UInt64) async -> Backlog {
+        guard listener.durability == .durable else {
+            return .reset(reason: "event \(eventID) is older than the daemon's memory, and there is no journal (notify-only mode)")
+        }
+        do {
+            switch try await journal.replay(after: eventID) {
+            case .journal(let cursor):
+                return .journal(cursor)
+            case .reset(let reason):
+                return .reset(reason: reason)
+            }
+        } catch {
+            logger.warning("cannot read the journal for a resuming client", metadata: ["error": "\(error)"])
+            return .reset(reason: "the journal cannot be read: \(error)")
+        }
+    }
+
+    /// Writes the response head and the backlog, each write waited for so
+    /// that a slow reader holds the replay back; returns the transactions a
+    /// journal replay covered.
+    private func writeStart(
+        of format: StreamFormat, backlog: Backlog, granted: EventFilter, to channel: any Channel, progress: StreamProgress
+    ) async throws -> TransactionSnapshot? {
+        var head = HTTPResponse(status: .ok)
+        head.headerFields[.contentType] = format.contentType
+        head.headerFields[.cacheControl] = "no-cache"
+        // A stream is the connection's last response; clients must not reuse it,
+        // so the stall check after an overflow can never hit a new stream.
+        head.headerFields[.connection] = "close"
+        func send(_ bytes: ByteBuffer) async throws {
+            try await channel.writeAndFlush(HTTPResponsePart.body(bytes)).get()
+            progress.recordWrite()
+        }
+        // The head leaves at once; SSE clients are told how soon to reconnect.
+        if format == .sse {
+            channel.write(HTTPResponsePart.head(head), promise: nil)
+            try await send(ByteBuffer(string: "retry: 1000\n\n"))
+        } else {
+            try await channel.writeAndFlush(HTTPResponsePart.head(head)).get()
+        }
+        switch backlog {
+        case .history(let events):
+            for start in stride(from: 0, to: events.count, by: 512) {
+                try await send(format.frames(events[start..<min(start + 512, events.count)], allocator: channel.allocator))
+            }
+            return nil
+        case .journal(var cursor):
+            // Live events wait in the subscription's buffer meanwhile; a long
+            // replay may overflow it, and the client resumes from where it got to.
+            while !cursor.isFinished {
+                let page = try await journal.nextPage(&cursor, matching: granted)
+                if !page.isEmpty { try await send(format.frames(page, allocator: channel.allocator)) }
+            }
+            return cursor.covering
+        case .reset(let reason):
+            try await send(ByteBuffer(string: format.resetFrame(reason: reason)))
+            return nil
+        }
+    }
+
+    fileprivate static func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {
+        if let requested = items.last(where: { $0.name == "format" })?.value {
+            guard let format = StreamFormat(rawValue: requested) else {
+                throw FilterError(.malformed, parameter: "format", "format is sse or ndjson, not '\(requested.prefix(40))'")
+            }
+            return format
+        }
+        if let accept, accept.contains("application/x-ndjson") { return .ndjson }
+        return .sse
+    }
+
+    /// A refused `GET /events`, counted for `/metrics`.
+    private func refuse(_ status: HTTPResponse.Status, _ body: ErrorBody) -> StreamRefusal {
+        metrics?.recordRefusal(status: status.code)
+        return StreamRefusal(status: status, body: body)
+    }
+
+    /// When a stream written at `lastWrite` may be written again (see
+    /// ``SocketConfiguration/writeRate``), and the grid that due time is
+    /// rounded up to; nil: at once. The events that arrive meanwhile go out in one write.
+    func nextWrite(after lastWrite: NIODeadline) -> (due: NIODeadline, grid: TimeAmount)? {
+        guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return nil }
+        let nanoseconds = Int64(spacing / .nanoseconds(1))
+        let due = lastWrite + .nanoseconds(nanoseconds)
+        // Below this, the wait costs more than the write it would save.
+        guard due > .now() + .microseconds(100) else { return nil }
+        // Streams due within a quarter of the spacing of each other share a timer.
+        return (due, .nanoseconds(nanoseconds / 4))
+    }
+}
