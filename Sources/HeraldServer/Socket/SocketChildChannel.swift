@@ -23,6 +23,11 @@ struct SocketChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         let inner: EventLoopFuture<Inner.Value?>
     }
 
+    /// Reads start at 512 bytes rather than NIO's 2,048 and grow with what comes.
+    static var receiveAllocator: AdaptiveRecvByteBufferAllocator {
+        AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536)
+    }
+
     let inner: Inner
     let server: SocketServer
     let connections: SocketLimitsHandler.Counter
@@ -33,6 +38,9 @@ struct SocketChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         // Counted for the connection's whole life, whatever it turns into.
         let admitted = connections.admit()
         channel.closeFuture.whenComplete { [connections] _ in connections.release() }
+        // The channel keeps its last receive buffer for the next read, which
+        // for a stream may never come: requests here are small, so start small.
+        _ = try? channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveAllocator)
         let decided = channel.eventLoop.makePromise(of: Inner.Value?.self)
         let sniffer = RequestLineSniffer(timeout: requestTimeout) { route in
             guard let route else {
