@@ -24,8 +24,10 @@ extension SocketServer {
         let body: ErrorBody
     }
 
-    /// A stream past its backlog, which ``EventStreamHandler`` feeds from its event loop.
-    struct OpenedStream: Sendable {
+    /// A stream past its backlog, which ``EventStreamHandler`` feeds from its
+    /// event loop. A class: the handler reads it for every batch, and a
+    /// struct would retain each field each time.
+    final class OpenedStream: Sendable {
         let subscription: Subscription
         let open: OpenStream
         /// Held for the stream's life: releasing it frees the subscriber slot.
@@ -34,6 +36,18 @@ extension SocketServer {
         let progress: StreamProgress
         /// The transactions the journal replay already covered; live events from them are repeats.
         let covering: TransactionSnapshot?
+
+        init(
+            subscription: Subscription, open: OpenStream, slot: StreamSlot, format: StreamFormat, progress: StreamProgress,
+            covering: TransactionSnapshot?
+        ) {
+            self.subscription = subscription
+            self.open = open
+            self.slot = slot
+            self.format = format
+            self.progress = progress
+            self.covering = covering
+        }
     }
 
     /// Opens a `GET /events` stream: validates the filter, subscribes,
