@@ -62,6 +62,38 @@ extension IntegrationTests {
             _ = try await daemon.stop()
         }
 
+        @Test func aReloadRegrantsRealtimePeersOnTheSocketAndEndsThoseItShutsOut() async throws {
+            let database = try TestDatabase.create()
+            let path = try configuration()
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", path])
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/unix_peer.py").path
+            let client = try DaemonProcess(
+                ["--reuid=\(Self.coursesOnly)", "--regid=\(Self.coursesOnly)", "--clear-groups", "--", "/usr/bin/python3", script, daemon.socketPath, "watch"],
+                executable: URL(fileURLWithPath: "/usr/bin/setpriv"), withInput: true
+            )
+            _ = try await client.readLine(within: 20) { $0.hasPrefix("SYSTEM ok") }
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('RG1', 'Before')")
+            _ = try await client.readLine(within: 10) { $0 == "course" }
+
+            // The peer's grant moves from course to student: the channel follows it.
+            try Self.rules.replacing("tables: [course]", with: "tables: [student]").write(toFile: path, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            try await Task.sleep(for: .milliseconds(500))
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('RG2', 'Hidden now'); INSERT INTO student (first_name, last_name) VALUES ('Rae', 'G')")
+            let next = try await client.readLine(within: 10) { $0 == "student" || $0 == "course" }
+            #expect(next == "student", "a reload left the channel on its old grant")
+
+            // No rule for the peer any more: the channel says why and closes.
+            let withoutThePeer = "socket:\n  mode: \"666\"\naccess:\n  tenant7:\n    group: \(Self.tenantGroup)\n    tables: [student]\n"
+            try withoutThePeer.write(toFile: path, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            let ended = try await client.readLine(within: 10) { $0.hasPrefix("SYSTEM error") }
+            #expect(ended.contains("access grant"), "\(ended)")
+            // The client returns at once on phx_close; otherwise it would wait 30 s.
+            let result = try await client.finish(within: 10)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+
         @Test func eachPeerGetsOnlyWhatItsGrantCovers() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", configuration()])

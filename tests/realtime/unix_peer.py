@@ -6,6 +6,10 @@ peer by its uid and the access section's grant.
 Joins `*` on schema public, prints JOINED, waits for a line on stdin (the
 test writes rows meanwhile), then prints each change it received within
 two seconds as `TABLE`, and the join's system status as `SYSTEM STATUS`.
+
+With `watch` after the socket path, it prints each message as it comes
+instead, `CLOSE` for `phx_close`, for up to 30 seconds or until the channel
+is closed.
 """
 
 import base64
@@ -70,9 +74,11 @@ def main():
     join = {"config": {"postgres_changes": [{"event": "*", "schema": "public"}]}}
     connection.sendall(frame(json.dumps({"topic": "realtime:peer", "event": "phx_join", "payload": join, "ref": "1", "join_ref": "1"})))
     print("JOINED", flush=True)
-    sys.stdin.readline()
+    watching = sys.argv[2:] == ["watch"]
+    if not watching:
+        sys.stdin.readline()
     connection.settimeout(0.2)
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + (30 if watching else 2)
     while time.monotonic() < deadline:
         try:
             opcode, data = read_message(connection)
@@ -82,7 +88,11 @@ def main():
             continue
         message = json.loads(data)
         if message["event"] == "system":
-            print("SYSTEM", message["payload"]["status"], flush=True)
+            reason = [message["payload"].get("message", "")] if watching else []
+            print("SYSTEM", message["payload"]["status"], *reason, flush=True)
+        elif message["event"] == "phx_close":
+            print("CLOSE", flush=True)
+            return
         elif message["event"] == "postgres_changes":
             print(message["payload"]["data"]["table"], flush=True)
 

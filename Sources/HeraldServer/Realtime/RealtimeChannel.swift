@@ -23,6 +23,9 @@ final class RealtimeChannel: Sendable {
         var remember = false
         /// The newest event the channel has had: delivered, or published before it subscribed.
         var position: String?
+        var subscription: Subscription?
+        /// Why a reload of the access rules ended the channel, if it did.
+        var revokedBecause: String?
     }
 
     let join: RealtimeJoin
@@ -54,10 +57,30 @@ final class RealtimeChannel: Sendable {
 
     var shouldRemember: Bool { state.withLock { $0.remember } }
 
+    /// Keeps the channel's subscription so that ``revoke(_:)`` can end it;
+    /// returns the reason if the channel was revoked before it had one.
+    func deliver(from subscription: Subscription) -> String? {
+        state.withLock { state in
+            state.subscription = subscription
+            return state.revokedBecause
+        }
+    }
+
+    var revokedBecause: String? { state.withLock { $0.revokedBecause } }
+
+    /// Ends delivery after what is buffered; the channel then says why and closes.
+    func revoke(_ reason: String) {
+        let subscription = state.withLock { state in
+            state.revokedBecause = reason
+            return state.subscription
+        }
+        subscription?.cancel()
+    }
+
     /// Narrows the bindings to a new caller's grant.
     /// - Throws: ``AccessDenied`` when a binding falls outside it; nothing changes then.
-    func regrant(_ caller: RealtimeCaller) throws {
-        try state.withLock { state in
+    func regrant(_ caller: RealtimeCaller) throws(AccessDenied) {
+        try state.withLock { (state) throws(AccessDenied) in
             var bindings = state.bindings
             for index in bindings.indices {
                 bindings[index].granted = try bindings[index].requested.narrowed(to: caller.scope)

@@ -16,6 +16,12 @@ extension RealtimeEndpoint {
         func send(_ message: PhoenixMessage) async throws {
             try await outbound.write(framing.frame(framing.encode(message)))
         }
+        // Supabase's clients do not rejoin after `phx_close`.
+        func end(revokedBecause reason: String) async throws {
+            logger.info("ended a realtime channel: its access grant changed", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)"])
+            try await send(join.systemMessage(ok: false, reason))
+            try await send(join.channelClose)
+        }
         do {
             try await send(join.reply)
             if let problem = await checkBindings(of: channel) {
@@ -23,12 +29,12 @@ extension RealtimeEndpoint {
                 try await send(join.systemMessage(ok: false, problem))
                 return
             }
-            guard reserveChannel() else {
+            guard reserveChannel(for: channel) else {
                 logger.warning("refused a realtime channel: channel limit reached", metadata: ["limit": "\(configuration.maximumChannels)"])
                 try await send(join.systemMessage(ok: false, "pgherald serves at most \(configuration.maximumChannels) channels"))
                 return
             }
-            defer { releaseChannel() }
+            defer { releaseChannel(of: channel) }
             let key = ResumeBook.Key(caller: channel.caller.name, topic: join.topic, bindings: join.bindings)
             let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
             let newest = broker.lastResumableEventID
@@ -36,6 +42,7 @@ extension RealtimeEndpoint {
                 Self.coarseFilter(join.bindings), resumingAfter: resumeFrom, capacity: configuration.channelBuffer, kind: "realtime"
             )
             channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
+            if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
             defer {
                 if channel.shouldRemember, let position = channel.state.withLock({ $0.position }) {
                     resumeBook.withLock { $0.remember(key, after: position, at: .now) }
@@ -61,6 +68,9 @@ extension RealtimeEndpoint {
                     return
                 }
                 guard case .events(let events) = delivery else {
+                    if case .finished = delivery, let reason = channel.revokedBecause {
+                        try await end(revokedBecause: reason)
+                    }
                     if case .finished = delivery { return }
                     continue
                 }

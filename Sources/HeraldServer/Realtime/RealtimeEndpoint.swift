@@ -28,7 +28,8 @@ public final class RealtimeEndpoint: Sendable {
     let cache: ChangeDataCache
     /// Replaced on reload; joins and token pushes after it see the new keys.
     let credentials: Mutex<RealtimeCredentials>
-    let openChannels = Mutex(0)
+    /// The channels delivering now, for a reload of the access rules.
+    let openChannels = Mutex<[ObjectIdentifier: RealtimeChannel]>([:])
     let resumeBook: Mutex<ResumeBook>
 
     public init(configuration: RealtimeConfiguration, broker: Broker, catalog: SchemaCatalog, metrics: DaemonMetrics? = nil, logger: Logger) {
@@ -171,17 +172,38 @@ public final class RealtimeEndpoint: Sendable {
         }
     }
 
-    /// Takes a channel slot, or returns false when ``RealtimeConfiguration/maximumChannels`` are open.
-    func reserveChannel() -> Bool {
-        openChannels.withLock { count in
-            guard count < configuration.maximumChannels else { return false }
-            count += 1
+    /// Takes a channel slot for `channel`, or returns false when ``RealtimeConfiguration/maximumChannels`` are open.
+    func reserveChannel(for channel: RealtimeChannel) -> Bool {
+        openChannels.withLock { channels in
+            guard channels.count < configuration.maximumChannels else { return false }
+            channels[ObjectIdentifier(channel)] = channel
             return true
         }
     }
 
-    func releaseChannel() {
-        openChannels.withLock { $0 -= 1 }
+    func releaseChannel(of channel: RealtimeChannel) {
+        _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// Applies new access rules to the channels of Unix-socket peers, which
+    /// were admitted by who they are: each channel's bindings are narrowed to
+    /// the peer's new grant, and a channel that a binding of falls outside it
+    /// is ended with a `system` error and `phx_close`. Returns how many ended.
+    func apply(access grant: (PeerCredentials) -> (scope: AccessScope, identity: PeerIdentity?)) -> Int {
+        var ended = 0
+        for channel in openChannels.withLock({ Array($0.values) }) {
+            var caller = channel.caller
+            guard let peer = caller.peer else { continue }
+            let (scope, identity) = grant(peer)
+            caller.scope = scope
+            do {
+                try channel.regrant(caller)
+            } catch {
+                channel.revoke("Unauthorized: the access grant of \(identity.map(String.init(describing:)) ?? caller.name) changed: \(error.message)")
+                ended += 1
+            }
+        }
+        return ended
     }
 }
 
@@ -193,12 +215,16 @@ struct RealtimeCaller: Sendable {
     var expiresAt: Double?
     /// The socket's `apikey`, so a join repeating it as `access_token` is not checked twice.
     var presentedKey: String?
+    /// The Unix-socket peer admitted by who it is (no realtime keys): its
+    /// grant comes from the access rules and follows their reloads.
+    var peer: PeerCredentials?
 
-    init(name: String, scope: AccessScope, expiresAt: Double?, presentedKey: String?) {
+    init(name: String, scope: AccessScope, expiresAt: Double?, presentedKey: String?, peer: PeerCredentials? = nil) {
         self.name = name
         self.scope = scope
         self.expiresAt = expiresAt
         self.presentedKey = presentedKey
+        self.peer = peer
     }
 
     init(_ identity: RealtimeIdentity, presentedKey: String?) {

@@ -52,7 +52,7 @@ extension SocketServer {
         let peer = await PeerCredentials.of(channel)
         let (scope, identity) = scope(of: peer, under: policy)
         let name = identity?.description ?? peer.map { "uid \($0.userID), pid \($0.processID)" } ?? "socket peer"
-        return RealtimeCaller(name: name, scope: scope, expiresAt: nil, presentedKey: nil)
+        return RealtimeCaller(name: name, scope: scope, expiresAt: nil, presentedKey: nil, peer: peer)
     }
 
     /// The scope of the peer on `channel`, for `/stats` and `/metrics`.
@@ -64,7 +64,9 @@ extension SocketServer {
     /// Applies a new `access:` section: new streams get it at once, and open
     /// streams whose grant it changes are closed with `event: revoked`, as
     /// are all streams opened without a section (their peers were not read).
-    /// Taking the section away closes nothing: every stream then may see more.
+    /// Realtime channels of socket peers follow their new grant, and end when
+    /// a binding falls outside it. Taking the section away closes nothing:
+    /// every stream then may see more.
     public func apply(access policy: AccessPolicy?) {
         access.withLock { $0 = policy }
         guard let policy else { return }
@@ -88,6 +90,9 @@ extension SocketServer {
             stream.revoke(reason)
             revoked += 1
         }
-        logger.info("applied the access rules", metadata: ["rules": "\(policy.rules.count)", "streams_closed": "\(revoked)"])
+        let channelsEnded = realtime?.apply { peer in scope(of: peer, under: policy) } ?? 0
+        logger.info("applied the access rules", metadata: [
+            "rules": "\(policy.rules.count)", "streams_closed": "\(revoked)", "realtime_channels_closed": "\(channelsEnded)",
+        ])
     }
 }
