@@ -40,6 +40,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var takenOver = false
     private var stream: SocketServer.OpenedStream?
     private var direct: DirectChunkWriter?
+    private var ticker: WriteTicker?
     private var covering: TransactionSnapshot?
     /// The subscription will call back when it has something.
     private var waitingForEvents = false
@@ -153,6 +154,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             stream = opened
             covering = opened.covering
             direct = DirectChunkWriter(channel: context.channel)
+            ticker = server.writeTicker(for: context.eventLoop)
             pump()
         }
     }
@@ -199,9 +201,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                     context.writeAndFlush(wrapOutboundOut(.body(format.frames(events, allocator: context.channel.allocator))), promise: nil)
                 }
                 stream.progress.recordWrite()
-                if let (due, grid) = server.nextWrite(after: .now()) {
+                if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
                     waitingForTick = true
-                    server.writeTicker(for: context.eventLoop).schedule(at: due, grid: grid) { [self] in
+                    ticker.schedule(at: due, grid: grid) { [self] in
                         waitingForTick = false
                         pump()
                     }
