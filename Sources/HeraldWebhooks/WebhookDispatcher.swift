@@ -209,7 +209,7 @@ final class WebhookDispatcher: Sendable {
                     }
                     let (handedOver, probeWanted) = state.withLock { state in
                         if leaseRows, !leaseFailed, leased.count < slots { state.rowsMayBeDue = false }
-                        let taken = Array(state.handedOver.prefix(slots - leased.count))
+                        let taken = Array(state.handedOver.prefix(max(0, slots - leased.count)))
                         state.handedOver.removeFirst(taken.count)
                         state.inFlight += leased.count + taken.count
                         let probeWanted = state.gate.isFailing && leaseRows && !leaseFailed && state.inFlight == 0 && state.reserved == 0

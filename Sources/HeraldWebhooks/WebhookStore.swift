@@ -244,11 +244,14 @@ public final class WebhookStore: Sendable {
                WHERE endpoint = $1 AND next_attempt_at <= now()
                ORDER BY next_attempt_at, seq LIMIT $4 FOR UPDATE SKIP LOCKED
               """
+        // Materialized: a subquery joined in place may be scanned again, and
+        // with SKIP LOCKED a second scan can add rows past the limit.
         let sql = """
+            WITH c AS MATERIALIZED (\(candidates))
             UPDATE pgherald.webhook_delivery d
                SET leased_by = $2, attempts = d.attempts + 1, last_attempt_at = now(),
                    next_attempt_at = now() + make_interval(secs => $3::float8)
-              FROM (\(candidates)) c
+              FROM c
              WHERE d.seq = c.seq
             RETURNING d.seq, d.event_id, d.attempts, extract(epoch FROM now() - d.created_at)::float8, d.body
             """
