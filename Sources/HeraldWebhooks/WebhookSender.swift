@@ -25,6 +25,11 @@ final class WebhookSender: Sendable {
             timeout: .init(connect: .init(endpoint.limits.timeout), read: .init(endpoint.limits.timeout))
         )
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = endpoint.effectiveConcurrency
+        // The endpoint gate already backs off and probes. The client's own
+        // connection retries back off too, up to a minute, and kept failing
+        // probes with the last "connection refused" long after the receiver
+        // was back (scripts/soak); so a failed connect fails the attempt.
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .disabled
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         eventLoop = client.eventLoopGroup.next()
