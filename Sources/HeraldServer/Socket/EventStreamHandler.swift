@@ -1,7 +1,6 @@
 import HTTPTypes
 import Herald
 import HeraldWebhooks
-import Hummingbird
 import HummingbirdCore
 import NIOCore
 import NIOHTTPTypes
@@ -140,13 +139,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch opening {
         case .refused(let refusal):
             ended = true
-            let body = Response.jsonBuffer(refusal.body)
-            let head = HTTPResponse(status: refusal.status, headerFields: [
-                .contentType: "application/json", .contentLength: String(body.readableBytes), .connection: "close",
-            ])
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
-            context.write(wrapOutboundOut(.body(body)), promise: nil)
-            closeAfter(context.writeAndFlush(wrapOutboundOut(.end(nil))), context)
+            SocketLimitsHandler.answer(context, status: refusal.status, refusal.body)
         case .closed:
             ended = true
             context.close(promise: nil)
@@ -224,11 +217,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func end(_ context: ChannelHandlerContext, lastFrame: String?) {
         ended = true
         if let lastFrame { context.write(wrapOutboundOut(.body(ByteBuffer(string: lastFrame))), promise: nil) }
-        closeAfter(context.writeAndFlush(wrapOutboundOut(.end(nil))), context)
-    }
-
-    private func closeAfter(_ written: EventLoopFuture<Void>, _ context: ChannelHandlerContext) {
         let channel = context.channel
-        written.whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }

@@ -94,16 +94,21 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Answers with a JSON error and closes the connection.
     private func refuse(_ context: ChannelHandlerContext, _ refusal: Refusal) {
         refused = true
-        let body = Response.jsonBuffer(ErrorBody(code: refusal.code, message: refusal.message))
-        let head = HTTPResponse(status: refusal.status, headerFields: [
-            .contentType: "application/json", .contentLength: String(body.readableBytes), .connection: "close",
+        Self.answer(context, status: refusal.status, ErrorBody(code: refusal.code, message: refusal.message))
+    }
+
+    /// Answers a request with a JSON error from a handler that writes
+    /// `HTTPResponsePart`s, then closes the connection.
+    static func answer(_ context: ChannelHandlerContext, status: HTTPResponse.Status, _ body: ErrorBody) {
+        let bytes = Response.jsonBuffer(body)
+        let head = HTTPResponse(status: status, headerFields: [
+            .contentType: "application/json", .contentLength: String(bytes.readableBytes), .connection: "close",
         ])
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        context.write(NIOAny(HTTPResponsePart.head(head)), promise: nil)
+        context.write(NIOAny(HTTPResponsePart.body(bytes)), promise: nil)
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        context.writeAndFlush(NIOAny(HTTPResponsePart.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }
