@@ -35,6 +35,93 @@ extension IntegrationTests {
             try await daemon.stop()
         }
 
+        /// The many-row path writes each row's object from its columns' JSON
+        /// instead of calling row_to_json; for every kind of column, a dropped
+        /// one, a two-column key that is not the first, and a table with no
+        /// columns, its text must be row_to_json's, byte for byte.
+        @Test func manyRowStatementsWriteEachRowAsRowToJSONDoes() throws {
+            let database = try TestDatabase.create(enrolment: false)
+            try database.execute("""
+                CREATE TYPE pair AS (a int, b text);
+                CREATE DOMAIN small AS int2;
+                CREATE TABLE typed (
+                    gone int, n numeric, f float8, i2 small, i4 int4, b bool, t text, j json, jb jsonb, arr int[], c pair,
+                    at timestamptz, u uuid, "we""ird,näme" text, id bigint, PRIMARY KEY (t, id));
+                ALTER TABLE typed DROP COLUMN gone;
+                CREATE TABLE bare ();
+                CREATE TABLE expected (step text, id bigint, row_json text);
+                SELECT pgherald.exclude('expected');
+                """)
+            try database.execute(#"""
+                INSERT INTO typed
+                SELECT CASE WHEN g % 3 = 0 THEN 'NaN' ELSE g / 7.0 END, CASE WHEN g % 5 = 0 THEN '-Infinity' ELSE g * 1.5 END,
+                       g, -g * 1000, g % 2 = 0, E'q"\\\n' || g, '{"a": [1, "\u0000"], "a": 2}', '{"b": null}', ARRAY[g, NULL],
+                       ROW(g, 'x,y')::pair, '2020-01-01 10:00+05', '00000000-0000-0000-0000-000000000001', NULL, g
+                  FROM generate_series(1, 100) AS g
+                """#)
+            try database.execute("INSERT INTO expected SELECT 'insert', id, replace(row_to_json(x)::text, '\\u0000', '\\ufffd') FROM typed AS x")
+            try database.execute("UPDATE typed SET f = f + 1, \"we\"\"ird,näme\" = 'é'")
+            try database.execute("INSERT INTO expected SELECT 'update', id, replace(row_to_json(x)::text, '\\u0000', '\\ufffd') FROM typed AS x")
+            try database.execute("DELETE FROM typed")
+            try database.execute("INSERT INTO bare SELECT FROM generate_series(1, 70)")
+
+            let compared = try database.execute(#"""
+                WITH events AS (
+                    -- json's -> fails on \u0000, so both sides read it as U+FFFD.
+                    SELECT replace(e, '\u0000', '\ufffd')::json AS event
+                      FROM pgherald.journal, unnest(string_to_array(journal.event, chr(30))) AS e
+                ), typed_events AS (
+                    SELECT event ->> 'op' AS op, (CASE event ->> 'op' WHEN 'DELETE' THEN event -> 'old' ELSE event -> 'new' END ->> 'id')::bigint AS id,
+                           (event -> 'new')::text AS new, (event -> 'old')::text AS old, (event -> 'pk')::text AS pk
+                      FROM events WHERE event ->> 'table' = 'typed'
+                )
+                SELECT op, count(*),
+                       count(*) FILTER (WHERE pk = concat('{"t":', to_json(E'q"\\\n' || e.id)::text, ',"id":', e.id, '}')
+                                          AND new IS NOT DISTINCT FROM (SELECT row_json FROM expected WHERE step = lower(op) AND id = e.id)
+                                          AND old IS NOT DISTINCT FROM CASE op WHEN 'INSERT' THEN 'null'
+                                              ELSE (SELECT row_json FROM expected WHERE step = CASE op WHEN 'UPDATE' THEN 'insert' ELSE 'update' END AND id = e.id) END
+                                          OR op = 'DELETE' AND new = 'null'
+                                             AND old = (SELECT row_json FROM expected WHERE step = 'update' AND id = e.id))
+                  FROM typed_events AS e GROUP BY op
+                UNION ALL
+                SELECT 'bare', count(*), count(*) FILTER (WHERE (event -> 'new')::text = '{}' AND (event -> 'pk')::text = 'null')
+                  FROM events WHERE event ->> 'table' = 'bare'
+                ORDER BY 1
+                """#)
+            #expect(compared.rows == [
+                ["DELETE", "100", "100"], ["INSERT", "100", "100"], ["UPDATE", "100", "100"], ["bare", "70", "70"],
+            ])
+        }
+
+        /// A statement's events of every size arrive once each, in order:
+        /// notify-only packs them into notifications in the query, some alone
+        /// and some too large for any notification; durable batches them in
+        /// the journal, where every batch must be a run of consecutive events.
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func eventsOfEverySizeArriveInOrder(_ durability: Durability) async throws {
+            let database = try TestDatabase.create(durability: durability)
+            let daemon = try await RunningListener(database: database)
+            try database.execute("CREATE TABLE document (id int PRIMARY KEY, body text)")
+            // Every 10th row is too large to notify, every 10th from 5 needs half a notification, the rest vary.
+            try database.execute("""
+                INSERT INTO document
+                SELECT g, repeat('x', CASE g % 10 WHEN 0 THEN 12000 WHEN 5 THEN 4500 ELSE g * 37 % 3000 END)
+                  FROM generate_series(1, 200) AS g
+                """)
+            let events = try await daemon.inbox.take(200, within: 20)
+            #expect(events.map(\.count) == Array(1...UInt64(200)))
+            #expect(events.map { $0.primaryKey?["id"] } == (1...200).map { .number(JSONNumber(Int64($0))) })
+            #expect(events.filter(\.rowDataOmitted).count == (durability == .durable ? 0 : 20))
+            #expect(events.allSatisfy { event in
+                guard case .number(let number)? = event.primaryKey?["id"], let id = Int(number.description) else { return false }
+                if event.rowDataOmitted { return id % 10 == 0 }
+                return event.new?["body"]?.stringValue?.count == (id % 10 == 0 ? 12000 : id % 10 == 5 ? 4500 : id * 37 % 3000)
+            })
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(daemon.inbox.count == 0, "nothing twice")
+            try await daemon.stop()
+        }
+
         @Test func aStatementCommittedWhileNoDaemonListensIsCaughtUpWhole() async throws {
             let database = try TestDatabase.create()
             let first = try await RunningListener(database: database)
