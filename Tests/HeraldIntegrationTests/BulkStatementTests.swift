@@ -122,6 +122,23 @@ extension IntegrationTests {
             try await daemon.stop()
         }
 
+        /// The many-row query runs with more work memory and no JIT; the
+        /// writer's own settings are back when its statement returns.
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func aManyRowStatementLeavesTheWritersSettingsAsTheyWere(_ durability: Durability) throws {
+            let database = try TestDatabase.create(durability: durability)
+            let connection = try database.connect()
+            try connection.execute("SET work_mem = '5MB'")
+            try connection.execute("BEGIN")
+            try connection.execute("SET LOCAL jit = on")
+            try connection.execute("INSERT INTO student (first_name, last_name) SELECT 'n' || g, 'bulk' FROM generate_series(1, 100) AS g")
+            let during = try connection.execute("SELECT current_setting('work_mem'), current_setting('jit')")
+            try connection.execute("COMMIT")
+            let after = try connection.execute("SELECT current_setting('work_mem'), current_setting('jit')")
+            #expect(during.rows == [["5MB", "on"]])
+            #expect(after.rows == [["5MB", "on"]])
+        }
+
         @Test func aStatementCommittedWhileNoDaemonListensIsCaughtUpWhole() async throws {
             let database = try TestDatabase.create()
             let first = try await RunningListener(database: database)
