@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldClient
+import Synchronization
 import Testing
 
 extension IntegrationTests {
@@ -139,6 +140,38 @@ extension IntegrationTests {
             #expect(status == 503)
             #expect(body.contains("too_many_subscribers"))
             withExtendedLifetime((first, second)) {}
+        }
+
+        /// Shutdown ends the open streams, and clients come straight back.
+        /// Until the socket closes they are told to try later (503), which
+        /// `HeraldClient` reports as unreachable. Before, one that got in
+        /// between the streams' end and the socket's close was given a new
+        /// stream, which nothing ended: the daemon never exited.
+        @Test func clientsComingBackDuringShutdownAreRefusedAndTheDaemonExits() async throws {
+            let database = try TestDatabase.create()
+            let daemon = try await SocketDaemon(database: database)
+            // Each client counts the streams it was given again.
+            var clients: [Task<Int, Never>] = []
+            for _ in 0..<100 {
+                clients.append(Task {
+                    var reconnections = 0
+                    do {
+                        for try await message in daemon.client.messages() {
+                            if case .reconnected = message { reconnections += 1 }
+                        }
+                    } catch {}
+                    return reconnections
+                })
+            }
+            try await daemon.waitForSubscribers(100, kind: "sse")
+            let stopped = try await daemon.process.finish(afterSignal: SIGTERM, within: 6)
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            var reconnections = 0
+            for client in clients {
+                client.cancel()
+                reconnections += await client.value
+            }
+            #expect(reconnections == 0, "a client was given a stream while the daemon shut down")
         }
 
         @Test func eventsArrivingSoonAfterAWriteWaitForTheWriteSpacing() async throws {

@@ -70,7 +70,7 @@ extension SocketServer {
     public func apply(access policy: AccessPolicy?) {
         access.withLock { $0 = policy }
         guard let policy else { return }
-        let streams = openStreamsByID.withLock { Array($0.values) }
+        let streams = trackedStreams.withLock { Array($0.byID.values) }
         var identities: [PeerCredentials: PeerIdentity] = [:]
         var revoked = 0
         for stream in streams {

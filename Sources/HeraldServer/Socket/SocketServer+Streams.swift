@@ -70,6 +70,10 @@ extension SocketServer {
         case .failure(let refusal): return .refused(refusal)
         }
         if let refusal = await validate(parsed.requested) { return .refused(refusal) }
+        // A client whose stream shutdown just ended may come straight back: it is told to try later, not given a stream.
+        if trackedStreams.withLock({ $0.isShuttingDown }) {
+            return .refused(refuse(.serviceUnavailable, ErrorBody(code: "shutting_down", message: "the daemon is shutting down")))
+        }
         guard let slot = reserveStream() else {
             logger.warning("refused a stream: subscriber limit reached", metadata: ["limit": "\(configuration.maximumSubscribers)"])
             return .refused(refuse(

@@ -40,8 +40,8 @@ public final class SocketServer: Service, Sendable {
     let openStreams = Mutex(0)
     /// The `access:` section in force; nil: whoever may connect sees everything.
     let access: Mutex<AccessPolicy?>
-    /// Open streams by their slot, for a reload of the access rules.
-    let openStreamsByID = Mutex<[ObjectIdentifier: OpenStream]>([:])
+    /// Open streams, for a reload of the access rules and for shutdown.
+    let trackedStreams = Mutex(TrackedStreams())
     /// One ``WriteTicker`` per event loop; the loops live as long as the server.
     let writeTickers = Mutex<[ObjectIdentifier: WriteTicker]>([:])
     private let serving = OneShotFlag()
@@ -148,7 +148,11 @@ public final class SocketServer: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await application.run()
         } onGracefulShutdown: { [self] in
-            for stream in openStreamsByID.withLock({ Array($0.values) }) { stream.end() }
+            let streams = trackedStreams.withLock { tracked in
+                tracked.isShuttingDown = true
+                return Array(tracked.byID.values)
+            }
+            for stream in streams { stream.end() }
         }
         await waitForStreamsToEnd(within: .seconds(2))
     }
@@ -189,15 +193,28 @@ public final class SocketServer: Service, Sendable {
             self.server = server
         }
 
-        /// Keeps `stream` where a reload of the access rules finds it, for as long as the slot lives.
+        /// Keeps `stream` where a reload of the access rules and shutdown
+        /// find it, for as long as the slot lives; a stream that opened
+        /// while shutdown ended the others is ended at once.
         func track(_ stream: OpenStream) {
-            server.openStreamsByID.withLock { $0[ObjectIdentifier(self)] = stream }
+            let tracked = server.trackedStreams.withLock { tracked in
+                guard !tracked.isShuttingDown else { return false }
+                tracked.byID[ObjectIdentifier(self)] = stream
+                return true
+            }
+            if !tracked { stream.end() }
         }
 
         deinit {
-            _ = server.openStreamsByID.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+            _ = server.trackedStreams.withLock { $0.byID.removeValue(forKey: ObjectIdentifier(self)) }
             server.openStreams.withLock { $0 -= 1 }
         }
+    }
+
+    /// The open streams by their slot, and whether shutdown has ended them.
+    struct TrackedStreams {
+        var byID: [ObjectIdentifier: OpenStream] = [:]
+        var isShuttingDown = false
     }
 }
 
