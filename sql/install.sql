@@ -496,18 +496,34 @@ DECLARE
     payload text;
     previous_settings text[];
 BEGIN
-    -- Up to 65 rows: enough to tell one row, a few, and many apart.
-    IF TG_OP <> 'DELETE' THEN
-        SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+    -- One row, the common case, is told apart by asking for a second and
+    -- then read plainly: cheaper than counting and gathering in one query.
+    IF TG_OP = 'DELETE' THEN
+        PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
+    ELSE
+        PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
     END IF;
-    IF TG_OP <> 'INSERT' THEN
-        SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+    IF NOT FOUND THEN
+        IF TG_OP <> 'DELETE' THEN
+            SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+        END IF;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        changed := 1;
+    ELSE
+        -- Up to 65 rows: enough to tell a few from many.
+        IF TG_OP <> 'DELETE' THEN
+            SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+        END IF;
     END IF;
-    new_row := new_rows[1];
-    old_row := old_rows[1];
-    IF changed = 0 THEN
-        RETURN NULL;
-    ELSIF changed = 1 THEN
+    IF changed = 1 THEN
         first_id := nextval('pgherald.event_id');
         payload := concat('{"id":"', first_id, '"', head, pgherald.event_key(coalesce(new_row, old_row), TG_ARGV), ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'), tail);
         INSERT INTO pgherald.journal (id, txid, event) VALUES (first_id, transaction_id, payload);
@@ -573,18 +589,34 @@ DECLARE
     packed text := '';
     previous_settings text[];
 BEGIN
-    -- Up to 65 rows: enough to tell one row, a few, and many apart.
-    IF TG_OP <> 'DELETE' THEN
-        SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+    -- One row, the common case, is told apart by asking for a second and
+    -- then read plainly: cheaper than counting and gathering in one query.
+    IF TG_OP = 'DELETE' THEN
+        PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
+    ELSE
+        PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
     END IF;
-    IF TG_OP <> 'INSERT' THEN
-        SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+    IF NOT FOUND THEN
+        IF TG_OP <> 'DELETE' THEN
+            SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+        END IF;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        changed := 1;
+    ELSE
+        -- Up to 65 rows: enough to tell a few from many.
+        IF TG_OP <> 'DELETE' THEN
+            SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+        END IF;
     END IF;
-    new_row := new_rows[1];
-    old_row := old_rows[1];
-    IF changed = 0 THEN
-        RETURN NULL;
-    ELSIF changed = 1 THEN
+    IF changed = 1 THEN
         -- A single row, the common case, runs no dynamic query.
         OPEN events FOR
             SELECT e.event_id, e.key,

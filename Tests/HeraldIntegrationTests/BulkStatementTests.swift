@@ -30,8 +30,12 @@ extension IntegrationTests {
             #expect(updates.allSatisfy { $0.new?["first_name"]?.stringValue == ($0.old?["first_name"]?.stringValue).map { $0 + "!" } })
             #expect(deletes.allSatisfy { $0.operation == .delete && $0.new == nil && $0.old?["last_name"] == .string("bulk") })
             #expect(Set(deletes.compactMap { $0.primaryKey?["id"] }) == Set(inserts.compactMap { $0.new?["id"] }))
+            // Statements that change no row publish nothing.
+            try connection.execute("UPDATE student SET first_name = 'none' WHERE false")
+            try connection.execute("DELETE FROM student WHERE false")
+            try connection.execute("INSERT INTO student (first_name, last_name) SELECT 'none', 'none' WHERE false")
             try await Task.sleep(for: .milliseconds(300))
-            #expect(daemon.inbox.count == 0, "nothing twice")
+            #expect(daemon.inbox.count == 0, "nothing twice, and nothing for no row")
             try await daemon.stop()
         }
 
