@@ -164,7 +164,7 @@ extension IntegrationTests {
                 })
             }
             try await daemon.waitForSubscribers(100, kind: "sse")
-            let stopped = try await daemon.process.finish(afterSignal: SIGTERM, within: 6)
+            let stopped = try await daemon.stop(within: 6)
             #expect(stopped.status == 0, "\(stopped.stderr)")
             var reconnections = 0
             for client in clients {

@@ -54,12 +54,6 @@ struct DaemonProcess {
         return (process.terminationStatus, await out, await err)
     }
 
-    /// Sends `signal`, then waits as ``finish(within:)`` does.
-    func finish(afterSignal signal: Int32, within seconds: Double) async throws -> (status: Int32, stdout: String, stderr: String) {
-        self.signal(signal)
-        return try await finish(within: seconds)
-    }
-
     /// Writes a line to the process's standard input (see `withInput`).
     func write(line: String) {
         stdin?.fileHandleForWriting.write(Data((line + "\n").utf8))

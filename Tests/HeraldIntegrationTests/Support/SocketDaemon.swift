@@ -72,9 +72,10 @@ final class SocketDaemon: Sendable {
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
     }
 
-    func stop() async throws -> (status: Int32, stdout: String, stderr: String) {
+    /// Sends SIGTERM and waits for the exit, killing the daemon after `seconds`.
+    func stop(within seconds: Double = 20) async throws -> (status: Int32, stdout: String, stderr: String) {
         process.signal(SIGTERM)
-        return try await process.finish()
+        return try await process.finish(within: seconds)
     }
 }
 
