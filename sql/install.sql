@@ -60,6 +60,23 @@ BEGIN
 END
 $durability$;
 
+-- Which functions the statement triggers call (see native/): `auto` (the
+-- native library where the server has it, else plpgsql), `native` (refuse to
+-- install without it) or `plpgsql`. The `pgherald.triggers` setting when
+-- set, else what was asked before, else `auto`.
+DO $triggers$
+DECLARE
+    requested text := nullif(current_setting('pgherald.triggers', true), '');
+BEGIN
+    IF requested IS NOT NULL AND requested NOT IN ('auto', 'native', 'plpgsql') THEN
+        RAISE EXCEPTION 'unknown triggers "%"', requested
+            USING HINT = 'Use auto (native where the server has pgherald''s library, else plpgsql), native or plpgsql.';
+    END IF;
+    INSERT INTO pgherald.setting VALUES ('triggers', coalesce(requested, 'auto'))
+    ON CONFLICT (name) DO UPDATE SET value = coalesce(requested, pgherald.setting.value);
+END
+$triggers$;
+
 -- `durable` or `notify-only`: whether the triggers also write the journal.
 CREATE OR REPLACE FUNCTION pgherald.durability() RETURNS text
 LANGUAGE sql STABLE AS $$ SELECT value FROM pgherald.setting WHERE name = 'durability' $$;
@@ -673,6 +690,11 @@ BEGIN
 END
 $fn$;
 
+-- Whether the statement triggers call the native library's functions,
+-- as the install that last ran found it (the `native` setting).
+CREATE OR REPLACE FUNCTION pgherald.native_triggers() RETURNS boolean
+LANGUAGE sql STABLE AS $$ SELECT coalesce((SELECT value = 'yes' FROM pgherald.setting WHERE name = 'native'), false) $$;
+
 -- Names of pgherald's triggers: one per operation, run once per statement
 -- with its transition table; or, where a statement's transition table would
 -- miss rows or name another table (partitioned tables, and inheritance
@@ -686,6 +708,8 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     key_arguments text;
     durable boolean := pgherald.durability() = 'durable';
+    statement_function text := CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END
+                               || CASE WHEN pgherald.native_triggers() THEN '_native' ELSE '' END;
     per_row boolean;
     stale name;
 BEGIN
@@ -716,18 +740,15 @@ BEGIN
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS pgherald_new '
             'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
-            CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END,
-            coalesce(key_arguments, ''));
+            statement_function, coalesce(key_arguments, ''));
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS pgherald_old NEW TABLE AS pgherald_new '
             'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
-            CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END,
-            coalesce(key_arguments, ''));
+            statement_function, coalesce(key_arguments, ''));
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS pgherald_old '
             'FOR EACH STATEMENT EXECUTE FUNCTION %s(%s)', target,
-            CASE WHEN durable THEN 'pgherald.publish_statement_durable' ELSE 'pgherald.publish_statement' END,
-            coalesce(key_arguments, ''));
+            statement_function, coalesce(key_arguments, ''));
     END IF;
     EXECUTE format(
         'CREATE OR REPLACE TRIGGER pgherald_truncate AFTER TRUNCATE ON %s '
@@ -878,6 +899,76 @@ BEGIN
     END LOOP;
 END
 $fn$;
+
+-- The native library (native/pgherald.c, version 6) publishes a
+-- single-row statement, the common case, without plpgsql, and hands any other
+-- statement to the plpgsql function of the same mode, so the events are the
+-- same either way. Creating its functions needs a superuser and the library
+-- in the server's $libdir, of this publisher version. Where it cannot be
+-- used, functions left from an earlier install are dropped once no trigger
+-- calls them: a write through a missing library would fail.
+DO $native$
+DECLARE
+    wanted text := (SELECT value FROM pgherald.setting WHERE name = 'triggers');
+    reason text;
+    kept boolean := false;
+    target regclass;
+BEGIN
+    IF wanted <> 'plpgsql' THEN
+        BEGIN
+            CREATE OR REPLACE FUNCTION pgherald.native_version() RETURNS int
+                LANGUAGE c IMMUTABLE AS '$libdir/pgherald', 'pgherald_native_version';
+            IF pgherald.native_version() <> pgherald.version() THEN
+                RAISE EXCEPTION 'the server''s pgherald library writes version % events, and this install is version %',
+                    pgherald.native_version(), pgherald.version()
+                    USING ERRCODE = 'object_not_in_prerequisite_state';
+            END IF;
+            CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable_native() RETURNS trigger
+                LANGUAGE c AS '$libdir/pgherald', 'pgherald_publish_statement_durable';
+            CREATE OR REPLACE FUNCTION pgherald.publish_statement_native() RETURNS trigger
+                LANGUAGE c AS '$libdir/pgherald', 'pgherald_publish_statement';
+        EXCEPTION
+            WHEN insufficient_privilege THEN
+                -- Only a superuser creates them: a superuser's earlier install stays as it was.
+                IF to_regprocedure('pgherald.publish_statement_native()') IS NULL THEN
+                    reason := SQLERRM;
+                ELSE
+                    kept := true;
+                END IF;
+            WHEN undefined_file OR object_not_in_prerequisite_state THEN
+                reason := SQLERRM;
+        END;
+    END IF;
+    IF wanted = 'native' AND reason IS NOT NULL THEN
+        RAISE EXCEPTION 'pgherald: native triggers were asked for, but %', reason
+            USING HINT = 'Install the library on the database server (make -C native install, as root) and install as a superuser, '
+                         'or install with --triggers auto or plpgsql.';
+    END IF;
+    IF NOT kept THEN
+        INSERT INTO pgherald.setting VALUES ('native', CASE WHEN wanted <> 'plpgsql' AND reason IS NULL THEN 'yes' ELSE 'no' END)
+        ON CONFLICT (name) DO UPDATE SET value = excluded.value;
+    END IF;
+    IF reason IS NOT NULL THEN
+        RAISE NOTICE 'pgherald: the triggers run in plpgsql: %', reason;
+    END IF;
+    -- Without the library, triggers that call it move to plpgsql. (The
+    -- other way, watched tables move when they are attached below.)
+    FOR target IN
+        SELECT DISTINCT t.tgrelid::regclass
+          FROM pg_trigger t
+          JOIN pg_proc p ON p.oid = t.tgfoid
+         WHERE p.pronamespace = 'pgherald'::regnamespace AND p.proname LIKE '%\_native'
+           AND NOT pgherald.native_triggers()
+    LOOP
+        PERFORM pgherald.attach_trigger(target);
+    END LOOP;
+    IF NOT pgherald.native_triggers() AND NOT kept THEN
+        DROP FUNCTION IF EXISTS pgherald.publish_statement_durable_native();
+        DROP FUNCTION IF EXISTS pgherald.publish_statement_native();
+        DROP FUNCTION IF EXISTS pgherald.native_version();
+    END IF;
+END
+$native$;
 
 -- Event triggers need a superuser; without one, new tables need attach_all().
 DO $event_trigger$

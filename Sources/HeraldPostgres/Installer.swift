@@ -17,18 +17,25 @@ public enum Installer {
     /// Installs or upgrades the publisher in one transaction and watches `schemas`
     /// (default: `public` on a first install, else whatever was watched before).
     ///
-    /// - Parameter durability: whether the triggers write the journal; default:
-    ///   durable on a first install, else what was installed before.
+    /// - Parameters:
+    ///   - durability: whether the triggers write the journal; default:
+    ///     durable on a first install, else what was installed before.
+    ///   - triggers: which functions the statement triggers call; default:
+    ///     ``Triggers/auto`` on a first install, else what was asked before.
     /// - Returns: the tables that publish now.
     @discardableResult
     public static func install(
         on connection: PostgresConnection,
         schemas: [String] = [],
-        durability: Durability? = nil
+        durability: Durability? = nil,
+        triggers: Triggers? = nil
     ) throws(PostgresError) -> [WatchedTable] {
         try connection.inTransaction { () throws(PostgresError) in
             if let durability {
                 try connection.execute("SELECT set_config('pgherald.durability', $1, true)", parameters: [durability.rawValue])
+            }
+            if let triggers {
+                try connection.execute("SELECT set_config('pgherald.triggers', $1, true)", parameters: [triggers.rawValue])
             }
             if !schemas.isEmpty {
                 var writer = JSONWriter()

@@ -173,13 +173,13 @@ extension IntegrationTests {
             let again = try await DaemonProcess(["install", "--db", database.connInfo]).finish()
             #expect(again.stdout.contains("installed, notify-only"), "an upgrade keeps the choice")
             let trigger = try database.execute("""
-                SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+                SELECT regexp_replace(p.proname, '_native$', '') FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
                  WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_insert'
                 """)
             #expect(trigger.rows == [["publish_statement"]])
             _ = try await DaemonProcess(["install", "--db", database.connInfo, "--durability", "durable"]).finish()
             let durable = try database.execute("""
-                SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+                SELECT regexp_replace(p.proname, '_native$', '') FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
                  WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_insert'
                 """)
             #expect(durable.rows == [["publish_statement_durable"]])

@@ -28,14 +28,22 @@ struct Install: ParsableCommand {
     ))
     var durability: Durability?
 
+    @Option(help: ArgumentHelp(
+        "native: the statement triggers publish single-row statements with pgherald's C library, which must be installed on the database server (make -C native install) and needs a superuser to install; plpgsql: no library, as managed databases need; auto: native where it can be, else plpgsql.",
+        discussion: "Default: auto on a first install, else what was asked before. Both kinds write the same events.",
+        valueName: "auto|native|plpgsql"
+    ))
+    var triggers: Installer.Triggers?
+
     func run() throws {
         let connection = try PostgresConnection.connect(database.connectionStringWarningOnStderr())
-        let tables = try Installer.install(on: connection, schemas: schemas, durability: durability)
+        let tables = try Installer.install(on: connection, schemas: schemas, durability: durability, triggers: triggers)
         for notice in connection.takeNotices() where notice.severity == "WARNING" {
             FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))
         }
         let installed = try Journal.installedDurability(on: connection)?.rawValue ?? "?"
-        print("pgherald publisher installed, \(installed) (\(connection.endpointDescription))")
+        let kind = try Installer.usesNativeTriggers(on: connection) ? "native" : "plpgsql"
+        print("pgherald publisher installed, \(installed), \(kind) triggers (\(connection.endpointDescription))")
         print("watching \(tables.count) table\(tables.count == 1 ? "" : "s"):")
         for table in tables { print("  \(table)") }
     }

@@ -34,3 +34,4 @@ struct DatabaseOptions: ParsableArguments {
 }
 
 extension Durability: ExpressibleByArgument {}
+extension Installer.Triggers: ExpressibleByArgument {}

@@ -10,6 +10,8 @@ struct TestDatabase {
     /// Conninfo of the cluster's `postgres` database, from scripts/test.
     static let clusterConnInfo = ProcessInfo.processInfo.environment["PGHERALD_TEST_CONNINFO"]
     static var isAvailable: Bool { clusterConnInfo != nil }
+    /// Whether scripts/test installed the native triggers into the cluster's server.
+    static let hasNativeTriggers = ProcessInfo.processInfo.environment["PGHERALD_TEST_NATIVE"] == "1"
     static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

@@ -1,0 +1,156 @@
+import Foundation
+import HeraldPostgres
+import Testing
+
+extension IntegrationTests {
+    /// The native library (`native/`) publishes single-row statements in C
+    /// and hands every other statement to plpgsql. Users must not be able to
+    /// tell which ran: the same events, byte for byte, and the same refusals.
+    @Suite(.enabled(if: TestDatabase.hasNativeTriggers, "needs the native triggers (scripts/test installs them as root)"))
+    struct NativeTriggerTests {
+        /// What one kind of trigger published for the same statements.
+        struct Published: Equatable {
+            var notifications: [String]
+            var journal: [String]
+        }
+
+        /// Every single-row case the C path handles itself (keys of one, two
+        /// and no columns, a key read around \u0000, rows too large to
+        /// notify, a key too large for an omitted event) and the statements it
+        /// hands to plpgsql (several rows, no row), in both modes.
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func singleRowEventsAreThePlpgsqlTriggersByteForByte(_ durability: Durability) throws {
+            let native = try publish(durability, with: .native)
+            let plpgsql = try publish(durability, with: .plpgsql)
+            #expect(native.notifications.count == 16)
+            #expect(native.journal.count == (durability == .durable ? 16 : 0))
+            #expect(native.notifications == plpgsql.notifications)
+            #expect(native.journal == plpgsql.journal)
+            #expect(native.notifications.contains { $0.contains(#""omitted":true"#) } == (durability == .notifyOnly))
+            #expect(native.notifications.contains { $0.hasPrefix(#"{"ref":"#) } == (durability == .durable))
+        }
+
+        /// The C path checks what the SQL statements in plpgsql check: a
+        /// writer needs USAGE on the schema, the sequence, and INSERT on the
+        /// journal, and is told what it lacks in the same words.
+        @Test func aWriterWithoutTheJournalsPrivilegesIsRefusedAsPlpgsqlRefusesIt() throws {
+            var refusals: [Installer.Triggers: [String]] = [:]
+            for triggers in [Installer.Triggers.native, .plpgsql] {
+                let database = try TestDatabase.create(enrolment: false, install: false)
+                let admin = try database.connect()
+                try Installer.install(on: admin, triggers: triggers)
+                let role = "writer_\(UInt32.random(in: 0...UInt32.max))"
+                try admin.execute("""
+                    CREATE TABLE note (id int PRIMARY KEY, body text);
+                    CREATE ROLE \(role);
+                    GRANT ALL ON note TO \(role);
+                    """)
+                let writer = try database.connect()
+                try writer.execute("SET ROLE \(role)")
+                var messages: [String] = []
+                for grant in ["GRANT USAGE ON SCHEMA pgherald TO \(role)", "GRANT USAGE ON SEQUENCE pgherald.event_id TO \(role)",
+                              "GRANT INSERT ON pgherald.journal TO \(role)"] {
+                    do {
+                        try writer.execute("INSERT INTO note VALUES (\(messages.count), 'x')")
+                        messages.append("written")
+                    } catch {
+                        messages.append(error.message.components(separatedBy: "\n")[0])
+                    }
+                    try admin.execute(grant)
+                }
+                try writer.execute("INSERT INTO note VALUES (10, 'x')")
+                let journal = try admin.execute("SELECT count(*) FROM pgherald.journal")
+                #expect(journal.rows == [["1"]])
+                refusals[triggers] = messages
+            }
+            #expect(refusals[.native] == [
+                "permission denied for schema pgherald",
+                "permission denied for sequence event_id",
+                "permission denied for table journal",
+            ])
+            #expect(refusals[.native] == refusals[.plpgsql])
+        }
+
+        /// `--triggers` picks the functions and an upgrade keeps the choice.
+        @Test func installChoosesTheTriggersAndKeepsTheChoice() async throws {
+            let database = try TestDatabase.create(install: false)
+            func installed(_ arguments: [String] = []) async throws -> (stdout: String, function: String) {
+                let run = try await DaemonProcess(["install", "--db", database.connInfo] + arguments).finish()
+                #expect(run.status == 0, "\(run.stderr)")
+                let trigger = try database.execute("""
+                    SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+                     WHERE t.tgrelid = 'course'::regclass AND t.tgname = 'pgherald_insert'
+                    """)
+                return (run.stdout, trigger.rows.first?[0] ?? "")
+            }
+            let first = try await installed()
+            #expect(first.stdout.contains("installed, durable, native triggers"))
+            #expect(first.function == "publish_statement_durable_native")
+            let plpgsql = try await installed(["--triggers", "plpgsql"])
+            #expect(plpgsql.stdout.contains("installed, durable, plpgsql triggers"))
+            #expect(plpgsql.function == "publish_statement_durable")
+            let native = try database.execute("SELECT to_regprocedure('pgherald.publish_statement_durable_native()') IS NULL")
+            #expect(native.rows == [["t"]], "the library's functions go when no trigger uses them")
+            let upgrade = try await installed()
+            #expect(upgrade.function == "publish_statement_durable", "an upgrade keeps the choice")
+            let back = try await installed(["--triggers", "native", "--durability", "notify-only"])
+            #expect(back.stdout.contains("installed, notify-only, native triggers"))
+            #expect(back.function == "publish_statement_native")
+            let unknown = try await DaemonProcess(["install", "--db", database.connInfo, "--triggers", "fast"]).finish()
+            #expect(unknown.status != 0)
+            #expect(unknown.stderr.contains("auto|native|plpgsql") || unknown.stderr.contains("'auto', 'native', 'plpgsql'"), "\(unknown.stderr)")
+        }
+
+        /// Runs the same statements in a database of their own with one kind
+        /// of trigger, and returns what they published with `txid` and `at`,
+        /// which differ between runs, blanked.
+        private func publish(_ durability: Durability, with triggers: Installer.Triggers) throws -> Published {
+            let database = try TestDatabase.create(enrolment: false, install: false)
+            try database.execute(#"""
+                CREATE TYPE pair AS (a int, b text);
+                CREATE TABLE typed (gone int, n numeric, j json, jb jsonb, c pair, at timestamptz,
+                                    "we""ird,näme" text, t text, id bigint, PRIMARY KEY (t, id));
+                ALTER TABLE typed DROP COLUMN gone;
+                CREATE TABLE "Wéird ""table""" (id int PRIMARY KEY, v text);
+                CREATE TABLE unkeyed (v text);
+                CREATE TABLE bare ();
+                CREATE TABLE document (id int PRIMARY KEY, body text);
+                CREATE TABLE long_key (k text PRIMARY KEY, v text);
+                """#)
+            let writer = try database.connect()
+            let installed = try Installer.install(on: writer, durability: durability, triggers: triggers)
+            #expect(installed.count == 6)
+            #expect(try Installer.usesNativeTriggers(on: writer) == (triggers == .native))
+            try writer.execute("LISTEN pgherald")
+            for statement in [
+                #"INSERT INTO typed VALUES (1.5, '{"a": 1}', '{"b": [1, null]}', ROW(1, 'x,y'), '2020-01-01 10:00+05', 'é', E'q"\\', 1)"#,
+                // \u0000 in a json column: the key is read around it, in both kinds.
+                #"INSERT INTO typed VALUES ('NaN', '{"z": "\u0000"}', NULL, NULL, NULL, NULL, E'\\u0000', 2)"#,
+                "UPDATE typed SET n = 2 WHERE id = 1",
+                "UPDATE typed SET id = 3 WHERE id = 2",
+                "DELETE FROM typed WHERE id = 3",
+                #"INSERT INTO "Wéird ""table""" VALUES (1, 'a') ON CONFLICT (id) DO UPDATE SET v = 'b'"#,
+                #"INSERT INTO "Wéird ""table""" VALUES (1, 'a') ON CONFLICT (id) DO UPDATE SET v = 'b'"#,
+                "INSERT INTO unkeyed VALUES ('u')",
+                "INSERT INTO bare DEFAULT VALUES",
+                "INSERT INTO document VALUES (1, repeat('d', 10000))",
+                "UPDATE document SET body = 'small' WHERE id = 1",
+                "INSERT INTO long_key VALUES (repeat('k', 7200), 'v')",
+                // Handed to plpgsql: two rows, then none.
+                "INSERT INTO unkeyed VALUES ('a'), ('b')",
+                "UPDATE unkeyed SET v = 'none' WHERE false",
+                "BEGIN; INSERT INTO document VALUES (2, 'x'); DELETE FROM document WHERE id = 2; COMMIT",
+                "DELETE FROM unkeyed",
+            ] {
+                try writer.execute(statement)
+            }
+            var notifications: [String] = []
+            writer.takeNotifications { _, payload, _ in notifications.append(String(decoding: payload, as: UTF8.self)) }
+            let journal = try writer.execute("SELECT concat_ws(' ', id, last_id, event_count, event) FROM pgherald.journal ORDER BY id")
+            let blanked = { (text: String) in
+                text.replacing(/"txid":"\d+"/, with: #""txid":"""#).replacing(/"at":"[^"]+"/, with: #""at":"""#)
+            }
+            return Published(notifications: notifications.map(blanked), journal: journal.rows.map { blanked($0[0] ?? "") })
+        }
+    }
+}

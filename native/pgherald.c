@@ -1,0 +1,371 @@
+/*
+ * pgherald's native statement triggers: the single-row statement, the common
+ * case, published without the plpgsql interpreter or a query over the
+ * transition table. A statement of any other size is handed to the plpgsql
+ * trigger function of the same mode, with the same trigger data, so the
+ * events are the same whichever library the server has.
+ *
+ * The event is byte for byte the one pgherald.publish_statement_durable and
+ * pgherald.publish_statement write for one row (sql/install.sql): row_to_json
+ * for the rows, json's -> for the key, clock_timestamp in UTC for `at`.
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/xid8.h"
+
+#if PG_VERSION_NUM < 140000
+#error "pgherald's native triggers need PostgreSQL 14 or later; install pgherald with --triggers plpgsql"
+#endif
+
+PG_MODULE_MAGIC;
+
+PG_FUNCTION_INFO_V1(pgherald_native_version);
+PG_FUNCTION_INFO_V1(pgherald_publish_statement_durable);
+PG_FUNCTION_INFO_V1(pgherald_publish_statement);
+
+/*
+ * The pgherald.version() whose events this library writes; install.sql uses
+ * the library only when the two agree.
+ */
+#define PUBLISHER_VERSION 6
+
+/* pgherald.notify_limit(): NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. */
+#define NOTIFY_LIMIT (BLCKSZ - 192)
+
+/*
+ * Calls the plpgsql trigger function pgherald.NAME with this call's trigger
+ * data, as the trigger manager would have; plpgsql registers the transition
+ * tables itself. Looked up on each call, which only statements of other
+ * sizes pay, so a reinstalled schema never leaves a stale function behind.
+ */
+static Datum
+publish_in_plpgsql(FunctionCallInfo fcinfo, const char *name)
+{
+	List	   *qualified = list_make2(makeString("pgherald"), makeString(pstrdup(name)));
+	Oid			function = LookupFuncName(qualified, 0, NULL, false);
+	FmgrInfo	flinfo;
+
+	LOCAL_FCINFO(call, 0);
+
+	fmgr_info(function, &flinfo);
+	InitFunctionCallInfoData(*call, &flinfo, 0, InvalidOid, fcinfo->context, NULL);
+	return FunctionCallInvoke(call);
+}
+
+/* How many rows a transition table holds; -1 for none. */
+static int64
+rows_in(Tuplestorestate *rows)
+{
+	return rows == NULL ? -1 : tuplestore_tuple_count(rows);
+}
+
+/* The only row of a transition table, as row_to_json writes it. */
+static text *
+only_row_json(Tuplestorestate *rows, TupleDesc desc)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	text	   *json;
+
+	/* A read pointer of our own, as a scan of the transition table takes. */
+	tuplestore_select_read_pointer(rows, tuplestore_alloc_read_pointer(rows, 0));
+	tuplestore_rescan(rows);
+	if (!tuplestore_gettupleslot(rows, true, false, slot))
+		elog(ERROR, "pgherald: the transition table lost its row");
+	json = DatumGetTextPP(DirectFunctionCall1(row_to_json, ExecFetchSlotHeapTupleDatum(slot)));
+	ExecDropSingleTupleTableSlot(slot);
+	return json;
+}
+
+/* JSON text as it is, or null. */
+static void
+append_json(StringInfo event, text *json)
+{
+	if (json == NULL)
+		appendStringInfoString(event, "null");
+	else
+		appendBinaryStringInfo(event, VARDATA_ANY(json), VARSIZE_ANY_EXHDR(json));
+}
+
+/* Whether JSON text holds the escape \u0000. */
+static bool
+contains_null_escape(text *json)
+{
+	const char *at = VARDATA_ANY(json);
+	const char *end = at + VARSIZE_ANY_EXHDR(json);
+
+	for (; end - at >= 6; at++)
+		if (memcmp(at, "\\u0000", 6) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The `pk` member, as pgherald.event_key reads it: json's -> on the row,
+ * which fails on \u0000, so the row is read with U+FFFD in its place.
+ */
+static void
+append_key(StringInfo event, text *row, Trigger *trigger)
+{
+	text	   *readable = row;
+	int			i;
+
+	if (trigger->tgnargs == 0)
+	{
+		appendStringInfoString(event, "null");
+		return;
+	}
+	if (contains_null_escape(row))
+		readable = DatumGetTextPP(DirectFunctionCall3Coll(replace_text, DEFAULT_COLLATION_OID, PointerGetDatum(row),
+													  CStringGetTextDatum("\\u0000"),
+													  CStringGetTextDatum("\\ufffd")));
+	appendStringInfoChar(event, '{');
+	for (i = 0; i < trigger->tgnargs; i++)
+	{
+		Datum		value;
+
+		LOCAL_FCINFO(field, 2);
+
+		if (i > 0)
+			appendStringInfoChar(event, ',');
+		escape_json(event, trigger->tgargs[i]);
+		appendStringInfoChar(event, ':');
+		InitFunctionCallInfoData(*field, NULL, 2, InvalidOid, NULL, NULL);
+		field->args[0].value = PointerGetDatum(readable);
+		field->args[0].isnull = false;
+		field->args[1].value = CStringGetTextDatum(trigger->tgargs[i]);
+		field->args[1].isnull = false;
+		value = json_object_field(field);
+		if (field->isnull)
+			appendStringInfoString(event, "null");
+		else
+			append_json(event, DatumGetTextPP(value));
+	}
+	appendStringInfoChar(event, '}');
+}
+
+/* `txid` and `at`, the end of every event (pgherald.event_tail). */
+static void
+append_tail(StringInfo tail, FullTransactionId transaction_id)
+{
+	struct pg_tm tm;
+	fsec_t		fsec;
+
+	if (timestamp2tm(GetCurrentTimestamp(), NULL, &tm, &fsec, NULL, NULL) != 0)
+		elog(ERROR, "pgherald: the clock is out of range");
+	appendStringInfo(tail, ",\"txid\":\"" UINT64_FORMAT "\",\"at\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"}",
+					 U64FromFullTransactionId(transaction_id),
+					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) fsec);
+}
+
+static void
+set_column(TupleTableSlot *slot, TupleDesc desc, const char *name, Datum value)
+{
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attribute = TupleDescAttr(desc, i);
+
+		if (!attribute->attisdropped && strcmp(NameStr(attribute->attname), name) == 0)
+		{
+			slot->tts_values[i] = value;
+			slot->tts_isnull[i] = false;
+			return;
+		}
+	}
+	elog(ERROR, "pgherald: the journal has no column %s; run pgherald install again", name);
+}
+
+/*
+ * The journal row of one event, written as the INSERT in
+ * pgherald.publish_statement_durable writes it, without planning and
+ * running that statement: the writer's INSERT privilege is checked, the
+ * unset columns are null but created_at, which is now(), and every index
+ * of the journal is kept.
+ */
+static void
+insert_into_journal(Oid namespace, int64 event_id, FullTransactionId transaction_id, StringInfo event)
+{
+	Oid			journal_id = get_relname_relid("journal", namespace);
+	Relation	journal;
+	TupleDesc	desc;
+	EState	   *estate;
+	ResultRelInfo *result;
+	TupleTableSlot *slot;
+	AclResult	allowed;
+
+	if (!OidIsValid(journal_id))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("pgherald: the table pgherald.journal does not exist"),
+						errhint("Run pgherald install again.")));
+	allowed = pg_class_aclcheck(journal_id, GetUserId(), ACL_INSERT);
+	if (allowed != ACLCHECK_OK)
+		aclcheck_error(allowed, OBJECT_TABLE, "journal");
+	journal = table_open(journal_id, RowExclusiveLock);
+	desc = RelationGetDescr(journal);
+	estate = CreateExecutorState();
+	result = makeNode(ResultRelInfo);
+	InitResultRelInfo(result, journal, 1, NULL, 0);
+	ExecOpenIndices(result, false);
+
+	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, desc->natts * sizeof(bool));
+	set_column(slot, desc, "id", Int64GetDatum(event_id));
+	set_column(slot, desc, "txid", FullTransactionIdGetDatum(transaction_id));
+	set_column(slot, desc, "event", PointerGetDatum(cstring_to_text_with_len(event->data, event->len)));
+	set_column(slot, desc, "created_at", TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()));
+	ExecStoreVirtualTuple(slot);
+
+	table_tuple_insert(journal, slot, GetCurrentCommandId(true), 0, NULL);
+	ExecInsertIndexTuples(result, slot, estate, false, false, NULL, NIL
+#if PG_VERSION_NUM >= 160000
+						  ,false
+#endif
+		);
+
+	ExecCloseIndices(result);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(journal, NoLock);
+}
+
+static Datum
+publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
+{
+	TriggerData *trigger_data = (TriggerData *) fcinfo->context;
+	TriggerEvent fired;
+	TupleDesc	desc;
+	const char *op;
+	text	   *new_row = NULL;
+	text	   *old_row = NULL;
+	StringInfoData head;
+	StringInfoData key;
+	StringInfoData tail;
+	StringInfoData event;
+	FullTransactionId transaction_id;
+	int64		event_id;
+	Oid			namespace;
+	AclResult	allowed;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+						errmsg("pgherald: %s can only run as a trigger", plpgsql_function)));
+	fired = trigger_data->tg_event;
+	if (TRIGGER_FIRED_BY_INSERT(fired))
+		op = "INSERT";
+	else if (TRIGGER_FIRED_BY_UPDATE(fired))
+		op = "UPDATE";
+	else if (TRIGGER_FIRED_BY_DELETE(fired))
+		op = "DELETE";
+	else
+		op = NULL;
+	/* Anything but one row's AFTER statement trigger with its transition tables is plpgsql's to publish or refuse. */
+	if (op == NULL || !TRIGGER_FIRED_FOR_STATEMENT(fired) || !TRIGGER_FIRED_AFTER(fired)
+		|| (strcmp(op, "DELETE") != 0 && rows_in(trigger_data->tg_newtable) != 1)
+		|| (strcmp(op, "INSERT") != 0 && rows_in(trigger_data->tg_oldtable) != 1))
+	{
+		if (rows_in(TRIGGER_FIRED_BY_DELETE(fired) ? trigger_data->tg_oldtable : trigger_data->tg_newtable) == 0)
+			return PointerGetDatum(NULL);
+		return publish_in_plpgsql(fcinfo, plpgsql_function);
+	}
+
+	transaction_id = GetTopFullTransactionId();
+	desc = RelationGetDescr(trigger_data->tg_relation);
+	if (strcmp(op, "DELETE") != 0)
+		new_row = only_row_json(trigger_data->tg_newtable, desc);
+	if (strcmp(op, "INSERT") != 0)
+		old_row = only_row_json(trigger_data->tg_oldtable, desc);
+
+	initStringInfo(&head);
+	appendStringInfo(&head, ",\"op\":\"%s\",\"schema\":", op);
+	escape_json(&head, get_namespace_name(RelationGetNamespace(trigger_data->tg_relation)));
+	appendStringInfoString(&head, ",\"table\":");
+	escape_json(&head, RelationGetRelationName(trigger_data->tg_relation));
+	appendStringInfoString(&head, ",\"pk\":");
+	initStringInfo(&key);
+	append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
+
+	namespace = get_namespace_oid("pgherald", false);
+	allowed = pg_namespace_aclcheck(namespace, GetUserId(), ACL_USAGE);
+	if (allowed != ACLCHECK_OK)
+		aclcheck_error(allowed, OBJECT_SCHEMA, "pgherald");
+	event_id = nextval_internal(get_relname_relid("event_id", namespace), true);
+	initStringInfo(&event);
+	appendStringInfo(&event, "{\"id\":\"" INT64_FORMAT "\"", event_id);
+	appendBinaryStringInfo(&event, head.data, head.len);
+	appendBinaryStringInfo(&event, key.data, key.len);
+	appendStringInfoString(&event, ",\"new\":");
+	append_json(&event, new_row);
+	appendStringInfoString(&event, ",\"old\":");
+	append_json(&event, old_row);
+	initStringInfo(&tail);
+	append_tail(&tail, transaction_id);
+	appendBinaryStringInfo(&event, tail.data, tail.len);
+
+	if (durable)
+	{
+		insert_into_journal(namespace, event_id, transaction_id, &event);
+		if (event.len >= NOTIFY_LIMIT)
+		{
+			resetStringInfo(&event);
+			appendStringInfo(&event, "{\"ref\":\"" INT64_FORMAT "\",\"txid\":\"" UINT64_FORMAT "\"}",
+							 event_id, U64FromFullTransactionId(transaction_id));
+		}
+	}
+	else if (event.len >= NOTIFY_LIMIT)
+	{
+		/* Too large to notify, so it goes without its rows, marked as omitted. */
+		resetStringInfo(&event);
+		appendStringInfo(&event, "{\"id\":\"" INT64_FORMAT "\"", event_id);
+		appendBinaryStringInfo(&event, head.data, head.len);
+		appendStringInfoString(&event, key.len < NOTIFY_LIMIT - 1024 ? key.data : "null");
+		appendStringInfoString(&event, ",\"new\":null,\"old\":null,\"omitted\":true");
+		appendBinaryStringInfo(&event, tail.data, tail.len);
+	}
+	Async_Notify("pgherald", event.data);
+	return PointerGetDatum(NULL);
+}
+
+Datum
+pgherald_publish_statement_durable(PG_FUNCTION_ARGS)
+{
+	return publish(fcinfo, true, "publish_statement_durable");
+}
+
+Datum
+pgherald_publish_statement(PG_FUNCTION_ARGS)
+{
+	return publish(fcinfo, false, "publish_statement");
+}
+
+Datum
+pgherald_native_version(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(PUBLISHER_VERSION);
+}
