@@ -8,10 +8,12 @@ extension IntegrationTests {
     /// tell which ran: the same events, byte for byte, and the same refusals.
     @Suite(.enabled(if: TestDatabase.hasNativeTriggers, "needs the native triggers (scripts/test installs them as root)"))
     struct NativeTriggerTests {
-        /// What one kind of trigger published for the same statements.
-        struct Published: Equatable {
+        /// What one kind of trigger published for the same statements, with
+        /// `txid` and `at` blanked; `times` are the `at`s as written.
+        struct Published {
             var notifications: [String]
             var journal: [String]
+            var times: [String]
         }
 
         /// Every single-row case the C path handles itself (keys of one, two
@@ -28,6 +30,15 @@ extension IntegrationTests {
             #expect(native.journal == plpgsql.journal)
             #expect(native.notifications.contains { $0.contains(#""omitted":true"#) } == (durability == .notifyOnly))
             #expect(native.notifications.contains { $0.hasPrefix(#"{"ref":"#) } == (durability == .durable))
+            // `at` is when the trigger ran, in UTC, as to_char writes it.
+            let events = durability == .durable ? 16 : 19  // a reference carries no `at`
+            #expect(native.times.count == events && native.times.allSatisfy { $0.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/) != nil })
+            let recent = try TestDatabase.create(enrolment: false, install: false).execute("""
+                SELECT count(*) FROM unnest($1::text[]) AS t
+                 WHERE to_char(t::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') = t
+                   AND t::timestamptz BETWEEN now() - interval '10 minutes' AND now()
+                """, parameters: ["{\(native.times.joined(separator: ","))}"])
+            #expect(recent.rows == [["\(events)"]])
         }
 
         /// The C path checks what the SQL statements in plpgsql check: a
@@ -101,6 +112,26 @@ extension IntegrationTests {
             #expect(unknown.stderr.contains("auto|native|plpgsql") || unknown.stderr.contains("'auto', 'native', 'plpgsql'"), "\(unknown.stderr)")
         }
 
+        /// Creating a C function needs a superuser: an installer without one
+        /// gets plpgsql under `auto` and a refusal that says why under `native`.
+        @Test func anInstallWithoutASuperuserRunsPlpgsql() async throws {
+            let database = try TestDatabase.create(enrolment: false, install: false)
+            let role = "owner_\(UInt32.random(in: 0...UInt32.max))"
+            try database.execute("CREATE ROLE \(role) LOGIN NOSUPERUSER; ALTER DATABASE \(database.name) OWNER TO \(role)")
+            let asOwner = "\(database.connInfo) user=\(role)"
+            try PostgresConnection.connect(ConnectionString(asOwner)).execute("CREATE SCHEMA app; CREATE TABLE app.note (id int PRIMARY KEY)")
+
+            let native = try await DaemonProcess(["install", "--db", asOwner, "--schema", "app", "--triggers", "native"]).finish()
+            #expect(native.status != 0)
+            #expect(native.stderr.contains("native triggers were asked for, but permission denied for language c"), "\(native.stderr)")
+            let auto = try await DaemonProcess(["install", "--db", asOwner, "--schema", "app"]).finish()
+            #expect(auto.status == 0, "\(auto.stderr)")
+            #expect(auto.stdout.contains("installed, durable, plpgsql triggers"), "\(auto.stdout)")
+            try database.execute("INSERT INTO app.note VALUES (1)")
+            let journal = try database.execute("SELECT count(*) FROM pgherald.journal")
+            #expect(journal.rows == [["1"]])
+        }
+
         /// Runs the same statements in a database of their own with one kind
         /// of trigger, and returns what they published with `txid` and `at`,
         /// which differ between runs, blanked.
@@ -147,10 +178,17 @@ extension IntegrationTests {
             var notifications: [String] = []
             writer.takeNotifications { _, payload, _ in notifications.append(String(decoding: payload, as: UTF8.self)) }
             let journal = try writer.execute("SELECT concat_ws(' ', id, last_id, event_count, event) FROM pgherald.journal ORDER BY id")
+            let mismatched = try writer.execute(#"""
+                SELECT count(*) FROM pgherald.journal
+                 WHERE last_id IS NULL AND replace(event, '\u0000', '\ufffd')::json ->> 'txid' <> txid::text
+                """#)
+            #expect(mismatched.rows == [["0"]], "a single event's txid is its journal row's")
             let blanked = { (text: String) in
                 text.replacing(/"txid":"\d+"/, with: #""txid":"""#).replacing(/"at":"[^"]+"/, with: #""at":"""#)
             }
-            return Published(notifications: notifications.map(blanked), journal: journal.rows.map { blanked($0[0] ?? "") })
+            let times = notifications.flatMap { $0.split(separator: "\u{1E}") }.compactMap { $0.firstMatch(of: /"at":"([^"]+)"\}$/)?.1 }
+            return Published(notifications: notifications.map(blanked), journal: journal.rows.map { blanked($0[0] ?? "") },
+                             times: times.map(String.init))
         }
     }
 }
