@@ -7,8 +7,10 @@
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
 -- when set, else `public` on a first install. Durability: the
 -- `pgherald.durability` setting (`durable` or `notify-only`) when set, else
--- what was installed before, else `durable`. `pgherald install --schema S
--- --durability D` sets both for you.
+-- what was installed before, else `durable`. Triggers: the `pgherald.triggers`
+-- setting (`auto`, `native` or `plpgsql`; see native/) when set, else what was
+-- asked before, else `auto`. `pgherald install --schema S --durability D
+-- --triggers T` sets them for you.
 
 DO $check$
 BEGIN
