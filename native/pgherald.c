@@ -287,8 +287,8 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 		op = NULL;
 	/* Anything but one row's AFTER statement trigger with its transition tables is plpgsql's to publish or refuse. */
 	if (op == NULL || !TRIGGER_FIRED_FOR_STATEMENT(fired) || !TRIGGER_FIRED_AFTER(fired)
-		|| (strcmp(op, "DELETE") != 0 && rows_in(trigger_data->tg_newtable) != 1)
-		|| (strcmp(op, "INSERT") != 0 && rows_in(trigger_data->tg_oldtable) != 1))
+		|| (!TRIGGER_FIRED_BY_DELETE(fired) && rows_in(trigger_data->tg_newtable) != 1)
+		|| (!TRIGGER_FIRED_BY_INSERT(fired) && rows_in(trigger_data->tg_oldtable) != 1))
 	{
 		if (rows_in(TRIGGER_FIRED_BY_DELETE(fired) ? trigger_data->tg_oldtable : trigger_data->tg_newtable) == 0)
 			return PointerGetDatum(NULL);
@@ -297,9 +297,9 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 
 	transaction_id = GetTopFullTransactionId();
 	desc = RelationGetDescr(trigger_data->tg_relation);
-	if (strcmp(op, "DELETE") != 0)
+	if (!TRIGGER_FIRED_BY_DELETE(fired))
 		new_row = only_row_json(trigger_data->tg_newtable, desc);
-	if (strcmp(op, "INSERT") != 0)
+	if (!TRIGGER_FIRED_BY_INSERT(fired))
 		old_row = only_row_json(trigger_data->tg_oldtable, desc);
 
 	initStringInfo(&head);
