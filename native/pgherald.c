@@ -8,15 +8,23 @@
  * The event is byte for byte the one pgherald.publish_statement_durable and
  * pgherald.publish_statement write for one row (sql/install.sql): row_to_json
  * for the rows, json's -> for the key, clock_timestamp in UTC for `at`.
+ *
+ * The writer needs no grant on pgherald's schema, as with the plpgsql
+ * functions, which run as their owner: the journal row, the event id and
+ * the notification are written here without privilege checks, and the
+ * channel is read from pgherald.setting, which the writer may not read.
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "commands/sequence.h"
@@ -26,14 +34,13 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
-#include "parser/parse_func.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/xid8.h"
@@ -48,11 +55,13 @@ PG_FUNCTION_INFO_V1(pgherald_native_version);
 PG_FUNCTION_INFO_V1(pgherald_publish_statement_durable);
 PG_FUNCTION_INFO_V1(pgherald_publish_statement);
 
+static Datum publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function);
+
 /*
  * The pgherald.version() whose events this library writes; install.sql uses
  * the library only when the two agree.
  */
-#define PUBLISHER_VERSION 6
+#define PUBLISHER_VERSION 7
 
 /* pgherald.notify_limit(): NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. */
 #define NOTIFY_LIMIT (BLCKSZ - 192)
@@ -60,18 +69,25 @@ PG_FUNCTION_INFO_V1(pgherald_publish_statement);
 /*
  * Calls the plpgsql trigger function pgherald.NAME with this call's trigger
  * data, as the trigger manager would have; plpgsql registers the transition
- * tables itself. Looked up on each call, which only statements of other
- * sizes pay, so a reinstalled schema never leaves a stale function behind.
+ * tables itself, and the function runs as its owner. Looked up on each
+ * call, which only statements of other sizes pay, so a reinstalled schema
+ * never leaves a stale function behind; looked up in the catalog, as the
+ * writer may not use pgherald's schema.
  */
 static Datum
 publish_in_plpgsql(FunctionCallInfo fcinfo, const char *name)
 {
-	List	   *qualified = list_make2(makeString("pgherald"), makeString(pstrdup(name)));
-	Oid			function = LookupFuncName(qualified, 0, NULL, false);
+	Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
+										   PointerGetDatum(buildoidvector(NULL, 0)),
+										   ObjectIdGetDatum(get_namespace_oid("pgherald", false)));
 	FmgrInfo	flinfo;
 
 	LOCAL_FCINFO(call, 0);
 
+	if (!OidIsValid(function))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+						errmsg("pgherald: the function pgherald.%s() does not exist", name),
+						errhint("Run pgherald install again.")));
 	fmgr_info(function, &flinfo);
 	InitFunctionCallInfoData(*call, &flinfo, 0, InvalidOid, fcinfo->context, NULL);
 	return FunctionCallInvoke(call);
@@ -204,9 +220,8 @@ set_column(TupleTableSlot *slot, TupleDesc desc, const char *name, Datum value)
 /*
  * The journal row of one event, written as the INSERT in
  * pgherald.publish_statement_durable writes it, without planning and
- * running that statement: the writer's INSERT privilege is checked, the
- * unset columns are null but created_at, which is now(), and every index
- * of the journal is kept.
+ * running that statement: the unset columns are null but created_at, which
+ * is now(), and every index of the journal is kept.
  */
 static void
 insert_into_journal(Oid namespace, int64 event_id, FullTransactionId transaction_id, StringInfo event)
@@ -217,15 +232,11 @@ insert_into_journal(Oid namespace, int64 event_id, FullTransactionId transaction
 	EState	   *estate;
 	ResultRelInfo *result;
 	TupleTableSlot *slot;
-	AclResult	allowed;
 
 	if (!OidIsValid(journal_id))
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
 						errmsg("pgherald: the table pgherald.journal does not exist"),
 						errhint("Run pgherald install again.")));
-	allowed = pg_class_aclcheck(journal_id, GetUserId(), ACL_INSERT);
-	if (allowed != ACLCHECK_OK)
-		aclcheck_error(allowed, OBJECT_TABLE, "journal");
 	journal = table_open(journal_id, RowExclusiveLock);
 	desc = RelationGetDescr(journal);
 	estate = CreateExecutorState();
@@ -255,8 +266,106 @@ insert_into_journal(Oid namespace, int64 event_id, FullTransactionId transaction
 	table_close(journal, NoLock);
 }
 
+/*
+ * The channel the triggers notify on: pgherald.setting's `channel`, which
+ * the first install chose and every later one keeps. Read once per backend
+ * and install: an uninstall and install makes a new schema, and so a new
+ * channel is read.
+ */
+static const char *
+notify_channel(Oid namespace)
+{
+	static Oid	read_for = InvalidOid;
+	static char channel[NAMEDATALEN];
+	Oid			setting_id;
+	Relation	setting;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+
+	if (read_for == namespace)
+		return channel;
+	setting_id = get_relname_relid("setting", namespace);
+	if (!OidIsValid(setting_id))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("pgherald: the table pgherald.setting does not exist"),
+						errhint("Run pgherald install again.")));
+	setting = table_open(setting_id, AccessShareLock);
+	scan = table_beginscan(setting, GetActiveSnapshot(), 0, NULL);
+	while (!found && (tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		name_null;
+		bool		value_null;
+		Datum		name = heap_getattr(tuple, 1, RelationGetDescr(setting), &name_null);
+		Datum		value = heap_getattr(tuple, 2, RelationGetDescr(setting), &value_null);
+
+		if (!name_null && !value_null && strcmp(TextDatumGetCString(name), "channel") == 0)
+		{
+			strlcpy(channel, TextDatumGetCString(value), NAMEDATALEN);
+			found = true;
+		}
+	}
+	table_endscan(scan);
+	table_close(setting, AccessShareLock);
+	if (!found)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("pgherald: pgherald.setting has no channel"),
+						errhint("Run pgherald install again.")));
+	read_for = namespace;
+	return channel;
+}
+
+/* Whether the table has virtual generated columns, which read as null from its transition tables (PostgreSQL 18). */
+static bool
+has_virtual_columns(Relation relation)
+{
+#if PG_VERSION_NUM >= 180000
+	TupleConstr *constraints = RelationGetDescr(relation)->constr;
+
+	return constraints != NULL && constraints->has_generated_virtual;
+#else
+	return false;
+#endif
+}
+
+/*
+ * Says, under any error raised while a change is published, that the
+ * user's write failed because pgherald could not publish it, and how to
+ * stop publishing that table.
+ */
+static void
+publishing_error_context(void *argument)
+{
+	Relation	relation = (Relation) argument;
+	char	   *name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(relation)),
+												  RelationGetRelationName(relation));
+
+	errcontext("pgherald could not publish this change to %s, so the write was refused rather than go unpublished; "
+			   "report it, and to let writes through unpublished run SELECT pgherald.exclude(%s)",
+			   name, quote_literal_cstr(name));
+}
+
 static Datum
 publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
+{
+	TriggerData *trigger_data = (TriggerData *) fcinfo->context;
+	ErrorContextCallback context;
+	Datum		result;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+						errmsg("pgherald: %s can only run as a trigger", plpgsql_function)));
+	context.callback = publishing_error_context;
+	context.arg = trigger_data->tg_relation;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	result = publish_statement(fcinfo, durable, plpgsql_function);
+	error_context_stack = context.previous;
+	return result;
+}
+
+static Datum
+publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 {
 	TriggerData *trigger_data = (TriggerData *) fcinfo->context;
 	TriggerEvent fired;
@@ -271,11 +380,7 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 	FullTransactionId transaction_id;
 	int64		event_id;
 	Oid			namespace;
-	AclResult	allowed;
 
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-						errmsg("pgherald: %s can only run as a trigger", plpgsql_function)));
 	fired = trigger_data->tg_event;
 	if (TRIGGER_FIRED_BY_INSERT(fired))
 		op = "INSERT";
@@ -285,8 +390,13 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 		op = "DELETE";
 	else
 		op = NULL;
-	/* Anything but one row's AFTER statement trigger with its transition tables is plpgsql's to publish or refuse. */
+	/*
+	 * Anything but one row's AFTER statement trigger with its transition
+	 * tables, whose columns all read as stored, is plpgsql's to publish or
+	 * refuse.
+	 */
 	if (op == NULL || !TRIGGER_FIRED_FOR_STATEMENT(fired) || !TRIGGER_FIRED_AFTER(fired)
+		|| has_virtual_columns(trigger_data->tg_relation)
 		|| (!TRIGGER_FIRED_BY_DELETE(fired) && rows_in(trigger_data->tg_newtable) != 1)
 		|| (!TRIGGER_FIRED_BY_INSERT(fired) && rows_in(trigger_data->tg_oldtable) != 1))
 	{
@@ -312,10 +422,7 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 	append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
 
 	namespace = get_namespace_oid("pgherald", false);
-	allowed = pg_namespace_aclcheck(namespace, GetUserId(), ACL_USAGE);
-	if (allowed != ACLCHECK_OK)
-		aclcheck_error(allowed, OBJECT_SCHEMA, "pgherald");
-	event_id = nextval_internal(get_relname_relid("event_id", namespace), true);
+	event_id = nextval_internal(get_relname_relid("event_id", namespace), false);
 	initStringInfo(&event);
 	appendStringInfo(&event, "{\"id\":\"" INT64_FORMAT "\"", event_id);
 	appendBinaryStringInfo(&event, head.data, head.len);
@@ -348,7 +455,7 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 		appendStringInfoString(&event, ",\"new\":null,\"old\":null,\"omitted\":true");
 		appendBinaryStringInfo(&event, tail.data, tail.len);
 	}
-	Async_Notify("pgherald", event.data);
+	Async_Notify(notify_channel(namespace), event.data);
 	return PointerGetDatum(NULL);
 }
 

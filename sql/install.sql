@@ -1,8 +1,9 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 6. Idempotent: running it again upgrades in place and keeps the
--- watched schemas, exclusions and durability. Apply in one transaction:
+-- Version 7, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
+-- any earlier version in place and keeps the journal, webhook deliveries,
+-- watched schemas, exclusions and settings. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
 -- when set, else `public` on a first install. Durability: the
@@ -11,11 +12,19 @@
 -- setting (`auto`, `native` or `plpgsql`; see native/) when set, else what was
 -- asked before, else `auto`. `pgherald install --schema S --durability D
 -- --triggers T` sets them for you.
+--
+-- Writers need no grant: the trigger functions run as their owner with a
+-- fixed search_path, and the schema, the journal and the functions stay
+-- closed to other roles. The triggers notify on a channel the first install
+-- chose at random (the `channel` setting), which only roles that may read
+-- pgherald.setting learn: NOTIFY has no access control of its own, so a
+-- well-known channel would let any role read every change, or forge one.
 
 DO $check$
 BEGIN
-    IF current_setting('server_version_num')::int < 130000 THEN
-        RAISE EXCEPTION 'pgherald needs PostgreSQL 13 or later (this server is %)', current_setting('server_version');
+    IF current_setting('server_version_num')::int < 140000 THEN
+        RAISE EXCEPTION 'pgherald needs PostgreSQL 14 or later, and this server is %', current_setting('server_version')
+            USING HINT = 'pgherald supports PostgreSQL 14, 15, 16, 17 and 18.';
     END IF;
 END
 $check$;
@@ -27,7 +36,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 6 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 7 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -48,6 +57,12 @@ CREATE TABLE IF NOT EXISTS pgherald.setting (
     name text PRIMARY KEY,
     value text NOT NULL
 );
+
+-- The channel the triggers notify on (version 7): chosen once, at random,
+-- and kept by every later install. Only roles that may read this table (the
+-- daemon's) learn it.
+INSERT INTO pgherald.setting VALUES ('channel', 'pgherald_' || replace(gen_random_uuid()::text, '-', ''))
+ON CONFLICT (name) DO NOTHING;
 
 DO $durability$
 DECLARE
@@ -78,6 +93,10 @@ BEGIN
     ON CONFLICT (name) DO UPDATE SET value = coalesce(requested, pgherald.setting.value);
 END
 $triggers$;
+
+-- The channel the triggers notify on.
+CREATE OR REPLACE FUNCTION pgherald.channel() RETURNS text
+LANGUAGE sql STABLE AS $$ SELECT value FROM pgherald.setting WHERE name = 'channel' $$;
 
 -- `durable` or `notify-only`: whether the triggers also write the journal.
 CREATE OR REPLACE FUNCTION pgherald.durability() RETURNS text
@@ -253,17 +272,66 @@ $fn$;
 CREATE OR REPLACE FUNCTION pgherald.notify_limit() RETURNS int
 LANGUAGE sql IMMUTABLE AS $$ SELECT current_setting('block_size')::int - 192 $$;
 
+-- Whether a table has virtual generated columns (PostgreSQL 18). They read
+-- as null in NEW, OLD and transition tables, so the triggers compute them
+-- from their expressions. Before 18 the answer is a constant, which costs
+-- the triggers nothing; pg_upgrade to 18 needs `pgherald install` again.
+DO $virtual$
+BEGIN
+    IF current_setting('server_version_num')::int >= 180000 THEN
+        CREATE OR REPLACE FUNCTION pgherald.has_virtual_columns(target oid) RETURNS boolean
+        LANGUAGE sql STABLE AS $fn$
+            SELECT EXISTS (SELECT FROM pg_attribute
+                            WHERE attrelid = target AND attnum > 0 AND attgenerated = 'v' AND NOT attisdropped)
+        $fn$;
+    ELSE
+        CREATE OR REPLACE FUNCTION pgherald.has_virtual_columns(target oid) RETURNS boolean
+        LANGUAGE sql IMMUTABLE AS $fn$ SELECT false $fn$;
+    END IF;
+END
+$virtual$;
+
+-- A table's columns in order, each with the expression that reads it from
+-- a row named r: r.column, or a virtual generated column's expression.
+CREATE OR REPLACE FUNCTION pgherald.column_sources(target oid)
+RETURNS TABLE (column_name name, source text, is_integer boolean)
+LANGUAGE sql STABLE AS $fn$
+    SELECT a.attname,
+           CASE WHEN a.attgenerated = 'v' THEN '(' || pg_get_expr(d.adbin, d.adrelid) || ')' ELSE 'r.' || quote_ident(a.attname) END,
+           a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+      FROM pg_attribute a
+      LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE a.attrelid = target AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum
+$fn$;
+
+-- row_to_json of a row of a table with virtual generated columns, with
+-- their values computed. A query per row: only such tables pay it.
+CREATE OR REPLACE FUNCTION pgherald.computed_row_json(target oid, source anyelement) RETURNS json
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    result json;
+BEGIN
+    EXECUTE format('SELECT row_to_json(x) FROM (SELECT %s FROM (SELECT ($1).*) AS r) AS x',
+                   (SELECT string_agg(format('%s AS %I', c.source, c.column_name), ', ') FROM pgherald.column_sources(target) AS c))
+        INTO result USING source;
+    RETURN result;
+END
+$fn$;
+
 -- Notify-only publisher: the notification is the only record of the change.
 -- A row too large to notify must never fail the user's write, so its event
 -- goes out without row data, marked as omitted.
 CREATE OR REPLACE FUNCTION pgherald.publish_row() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
     -- NEW is null for DELETE, OLD for INSERT.
-    new_row json := row_to_json(NEW);
-    old_row json := row_to_json(OLD);
+    new_row json := CASE WHEN TG_OP = 'DELETE' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
+                         THEN pgherald.computed_row_json(TG_RELID, NEW) ELSE row_to_json(NEW) END;
+    old_row json := CASE WHEN TG_OP = 'INSERT' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
+                         THEN pgherald.computed_row_json(TG_RELID, OLD) ELSE row_to_json(OLD) END;
     payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
 BEGIN
     IF octet_length(payload) >= pgherald.notify_limit() THEN
@@ -273,7 +341,7 @@ BEGIN
         END IF;
         payload := left(payload, -1) || ', "omitted" : true}';
     END IF;
-    PERFORM pg_notify('pgherald', payload);
+    PERFORM pg_notify(pgherald.channel(), payload);
     RETURN NULL;
 END
 $fn$;
@@ -282,24 +350,28 @@ $fn$;
 -- The notification carries the event for low latency, or, when the event is
 -- too large for one, a reference the daemon resolves from the journal.
 CREATE OR REPLACE FUNCTION pgherald.publish_row_durable() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
     payload text := pgherald.row_event(
-        event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(NEW), row_to_json(OLD), false);
+        event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV,
+        CASE WHEN TG_OP = 'DELETE' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
+             THEN pgherald.computed_row_json(TG_RELID, NEW) ELSE row_to_json(NEW) END,
+        CASE WHEN TG_OP = 'INSERT' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
+             THEN pgherald.computed_row_json(TG_RELID, OLD) ELSE row_to_json(OLD) END, false);
 BEGIN
     INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
     END IF;
-    PERFORM pg_notify('pgherald', payload);
+    PERFORM pg_notify(pgherald.channel(), payload);
     RETURN NULL;
 END
 $fn$;
 
 CREATE OR REPLACE FUNCTION pgherald.publish_truncate() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
@@ -308,7 +380,7 @@ BEGIN
     IF pgherald.durability() = 'durable' THEN
         INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
     END IF;
-    PERFORM pg_notify('pgherald', payload);
+    PERFORM pg_notify(pgherald.channel(), payload);
     RETURN NULL;
 END
 $fn$;
@@ -363,15 +435,17 @@ LANGUAGE sql VOLATILE AS $fn$
                   to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '"}')
 $fn$;
 
--- The select-list entries that read each column's JSON text once, as
--- side || ordinal (n1, n2, ... for the new row); empty for no side. An
--- integer's text is its JSON, without to_json's lookups.
-CREATE OR REPLACE FUNCTION pgherald.column_json_list(columns text[], integers boolean[], side text) RETURNS text
+-- The select-list entries that read each column's JSON text once, from the
+-- expressions that read the columns (column_sources), as side || ordinal
+-- (n1, n2, ... for the new row); empty for no side. An integer's text is
+-- its JSON, without to_json's lookups.
+DROP FUNCTION IF EXISTS pgherald.column_json_list(text[], boolean[], text);
+CREATE OR REPLACE FUNCTION pgherald.column_json_list(sources text[], integers boolean[], side text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $fn$
-    SELECT coalesce(string_agg(format(CASE WHEN integers[o] THEN ', coalesce(r.%I::text, %L) AS %s%s'
-                                           ELSE ', coalesce(to_json(r.%I)::text, %L) AS %s%s' END,
+    SELECT coalesce(string_agg(format(CASE WHEN integers[o] THEN ', coalesce((%s)::text, %L) AS %s%s'
+                                           ELSE ', coalesce(to_json(%s)::text, %L) AS %s%s' END,
                                       c, 'null', side, o), '' ORDER BY o), '')
-      FROM unnest(columns) WITH ORDINALITY AS u(c, o)
+      FROM unnest(sources) WITH ORDINALITY AS u(c, o)
      WHERE side IS NOT NULL
 $fn$;
 
@@ -402,6 +476,7 @@ CREATE OR REPLACE FUNCTION pgherald.statement_events_query(op text, key_columns 
 LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     columns text[];
+    sources text[];
     integers boolean[];
     new_side text := CASE WHEN op = 'DELETE' THEN NULL ELSE 'n' END;
     old_side text := CASE WHEN op = 'INSERT' THEN NULL ELSE 'o' END;
@@ -409,11 +484,9 @@ DECLARE
     key_json text := quote_literal('null');
     source text;
 BEGIN
-    SELECT coalesce(array_agg(a.attname::text ORDER BY a.attnum), '{}'),
-           coalesce(array_agg(a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) ORDER BY a.attnum), '{}')
-      INTO columns, integers
-      FROM pg_attribute a
-     WHERE a.attrelid = target AND a.attnum > 0 AND NOT a.attisdropped;
+    SELECT coalesce(array_agg(c.column_name::text), '{}'), coalesce(array_agg(c.source), '{}'), coalesce(array_agg(c.is_integer), '{}')
+      INTO columns, sources, integers
+      FROM pgherald.column_sources(target) AS c;
     IF coalesce(cardinality(key_columns), 0) > 0 THEN
         SELECT string_agg(format('%L || %s', CASE WHEN o > 1 THEN ',' ELSE '{' END || to_json(k)::text || ':',
                                  coalesce(key_side || array_position(columns, k), quote_literal('null'))), ' || ' ORDER BY o)
@@ -423,16 +496,16 @@ BEGIN
     END IF;
     source := CASE op
         WHEN 'INSERT' THEN format('SELECT nextval(%L) AS event_id%s FROM pgherald_new AS r',
-                                  'pgherald.event_id', pgherald.column_json_list(columns, integers, new_side))
+                                  'pgherald.event_id', pgherald.column_json_list(sources, integers, new_side))
         WHEN 'DELETE' THEN format('SELECT nextval(%L) AS event_id%s FROM pgherald_old AS r',
-                                  'pgherald.event_id', pgherald.column_json_list(columns, integers, old_side))
+                                  'pgherald.event_id', pgherald.column_json_list(sources, integers, old_side))
         ELSE format(
             'SELECT nextval(%L) AS event_id, paired.* FROM ('
             'SELECT * FROM (SELECT row_number() OVER () AS position%s FROM pgherald_new AS r) AS n '
             'JOIN (SELECT row_number() OVER () AS position%s FROM pgherald_old AS r) AS o USING (position) '
             'ORDER BY position) AS paired',
-            'pgherald.event_id', pgherald.column_json_list(columns, integers, new_side),
-            pgherald.column_json_list(columns, integers, old_side))
+            'pgherald.event_id', pgherald.column_json_list(sources, integers, new_side),
+            pgherald.column_json_list(sources, integers, old_side))
     END;
     RETURN format(
         'SELECT s.event_id, %s AS key, %L || s.event_id::text || %L || $1 || %s || %L || %s || %L || %s || $2 AS event FROM (%s) AS s OFFSET 0',
@@ -499,7 +572,7 @@ $fn$;
 -- from the journal. A single row, the common case, and a few rows run no
 -- dynamic query.
 CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
     head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
@@ -515,31 +588,37 @@ DECLARE
     payload text;
     previous_settings text[];
 BEGIN
-    -- One row, the common case, is told apart by asking for a second and
-    -- then read plainly: cheaper than counting and gathering in one query.
-    IF TG_OP = 'DELETE' THEN
-        PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
+    IF pgherald.has_virtual_columns(TG_RELID) THEN
+        -- Virtual generated columns read as null from transition tables:
+        -- only the query that names every column computes them.
+        changed := 65;
     ELSE
-        PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
-    END IF;
-    IF NOT FOUND THEN
-        IF TG_OP <> 'DELETE' THEN
-            SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
-        END IF;
-        IF TG_OP <> 'INSERT' THEN
-            SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+        -- One row, the common case, is told apart by asking for a second and
+        -- then read plainly: cheaper than counting and gathering in one query.
+        IF TG_OP = 'DELETE' THEN
+            PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
+        ELSE
+            PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
         END IF;
         IF NOT FOUND THEN
-            RETURN NULL;
-        END IF;
-        changed := 1;
-    ELSE
-        -- Up to 65 rows: enough to tell a few from many.
-        IF TG_OP <> 'DELETE' THEN
-            SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
-        END IF;
-        IF TG_OP <> 'INSERT' THEN
-            SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+            IF TG_OP <> 'DELETE' THEN
+                SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
+            END IF;
+            IF TG_OP <> 'INSERT' THEN
+                SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+            END IF;
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
+            changed := 1;
+        ELSE
+            -- Up to 65 rows: enough to tell a few from many.
+            IF TG_OP <> 'DELETE' THEN
+                SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+            END IF;
+            IF TG_OP <> 'INSERT' THEN
+                SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+            END IF;
         END IF;
     END IF;
     IF changed = 1 THEN
@@ -577,12 +656,15 @@ BEGIN
             INTO batches, first_id, through_id, payload
             USING head, tail, transaction_id, pgherald.notify_limit();
         PERFORM pgherald.restore_settings(previous_settings);
+        IF batches = 0 THEN
+            RETURN NULL;
+        END IF;
     END IF;
     IF batches > 1 OR payload IS NULL OR octet_length(payload) >= pgherald.notify_limit() THEN
         payload := concat('{"ref":"', first_id, '",', CASE WHEN through_id > first_id THEN concat('"through":"', through_id, '",') END,
                           '"txid":"', transaction_id, '"}');
     END IF;
-    PERFORM pg_notify('pgherald', payload);
+    PERFORM pg_notify(pgherald.channel(), payload);
     RETURN NULL;
 END
 $fn$;
@@ -591,12 +673,13 @@ $fn$;
 -- packed into as few notifications as hold them, separated by U+001E. An
 -- event too large for one goes out without row data, marked as omitted.
 CREATE OR REPLACE FUNCTION pgherald.publish_statement() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
     head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
     tail text := pgherald.event_tail(transaction_id);
     limit_bytes int := pgherald.notify_limit();
+    channel text := pgherald.channel();
     changed int;
     new_rows json[];
     old_rows json[];
@@ -608,31 +691,37 @@ DECLARE
     packed text := '';
     previous_settings text[];
 BEGIN
-    -- One row, the common case, is told apart by asking for a second and
-    -- then read plainly: cheaper than counting and gathering in one query.
-    IF TG_OP = 'DELETE' THEN
-        PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
+    IF pgherald.has_virtual_columns(TG_RELID) THEN
+        -- Virtual generated columns read as null from transition tables:
+        -- only the query that names every column computes them.
+        changed := 65;
     ELSE
-        PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
-    END IF;
-    IF NOT FOUND THEN
-        IF TG_OP <> 'DELETE' THEN
-            SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
-        END IF;
-        IF TG_OP <> 'INSERT' THEN
-            SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+        -- One row, the common case, is told apart by asking for a second and
+        -- then read plainly: cheaper than counting and gathering in one query.
+        IF TG_OP = 'DELETE' THEN
+            PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
+        ELSE
+            PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
         END IF;
         IF NOT FOUND THEN
-            RETURN NULL;
-        END IF;
-        changed := 1;
-    ELSE
-        -- Up to 65 rows: enough to tell a few from many.
-        IF TG_OP <> 'DELETE' THEN
-            SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
-        END IF;
-        IF TG_OP <> 'INSERT' THEN
-            SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+            IF TG_OP <> 'DELETE' THEN
+                SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
+            END IF;
+            IF TG_OP <> 'INSERT' THEN
+                SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
+            END IF;
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
+            changed := 1;
+        ELSE
+            -- Up to 65 rows: enough to tell a few from many.
+            IF TG_OP <> 'DELETE' THEN
+                SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+            END IF;
+            IF TG_OP <> 'INSERT' THEN
+                SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+            END IF;
         END IF;
     END IF;
     IF changed = 1 THEN
@@ -663,7 +752,7 @@ BEGIN
             || 'ORDER BY pack, event_id) AS p GROUP BY pack ORDER BY pack'
             USING head, tail, limit_bytes
         LOOP
-            PERFORM pg_notify('pgherald', packed);
+            PERFORM pg_notify(channel, packed);
         END LOOP;
         PERFORM pgherald.restore_settings(previous_settings);
         RETURN NULL;
@@ -682,12 +771,12 @@ BEGIN
         ELSIF octet_length(packed) + 1 + octet_length(event) < limit_bytes THEN
             packed := packed || chr(30) || event;
         ELSE
-            PERFORM pg_notify('pgherald', packed);
+            PERFORM pg_notify(channel, packed);
             packed := event;
         END IF;
     END LOOP;
     CLOSE events;
-    PERFORM pg_notify('pgherald', packed);
+    PERFORM pg_notify(channel, packed);
     RETURN NULL;
 END
 $fn$;
@@ -878,7 +967,7 @@ $fn$;
 -- Watches tables created (or altered) after install; ALTER TABLE refreshes the
 -- primary-key columns of tables that are already watched.
 CREATE OR REPLACE FUNCTION pgherald.on_ddl_command_end() RETURNS event_trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
 DECLARE
     changed record;
 BEGIN
@@ -892,6 +981,17 @@ BEGIN
                 OR EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = changed.objid AND tgname IN ('pgherald_row', 'pgherald_insert')))
         THEN
             PERFORM pgherald.attach_trigger(changed.objid::regclass);
+        END IF;
+        -- A partition detached from a watched table keeps being watched
+        -- (version 7): the command names only the parent, and the partition
+        -- lost the triggers it had from it, so every unwatched candidate is
+        -- attached, as attach_all() would.
+        IF changed.command_tag = 'ALTER TABLE'
+           AND EXISTS (SELECT FROM pg_class WHERE oid = changed.objid AND relkind = 'p')
+           AND EXISTS (SELECT FROM pgherald.candidate_table WHERE target = changed.objid) THEN
+            PERFORM pgherald.attach_trigger(c.target)
+               FROM pgherald.candidate_table c
+              WHERE NOT EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = c.target AND t.tgname IN ('pgherald_row', 'pgherald_insert'));
         END IF;
         -- A watched table that gains an inheritance child changes to one run per row.
         PERFORM pgherald.attach_trigger(i.inhparent::regclass)
@@ -986,6 +1086,14 @@ BEGIN
     END IF;
 END
 $event_trigger$;
+
+-- Nothing of pgherald is open to other roles (version 7): writers reach it
+-- only through the triggers, which run as its owner, and only the owner
+-- reads the journal and the channel. Grants an operator made by hand stay.
+REVOKE ALL ON SCHEMA pgherald FROM PUBLIC;
+REVOKE ALL ON ALL TABLES IN SCHEMA pgherald FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA pgherald FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA pgherald FROM PUBLIC;
 
 DO $watch$
 DECLARE

@@ -10,8 +10,8 @@ struct Listen: AsyncParsableCommand {
     @Option(help: "libpq connection string.")
     var db: String
 
-    @Option(help: "Channel to LISTEN on.")
-    var channel: String = "pgherald"
+    @Option(help: "Channel to LISTEN on. Default: the one pgherald's install chose (read from pgherald.setting).")
+    var channel: String?
 
     @OptionGroup var run: RunOptions
 
@@ -57,7 +57,8 @@ final class BareListener: Sendable {
     private let stopped = Mutex(false)
 
     /// Returns once the connection is LISTENing.
-    init(connInfo: String, channel: String) throws {
+    /// - Parameter channel: `nil` for the one pgherald's install chose.
+    init(connInfo: String, channel: String?) throws {
         let connectionString = try ConnectionString(connInfo)
         let listening = DispatchSemaphore(value: 0)
         // libpq blocks, so the connection lives on a thread of its own.
@@ -65,7 +66,8 @@ final class BareListener: Sendable {
             let connection: PostgresConnection
             do {
                 connection = try PostgresConnection.connect(connectionString, applicationName: "pgherald-bench")
-                try connection.execute("LISTEN \(try connection.escapeIdentifier(channel))")
+                let name = try channel ?? Journal.notificationChannel(on: connection) ?? "pgherald"
+                try connection.execute("LISTEN \(try connection.escapeIdentifier(name))")
             } catch {
                 failure.withLock { $0 = "\(error)" }
                 listening.signal()

@@ -17,7 +17,10 @@ extension DaemonConfiguration {
         let name = settings.string("name", default: "default")!
         guard !name.isEmpty else { throw settings.fail("name", "must not be empty") }
         let durability = try settings.choice("durability", default: Durability?.none)
-        let channel = settings.string("channel", default: "pgherald")!
+        if let source = settings.retired("channel") {
+            warnings.append("channel (\(source)) is no longer a setting and is ignored: the install chooses a private channel, "
+                + "which the daemon reads from the database; remove it")
+        }
         let retention = try settings.value("retention", default: HumanDuration(configString: "24h"), expected: "a duration such as 24h, 90m or 7d")!
         let pruneInterval = try settings.value("prune_interval", default: HumanDuration(configString: "60s"), expected: "a duration such as 60s")!
         let history = try settings.int("history", default: 100_000, in: 0...Int.max)
@@ -44,7 +47,7 @@ extension DaemonConfiguration {
         try settings.rejectUnknownKeys()
 
         return DaemonConfiguration(
-            database: database, name: name, durability: durability, channel: channel,
+            database: database, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),

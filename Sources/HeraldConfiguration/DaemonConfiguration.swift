@@ -20,8 +20,6 @@ public struct DaemonConfiguration: Sendable {
     public var name: String
     /// Key `durability`. Default: as installed.
     public var durability: Durability?
-    /// Key `channel`. Default `pgherald`.
-    public var channel: String
     /// Key `retention`. Default 24h.
     public var retention: Duration
     /// Key `prune_interval`. Default 60s.

@@ -60,6 +60,12 @@ final class SettingsReader {
         }
     }
 
+    /// Where a setting that pgherald no longer reads is still given, if anywhere; never rejected as unknown.
+    func retired(_ key: String) -> String? {
+        readKeys.insert(key)
+        return source(of: key)
+    }
+
     func fail(_ key: String, _ reason: String) -> ConfigurationError {
         ConfigurationError(key: key, source: source(of: key) ?? "default", reason: reason)
     }

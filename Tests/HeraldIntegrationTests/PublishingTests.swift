@@ -149,10 +149,11 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let daemon = try await RunningListener(database: database)
             let connection = try database.connect()
-            try connection.execute("NOTIFY pgherald, 'not json'")
-            try connection.execute(#"NOTIFY pgherald, '{"op":"INSERT","id":"1"}'"#)
-            try connection.execute(#"NOTIFY pgherald, '[1,2,3]'"#)
-            try connection.execute("SELECT pg_notify('pgherald', repeat('[', 5000))")
+            // The owner may read the install's channel; a stranger cannot (AccessControlTests).
+            let channel = try #require(try Journal.notificationChannel(on: connection))
+            for payload in ["not json", #"{"op":"INSERT","id":"1"}"#, "[1,2,3]", String(repeating: "[", count: 5000)] {
+                try connection.execute("SELECT pg_notify($1, $2)", parameters: [channel, payload])
+            }
             try connection.execute("INSERT INTO course (short_code, name) VALUES ('AFTER', 'After the garbage')")
             let event = try await daemon.inbox.next()
             #expect(event.new?["short_code"] == .string("AFTER"))

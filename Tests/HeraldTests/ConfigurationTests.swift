@@ -37,7 +37,6 @@ import Testing
     @Test func defaultsApplyWithAnEmptyFile() async throws {
         let configuration = try await load("")
         #expect(configuration.name == "default")
-        #expect(configuration.channel == "pgherald")
         #expect(configuration.retention == .seconds(86_400))
         #expect(configuration.socket?.maximumSubscribers == 10_000)
         #expect(configuration.socket?.writeRate == 50_000)
@@ -48,22 +47,30 @@ import Testing
     @Test func theFileIsOverriddenByTheEnvironmentAndTheEnvironmentByFlags() async throws {
         let yaml = """
             name: from-file
-            channel: file-channel
+            retention: 1h
             socket:
               max_subscribers: 10
               write_rate: 100
             """
-        let environment = ["PGHERALD_SOCKET_MAX_SUBSCRIBERS": "20", "PGHERALD_CHANNEL": "env-channel"]
-        let configuration = try await load(yaml, environment: environment, flags: ["channel": .init(name: "--channel", value: "flag-channel")])
+        let environment = ["PGHERALD_SOCKET_MAX_SUBSCRIBERS": "20", "PGHERALD_RETENTION": "2h"]
+        let configuration = try await load(yaml, environment: environment, flags: ["retention": .init(name: "--retention", value: "3h")])
         #expect(configuration.name == "from-file")
         #expect(configuration.socket?.maximumSubscribers == 20)
         #expect(configuration.socket?.writeRate == 100)
-        #expect(configuration.channel == "flag-channel")
+        #expect(configuration.retention == .seconds(3 * 3600))
         let sources = Dictionary(uniqueKeysWithValues: configuration.effective.map { ($0.key, $0.source) })
         #expect(sources["name"]?.hasSuffix("pgherald.yaml line 1") == true)
         #expect(sources["socket.max_subscribers"] == "PGHERALD_SOCKET_MAX_SUBSCRIBERS")
-        #expect(sources["channel"] == "--channel")
+        #expect(sources["retention"] == "--retention")
         #expect(sources["history"] == "default")
+    }
+
+    @Test func theRetiredChannelSettingIsIgnoredWithAWarning() async throws {
+        let configuration = try await load("channel: pgherald\n")
+        #expect(configuration.warnings.contains { $0.hasPrefix("channel (") && $0.contains("ignored") })
+        #expect(!configuration.effective.contains { $0.key == "channel" })
+        let unset = try await load("")
+        #expect(!unset.warnings.contains { $0.hasPrefix("channel") })
     }
 
     @Test func everyRejectionNamesTheKeyTheSourceAndWhy() async throws {

@@ -44,8 +44,18 @@ public enum Journal {
         return try connection.execute("SELECT pgherald.durability()").rows.first?[0].flatMap { Durability(rawValue: $0) }
     }
 
-    /// The publisher version this daemon reads: version 6 writes a statement's events in batch rows.
-    public static let requiredPublisherVersion = 6
+    /// The publisher version this daemon reads: version 7 notifies on a channel of the install's own.
+    public static let requiredPublisherVersion = 7
+
+    /// The channel the triggers notify on, which the install chose at random
+    /// and only roles that may read `pgherald.setting` learn; `nil` where
+    /// pgherald is not installed, or was installed before version 7.
+    public static func notificationChannel(on connection: PostgresConnection) throws(PostgresError) -> String? {
+        // Asked apart from the read: a statement naming pgherald.setting fails to parse without it.
+        let installed = try connection.execute("SELECT to_regclass('pgherald.setting') IS NOT NULL")
+        guard installed.rows.first?[0] == "t" else { return nil }
+        return try connection.execute("SELECT value FROM pgherald.setting WHERE name = 'channel'").rows.first?[0] ?? nil
+    }
 
     /// `pgherald.version()` of the installed publisher.
     public static func publisherVersion(on connection: PostgresConnection) throws(PostgresError) -> Int? {

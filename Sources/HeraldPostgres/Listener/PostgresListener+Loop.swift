@@ -73,7 +73,7 @@ extension PostgresListener {
         }
     }
 
-    /// Connects and subscribes to the channel and to this daemon's ticks.
+    /// Connects and subscribes to the install's channel and to this daemon's ticks.
     private func openConnection() throws(PostgresError) -> PostgresConnection {
         let deadline = ContinuousClock.now + configuration.connectTimeout
         let connection = try PostgresConnection.connect(
@@ -82,12 +82,13 @@ extension PostgresListener {
             applicationName: "pgherald",
             wake: wake
         )
-        let channel = try connection.escapeIdentifier(configuration.channel)
+        let name = try Journal.notificationChannel(on: connection) ?? Self.uninstalledChannel
+        state.withLock { $0.channel = name }
+        let channel = try connection.escapeIdentifier(name)
         let ticks = try connection.escapeIdentifier(tickChannel)
         try connection.execute("LISTEN \(channel); LISTEN \(ticks)", timeout: ContinuousClock.now.duration(to: deadline))
         try claimName(on: connection)
         logger.info("listening", metadata: [
-            "channel": "\(configuration.channel)",
             "server": "\(connection.endpointDescription)",
             "backend_pid": "\(connection.backendPID)",
         ])
@@ -119,6 +120,10 @@ extension PostgresListener {
     /// first events of a burst out sooner.
     public static let maximumBatch = 128
 
-    /// The channel a durable listener notifies itself on to confirm checkpoints.
-    var tickChannel: String { "\(configuration.channel).tick" }
+    /// What a listener hears where pgherald is not installed: events sent by hand alone.
+    static let uninstalledChannel = "pgherald"
+
+    /// The channel a durable listener notifies itself on to confirm
+    /// checkpoints: the install's, so that no other role learns it either.
+    var tickChannel: String { "\(state.withLock { $0.channel }).tick" }
 }

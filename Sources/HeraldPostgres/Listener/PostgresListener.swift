@@ -15,8 +15,6 @@ public final class PostgresListener: Service, Sendable {
     /// Listener settings.
     public struct Configuration: Sendable {
         public var connection: ConnectionString
-        /// Channel the triggers notify on. Default `pgherald`.
-        public var channel: String
         /// Limit for establishing a connection and running LISTEN. Default 10 s.
         public var connectTimeout: Duration
         public var backoff: BackoffPolicy
@@ -31,7 +29,6 @@ public final class PostgresListener: Service, Sendable {
 
         public init(
             connection: ConnectionString,
-            channel: String = "pgherald",
             connectTimeout: Duration = .seconds(10),
             backoff: BackoffPolicy = .init(),
             durability: Durability? = nil,
@@ -39,7 +36,6 @@ public final class PostgresListener: Service, Sendable {
             checkpointInterval: Duration = .seconds(1)
         ) {
             self.connection = connection
-            self.channel = channel
             self.connectTimeout = connectTimeout
             self.backoff = backoff
             self.durability = durability
@@ -69,6 +65,8 @@ public final class PostgresListener: Service, Sendable {
         var statusWaiters: [StatusWaiter] = []
         var started = false
         var durability: Durability?
+        /// The channel the triggers notify on, read from the install at each connection.
+        var channel = PostgresListener.uninstalledChannel
     }
 
     public let configuration: Configuration

@@ -37,7 +37,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Print events to stdout: none (default), json (one event per line, the shared shape) or pretty. Key: stdout.")
     var stdout: DaemonConfiguration.StdoutChoice?
 
-    @Option(help: "Channel the triggers notify on. Default: pgherald. Key: channel.")
+    /// Retired: the install chooses the channel. Accepted, with a warning, so that old unit files still start.
+    @Option(help: .hidden)
     var channel: String?
 
     @Option(help: ArgumentHelp(
@@ -170,7 +171,7 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
         let listener = PostgresListener(
             configuration: .init(
-                connection: connection, channel: settings.channel, connectTimeout: settings.connectTimeout,
+                connection: connection, connectTimeout: settings.connectTimeout,
                 durability: settings.durability, name: settings.name
             ),
             broker: broker,
@@ -251,7 +252,7 @@ struct Serve: AsyncParsableCommand {
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
         )
         lifecycle.info("starting", metadata: [
-            "database": "\(connection)", "channel": "\(settings.channel)", "version": "\(PGHerald.configuration.version)",
+            "database": "\(connection)", "version": "\(PGHerald.configuration.version)",
             "config": "\(sources.file.map { FileManager.default.fileExists(atPath: $0) ? $0 : "none" } ?? "none")",
         ])
         for warning in settings.warnings { lifecycle.warning("\(warning)") }

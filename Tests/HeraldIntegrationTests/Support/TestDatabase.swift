@@ -19,8 +19,11 @@ struct TestDatabase {
     let connInfo: String
 
     /// Creates a database, loads the enrolment example and installs the publisher.
-    static func create(enrolment: Bool = true, install: Bool = true, durability: Durability? = nil) throws -> TestDatabase {
-        let cluster = try #require(clusterConnInfo, "PGHERALD_TEST_CONNINFO is not set; run scripts/test")
+    /// - Parameter cluster: a cluster of the version matrix; default: the one the whole suite runs on.
+    static func create(
+        enrolment: Bool = true, install: Bool = true, durability: Durability? = nil, on cluster: TestCluster? = nil
+    ) throws -> TestDatabase {
+        let cluster = try #require(cluster?.connInfo ?? clusterConnInfo, "PGHERALD_TEST_CONNINFO is not set; run scripts/test")
         let name = "herald_\(UInt32.random(in: 0...UInt32.max))"
         let admin = try PostgresConnection.connect(ConnectionString(cluster))
         try admin.execute("CREATE DATABASE \(name)")
