@@ -208,6 +208,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: strictConcurrency
         ),
     ]

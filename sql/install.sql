@@ -323,7 +323,7 @@ $fn$;
 -- A row too large to notify must never fail the user's write, so its event
 -- goes out without row data, marked as omitted.
 CREATE OR REPLACE FUNCTION pgherald.publish_row() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
@@ -350,7 +350,7 @@ $fn$;
 -- The notification carries the event for low latency, or, when the event is
 -- too large for one, a reference the daemon resolves from the journal.
 CREATE OR REPLACE FUNCTION pgherald.publish_row_durable() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
@@ -371,7 +371,7 @@ END
 $fn$;
 
 CREATE OR REPLACE FUNCTION pgherald.publish_truncate() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
@@ -572,7 +572,7 @@ $fn$;
 -- from the journal. A single row, the common case, and a few rows run no
 -- dynamic query.
 CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
     head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
@@ -673,7 +673,7 @@ $fn$;
 -- packed into as few notifications as hold them, separated by U+001E. An
 -- event too large for one goes out without row data, marked as omitted.
 CREATE OR REPLACE FUNCTION pgherald.publish_statement() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
     head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
@@ -967,7 +967,7 @@ $fn$;
 -- Watches tables created (or altered) after install; ALTER TABLE refreshes the
 -- primary-key columns of tables that are already watched.
 CREATE OR REPLACE FUNCTION pgherald.on_ddl_command_end() RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgherald, pg_temp AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     changed record;
 BEGIN

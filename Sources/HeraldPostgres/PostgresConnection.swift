@@ -211,7 +211,8 @@ public final class PostgresConnection {
         return PostgresError(
             .queryFailed,
             PostgresError.oneLine(connectionString.redact(message)),
-            sqlState: field(UInt8(ascii: "C"))
+            sqlState: field(UInt8(ascii: "C")),
+            context: field(UInt8(ascii: "W")).map { PostgresError.oneLine(connectionString.redact($0)) }
         )
     }
 

@@ -26,11 +26,15 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
     public var message: String
     /// The SQLSTATE of a server error, when there is one.
     public var sqlState: String?
+    /// Where in the server a statement failed (a trigger, a function), one
+    /// line, when the server said.
+    public var context: String?
 
-    public init(_ code: Code, _ message: String, sqlState: String? = nil) {
+    public init(_ code: Code, _ message: String, sqlState: String? = nil, context: String? = nil) {
         self.code = code
         self.message = message
         self.sqlState = sqlState
+        self.context = context
     }
 
     public var description: String { message }

@@ -1,0 +1,134 @@
+import Foundation
+import Herald
+import HeraldPostgres
+import Testing
+
+extension IntegrationTests {
+    /// Applications connect as roles that may write their tables and no
+    /// more. They need no grant for pgherald, cannot read or forge its
+    /// events, and a role that may not read a table learns nothing of its
+    /// changes from NOTIFY.
+    @Suite
+    struct ApplicationRoleTests {
+        /// A role and a connection as it.
+        private func role(in database: TestDatabase, grants: String) throws -> (name: String, connection: PostgresConnection) {
+            let name = "role_\(UInt32.random(in: 0...UInt32.max))"
+            try database.execute("CREATE ROLE \(name) LOGIN; \(grants.replacingOccurrences(of: "ROLE", with: name))")
+            return (name, try PostgresConnection.connect(ConnectionString("\(database.connInfo) user=\(name)")))
+        }
+
+        private func refusal(_ body: () throws(PostgresError) -> Void) -> String? {
+            do {
+                try body()
+                return nil
+            } catch {
+                return error.message.components(separatedBy: "\n")[0]
+            }
+        }
+
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func anApplicationRoleWritesWithNoGrantAndReachesNothingOfPgherald(_ durability: Durability) throws {
+            let database = try TestDatabase.create(durability: durability)
+            let (_, application) = try role(in: database, grants: """
+                GRANT SELECT, INSERT, UPDATE, DELETE ON course TO ROLE;
+                GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ROLE
+                """)
+            try application.execute("SET search_path = pg_temp, \"no such schema\", public")
+            try application.execute("INSERT INTO course (short_code, name) VALUES ('APP', 'By the application')")
+            try application.execute("INSERT INTO course (short_code, name) SELECT 'A' || g, 'Bulk' FROM generate_series(1, 70) AS g")
+            try application.execute("UPDATE course SET name = 'Changed' WHERE short_code = 'APP'")
+            try application.execute("DELETE FROM course WHERE short_code = 'APP' OR short_code ~ '^A[0-9]+$'")
+            if durability == .durable {
+                let journal = try database.execute("SELECT sum(coalesce(event_count, 1)) FROM pgherald.journal")
+                #expect(journal.rows == [["143"]])
+            }
+            // Closed: the journal, the settings (and so the channel), the sequence, the functions.
+            for statement in [
+                "SELECT count(*) FROM pgherald.journal",
+                "SELECT value FROM pgherald.setting",
+                "SELECT pgherald.channel()",
+                "SELECT nextval('pgherald.event_id')",
+                "INSERT INTO pgherald.journal (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
+                "CREATE TEMP TABLE mine (id int); CREATE TRIGGER forged AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION pgherald.publish_row()",
+            ] {
+                let message = refusal { () throws(PostgresError) in try application.execute(statement) }
+                #expect(message?.contains("permission denied") == true, "\(statement): \(message ?? "allowed")")
+            }
+            // The channel appears in no function's source, which every role may read.
+            let channel = try #require(try Journal.notificationChannel(on: database.connect()))
+            let sources = try application.execute("SELECT count(*) FROM pg_proc WHERE strpos(prosrc, $1) > 0", parameters: [channel])
+            #expect(sources.rows == [["0"]])
+        }
+
+        /// A role with no grant on a watched table listens on the channel
+        /// names it can guess and looks for the real one: it learns nothing,
+        /// and what it sends on a guessed channel never reaches subscribers.
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func aRoleWithoutPrivilegesLearnsNothingFromNotify(_ durability: Durability) async throws {
+            let database = try TestDatabase.create(durability: durability)
+            let daemon = try await RunningListener(database: database)
+            let (name, stranger) = try role(in: database, grants: "")
+            for guess in ["pgherald", "pgherald.tick", "pgherald_notify", "default"] {
+                try stranger.execute("LISTEN \(try stranger.escapeIdentifier(guess))")
+            }
+            let channel = try #require(try Journal.notificationChannel(on: database.connect()))
+            let seen = try stranger.execute("""
+                SELECT count(*) FROM pg_stat_activity WHERE strpos(coalesce(query, ''), $1) > 0
+                """, parameters: [String(channel.suffix(12))])
+            #expect(seen.rows == [["0"]], "another role's query text is hidden")
+            let privilege = try database.execute("SELECT has_table_privilege($1, 'course', 'SELECT')", parameters: [name])
+            #expect(privilege.rows == [["f"]])
+            try stranger.execute(#"NOTIFY pgherald, '{"id":"1","op":"INSERT","schema":"public","table":"course","pk":null,"new":{"forged":true},"old":null,"txid":"1","at":"2026-01-01T00:00:00.000000Z"}'"#)
+
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('SECRET', 'Not for strangers')")
+            let delivered = try await daemon.inbox.take(1)
+            #expect(delivered.first?.new?["short_code"] == .string("SECRET"), "the forged event never arrived")
+            try await Task.sleep(for: .milliseconds(300))
+            var heard: [String] = []
+            try? stranger.receiveNotifications(until: .now + .milliseconds(200)) { channel, payload, _ in
+                heard.append("\(String(cString: channel)): \(String(decoding: payload, as: UTF8.self))")
+            }
+            stranger.takeNotifications { channel, payload, _ in
+                heard.append("\(String(cString: channel)): \(String(decoding: payload, as: UTF8.self))")
+            }
+            #expect(heard.allSatisfy { !$0.contains("SECRET") }, "\(heard)")
+            #expect(heard.count == 1, "only its own forged notification: \(heard)")
+            try await daemon.stop()
+        }
+
+        /// A trigger that cannot build its event fails the write, with a
+        /// message that names pgherald, the table and the way out; nothing
+        /// is written, and excluding the table lets writes through.
+        @Test(arguments: [Installer.Triggers.native, .plpgsql])
+        func aTriggerThatCannotPublishFailsTheWriteAndSaysWhy(_ triggers: Installer.Triggers) throws {
+            try #require(triggers == .plpgsql || TestDatabase.hasNativeTriggers)
+            let database = try TestDatabase.create(install: false)
+            let admin = try database.connect()
+            try Installer.install(on: admin, triggers: triggers)
+            // Event ids run out: the triggers cannot build an event.
+            try admin.execute("SELECT setval('pgherald.event_id', 5); ALTER SEQUENCE pgherald.event_id MAXVALUE 5")
+            let full = fullRefusal(on: admin, "INSERT INTO course (short_code, name) VALUES ('FAIL', 'Cannot publish')")
+            #expect(full.contains("reached maximum value of sequence"), "\(full)")
+            if triggers == .native {
+                #expect(full.contains("pgherald could not publish this change to public.course"), "\(full)")
+                #expect(full.contains("SELECT pgherald.exclude('public.course')"), "\(full)")
+            } else {
+                #expect(full.contains("PL/pgSQL function pgherald.publish_statement_durable()"), "\(full)")
+            }
+            let written = try admin.execute("SELECT count(*) FROM course WHERE short_code = 'FAIL'")
+            #expect(written.rows == [["0"]])
+            try admin.execute("SELECT pgherald.exclude('public.course')")
+            try admin.execute("INSERT INTO course (short_code, name) VALUES ('FAIL', 'Unpublished')")
+        }
+
+        /// The whole message a refused statement gets, with its context.
+        private func fullRefusal(on connection: PostgresConnection, _ statement: String) -> String {
+            do {
+                try connection.execute(statement)
+                return "allowed"
+            } catch {
+                return "\(error.message) \(error.context ?? "")"
+            }
+        }
+    }
+}
