@@ -94,9 +94,9 @@ BEGIN
 END
 $triggers$;
 
--- The channel the triggers notify on.
-CREATE OR REPLACE FUNCTION pgherald.channel() RETURNS text
-LANGUAGE sql STABLE AS $$ SELECT value FROM pgherald.setting WHERE name = 'channel' $$;
+-- The triggers read the channel with a query of their own, whose plan
+-- plpgsql keeps: a SQL function would set up an executor per statement.
+DROP FUNCTION IF EXISTS pgherald.channel();
 
 -- `durable` or `notify-only`: whether the triggers also write the journal.
 CREATE OR REPLACE FUNCTION pgherald.durability() RETURNS text
@@ -341,7 +341,7 @@ BEGIN
         END IF;
         payload := left(payload, -1) || ', "omitted" : true}';
     END IF;
-    PERFORM pg_notify(pgherald.channel(), payload);
+    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
 END
 $fn$;
@@ -365,7 +365,7 @@ BEGIN
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
     END IF;
-    PERFORM pg_notify(pgherald.channel(), payload);
+    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
 END
 $fn$;
@@ -380,7 +380,7 @@ BEGIN
     IF pgherald.durability() = 'durable' THEN
         INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
     END IF;
-    PERFORM pg_notify(pgherald.channel(), payload);
+    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
 END
 $fn$;
@@ -664,7 +664,7 @@ BEGIN
         payload := concat('{"ref":"', first_id, '",', CASE WHEN through_id > first_id THEN concat('"through":"', through_id, '",') END,
                           '"txid":"', transaction_id, '"}');
     END IF;
-    PERFORM pg_notify(pgherald.channel(), payload);
+    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
 END
 $fn$;
@@ -679,7 +679,7 @@ DECLARE
     head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
     tail text := pgherald.event_tail(transaction_id);
     limit_bytes int := pgherald.notify_limit();
-    channel text := pgherald.channel();
+    channel text := (SELECT value FROM pgherald.setting WHERE name = 'channel');
     changed int;
     new_rows json[];
     old_rows json[];

@@ -46,7 +46,7 @@ extension IntegrationTests {
             for statement in [
                 "SELECT count(*) FROM pgherald.journal",
                 "SELECT value FROM pgherald.setting",
-                "SELECT pgherald.channel()",
+                "SELECT pgherald.version()",
                 "SELECT nextval('pgherald.event_id')",
                 "INSERT INTO pgherald.journal (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
                 "CREATE TEMP TABLE mine (id int); CREATE TRIGGER forged AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION pgherald.publish_row()",
