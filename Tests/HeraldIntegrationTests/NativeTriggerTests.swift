@@ -19,11 +19,11 @@ extension IntegrationTests {
         /// Every single-row case the C path handles itself (keys of one, two
         /// and no columns, a key read around \u0000, rows too large to
         /// notify, a key too large for an omitted event) and the statements it
-        /// hands to plpgsql (several rows, no row), in both modes.
-        @Test(arguments: [Durability.durable, .notifyOnly])
-        func singleRowEventsAreThePlpgsqlTriggersByteForByte(_ durability: Durability) throws {
-            let native = try publish(durability, with: .native)
-            let plpgsql = try publish(durability, with: .plpgsql)
+        /// hands to plpgsql (several rows, no row), in both modes, on every major.
+        @Test(arguments: TestCluster.matrix, [Durability.durable, .notifyOnly])
+        func singleRowEventsAreThePlpgsqlTriggersByteForByte(_ cluster: TestCluster, _ durability: Durability) throws {
+            let native = try publish(durability, with: .native, on: cluster)
+            let plpgsql = try publish(durability, with: .plpgsql, on: cluster)
             #expect(native.notifications.count == 16)
             #expect(native.journal.count == (durability == .durable ? 16 : 0))
             #expect(native.notifications == plpgsql.notifications)
@@ -33,7 +33,7 @@ extension IntegrationTests {
             // `at` is when the trigger ran, in UTC, as to_char writes it.
             let events = durability == .durable ? 16 : 19  // a reference carries no `at`
             #expect(native.times.count == events && native.times.allSatisfy { $0.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/) != nil })
-            let recent = try TestDatabase.create(enrolment: false, install: false).execute("""
+            let recent = try TestDatabase.create(enrolment: false, install: false, on: cluster).execute("""
                 SELECT count(*) FROM unnest($1::text[]) AS t
                  WHERE to_char(t::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') = t
                    AND t::timestamptz BETWEEN now() - interval '10 minutes' AND now()
@@ -119,8 +119,8 @@ extension IntegrationTests {
         /// Runs the same statements in a database of their own with one kind
         /// of trigger, and returns what they published with `txid` and `at`,
         /// which differ between runs, blanked.
-        private func publish(_ durability: Durability, with triggers: Installer.Triggers) throws -> Published {
-            let database = try TestDatabase.create(enrolment: false, install: false)
+        private func publish(_ durability: Durability, with triggers: Installer.Triggers, on cluster: TestCluster) throws -> Published {
+            let database = try TestDatabase.create(enrolment: false, install: false, on: cluster)
             try database.execute(#"""
                 CREATE TYPE pair AS (a int, b text);
                 CREATE TABLE typed (gone int, n numeric, j json, jb jsonb, c pair, at timestamptz,

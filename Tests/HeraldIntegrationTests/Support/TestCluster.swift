@@ -20,6 +20,13 @@ struct TestCluster: Sendable, Hashable, CustomTestStringConvertible {
         }.sorted { $0.major < $1.major }
     }()
 
+    /// The server's bin directory (pg_dump, pg_restore of its own major), which
+    /// scripts/pg-cluster records beside the socket the conninfo names.
+    var binDirectory: String? {
+        guard let host = connInfo.firstMatch(of: /host=(\S+)/)?.1 else { return nil }
+        return (try? String(contentsOfFile: "\(host)/bindir", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Where matrix tests append what they counted, for scripts/test's table.
     static let reportPath = ProcessInfo.processInfo.environment["PGHERALD_TEST_MATRIX_REPORT"]
 }
