@@ -7,10 +7,12 @@ extension IntegrationTests {
     /// version 6), and every row still arrives as its own event.
     @Suite
     struct BulkStatementTests {
-        /// 10 rows take the static path for a few rows, 250 the dynamic one.
-        @Test(arguments: [Durability.durable, .notifyOnly], [10, 250])
-        func manyRowStatementsArriveWholeInOrderWithOldRows(_ durability: Durability, _ rows: Int) async throws {
-            let database = try TestDatabase.create(durability: durability)
+        /// 10 rows take the static path for a few rows, 250 the dynamic one;
+        /// on every major, with both kinds of trigger and both durabilities.
+        @Test(arguments: TriggerCell.all, [10, 250])
+        func manyRowStatementsArriveWholeInOrderWithOldRows(_ cell: TriggerCell, _ rows: Int) async throws {
+            let database = try TestDatabase.create(install: false, on: cell.cluster)
+            try Installer.install(on: database.connect(), durability: cell.durability, triggers: cell.triggers)
             let daemon = try await RunningListener(database: database)
             let connection = try database.connect()
             // 250 rows: three journal batches, and far more than one notification holds.

@@ -21,8 +21,9 @@ extension IntegrationTests {
             events.compactMap { $0.row?["short_code"]?.stringValue }
         }
 
-        @Test func aLateCommitWithALowerIDAndWritesWhileDownArriveAfterSIGKILL() async throws {
-            let database = try TestDatabase.create()
+        @Test(arguments: TestCluster.matrix)
+        func aLateCommitWithALowerIDAndWritesWhileDownArriveAfterSIGKILL(_ cluster: TestCluster) async throws {
+            let database = try TestDatabase.create(on: cluster)
             let (first, firstEvents) = try await serve(database)
             try insertCourse(database, "READY")
             _ = try await firstEvents.wait(for: 1)
