@@ -13,7 +13,9 @@ extension DaemonConfiguration {
         let settings = try await SettingsReader(sources: sources)
         var warnings: [String] = []
 
-        let database = try connectionString(settings, warnings: &warnings)
+        let password = try passwordFromFile(settings)
+        let database = try connectionString(settings, password: password, warnings: &warnings)
+        let listenDatabase = try listenConnectionString(settings, password: password)
         let name = settings.string("name", default: "default")!
         guard !name.isEmpty else { throw settings.fail("name", "must not be empty") }
         let durability = try settings.choice("durability", default: Durability?.none)
@@ -47,7 +49,7 @@ extension DaemonConfiguration {
         try settings.rejectUnknownKeys()
 
         return DaemonConfiguration(
-            database: database, name: name, durability: durability,
+            database: database, listenDatabase: listenDatabase, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),
@@ -56,9 +58,10 @@ extension DaemonConfiguration {
         )
     }
 
-    private static func connectionString(_ settings: SettingsReader, warnings: inout [String]) throws(ConfigurationError) -> ConnectionString {
+    private static func connectionString(
+        _ settings: SettingsReader, password: String?, warnings: inout [String]
+    ) throws(ConfigurationError) -> ConnectionString {
         let text = settings.string("database", default: "", secret: true, recorded: false)!
-        let password = try passwordFromFile(settings)
         let connection: ConnectionString
         do {
             connection = try ConnectionString(text, password: password)
@@ -71,6 +74,23 @@ extension DaemonConfiguration {
             let exposure = source == "--db" ? "--db contains a password, which every local user can read with ps" : "database (\(source)) contains a password"
             warnings.append("\(exposure); put it in password_file (a systemd credential or a file only the daemon reads), ~/.pgpass or PGPASSFILE instead")
         }
+        return connection
+    }
+
+    /// `listen_database`: the listener's own conninfo, for a `database` that
+    /// goes through a transaction pooler; it takes `password_file` too.
+    private static func listenConnectionString(_ settings: SettingsReader, password: String?) throws(ConfigurationError) -> ConnectionString? {
+        guard let text = settings.string("listen_database", secret: true, recorded: false), !text.isEmpty else {
+            settings.record("listen_database", "(none: the listener uses database)")
+            return nil
+        }
+        let connection: ConnectionString
+        do {
+            connection = try ConnectionString(text, password: password)
+        } catch {
+            throw settings.fail("listen_database", error.message)
+        }
+        settings.record("listen_database", "'\(connection)'" + (connection.containsPassword || password != nil ? " (password masked)" : ""))
         return connection
     }
 

@@ -16,6 +16,10 @@ public struct DaemonConfiguration: Sendable {
     /// Key `database`: libpq conninfo or URI; empty (the default) uses libpq's
     /// defaults (`PG*` variables, `.pgpass`). With `password_file`, the password comes from that file.
     public var database: ConnectionString
+    /// Key `listen_database`: the listener's own conninfo (LISTEN, catch-up,
+    /// checkpoints), for a `database` that goes through a transaction pooler.
+    /// Default: none, the listener uses `database`.
+    public var listenDatabase: ConnectionString?
     /// Key `name`. Default `default`.
     public var name: String
     /// Key `durability`. Default: as installed.

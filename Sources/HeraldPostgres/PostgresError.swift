@@ -17,6 +17,10 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible 
         /// Another daemon runs under the same `--name` on this database; the
         /// message names its host and pid. Stop it or choose another name.
         case nameInUse
+        /// The listener's connection goes through a pooler that shares server
+        /// sessions (transaction or statement mode), where LISTEN cannot work;
+        /// the message says how to connect instead.
+        case sharedSession
         /// The operation was abandoned because the caller is shutting down.
         case stopped
     }

@@ -3,102 +3,104 @@ import Herald
 import HeraldPostgres
 import Testing
 
-/// What happens to an install over its life: a dump restored elsewhere keeps
-/// publishing, uninstall leaves nothing behind, each install has its own
-/// channel, and two-phase commit is refused rather than left unpublished.
-@Suite(.enabled(if: !TestCluster.matrix.isEmpty, "needs PGHERALD_TEST_MATRIX (scripts/test)"))
-struct InstallLifecycleTests {
-    @Test(arguments: TestCluster.matrix)
-    func aDumpRestoresAWorkingInstallAndUninstallLeavesNothing(_ cluster: TestCluster) async throws {
-        let bin = try #require(cluster.binDirectory, "no bindir beside \(cluster.connInfo)")
-        let original = try TestDatabase.create(install: false, on: cluster)
-        let admin = try original.connect()
-        try Installer.install(on: admin, triggers: .native)
-        try admin.execute("INSERT INTO course (short_code, name) VALUES ('DUMP', 'Before the dump')")
-        let channel = try Journal.notificationChannel(on: admin)
+extension IntegrationTests {
+    /// What happens to an install over its life: a dump restored elsewhere keeps
+    /// publishing, uninstall leaves nothing behind, each install has its own
+    /// channel, and two-phase commit is refused rather than left unpublished.
+    @Suite(.enabled(if: !TestCluster.matrix.isEmpty, "needs PGHERALD_TEST_MATRIX (scripts/test)"))
+    struct InstallLifecycleTests {
+        @Test(arguments: TestCluster.matrix)
+        func aDumpRestoresAWorkingInstallAndUninstallLeavesNothing(_ cluster: TestCluster) async throws {
+            let bin = try #require(cluster.binDirectory, "no bindir beside \(cluster.connInfo)")
+            let original = try TestDatabase.create(install: false, on: cluster)
+            let admin = try original.connect()
+            try Installer.install(on: admin, triggers: .native)
+            try admin.execute("INSERT INTO course (short_code, name) VALUES ('DUMP', 'Before the dump')")
+            let channel = try Journal.notificationChannel(on: admin)
 
-        let restored = try TestDatabase.create(enrolment: false, install: false, on: cluster)
-        let dump = FileManager.default.temporaryDirectory.appending(path: "pgherald-\(original.name).dump").path
-        defer { try? FileManager.default.removeItem(atPath: dump) }
-        try run("\(bin)/pg_dump", ["-Fc", "-f", dump, "-d", original.connInfo])
-        try run("\(bin)/pg_restore", ["--exit-on-error", "-d", restored.connInfo, dump])
-        let copy = try restored.connect()
-        #expect(try Journal.notificationChannel(on: copy) == channel, "the restored install keeps its channel")
-        #expect(try Installer.usesNativeTriggers(on: copy))
-        #expect(try Installer.watchedTables(on: copy) == Installer.watchedTables(on: admin))
-        let daemon = try await RunningListener(database: restored)
-        try copy.execute("INSERT INTO course (short_code, name) VALUES ('RESTORED', 'After the restore')")
-        let events = try await daemon.inbox.take(1)
-        #expect(events.first?.new?["short_code"] == .string("RESTORED"))
-        try await daemon.stop()
+            let restored = try TestDatabase.create(enrolment: false, install: false, on: cluster)
+            let dump = FileManager.default.temporaryDirectory.appending(path: "pgherald-\(original.name).dump").path
+            defer { try? FileManager.default.removeItem(atPath: dump) }
+            try run("\(bin)/pg_dump", ["-Fc", "-f", dump, "-d", original.connInfo])
+            try run("\(bin)/pg_restore", ["--exit-on-error", "-d", restored.connInfo, dump])
+            let copy = try restored.connect()
+            #expect(try Journal.notificationChannel(on: copy) == channel, "the restored install keeps its channel")
+            #expect(try Installer.usesNativeTriggers(on: copy))
+            #expect(try Installer.watchedTables(on: copy) == Installer.watchedTables(on: admin))
+            let daemon = try await RunningListener(database: restored)
+            try copy.execute("INSERT INTO course (short_code, name) VALUES ('RESTORED', 'After the restore')")
+            let events = try await daemon.inbox.take(1)
+            #expect(events.first?.new?["short_code"] == .string("RESTORED"))
+            try await daemon.stop()
 
-        try Installer.uninstall(on: admin)
-        let leftovers = try admin.execute("""
-            SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgherald'),
-                   (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgherald%'),
-                   (SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'pgherald%'),
-                   (SELECT count(*) FROM pg_proc WHERE proname LIKE '%pgherald%' OR probin LIKE '%pgherald%'
-                                                   OR prosrc LIKE '%pgherald.%'),
-                   (SELECT count(*) FROM pg_class WHERE relname LIKE 'pgherald%'),
-                   (SELECT count(*) FROM course WHERE short_code = 'DUMP')
-            """)
-        #expect(leftovers.rows == [["0", "0", "0", "0", "0", "1"]])
-        try admin.execute("INSERT INTO course (short_code, name) VALUES ('AFTER', 'Writes go on')")
-    }
-
-    @Test func eachInstallChoosesItsOwnChannelAndKeepsIt() throws {
-        let first = try TestDatabase.create()
-        let second = try TestDatabase.create()
-        let channel = try #require(try Journal.notificationChannel(on: first.connect()))
-        #expect(channel.wholeMatch(of: /pgherald_[0-9a-f]{32}/) != nil)
-        #expect(try Journal.notificationChannel(on: second.connect()) != channel)
-        let connection = try first.connect()
-        try Installer.install(on: connection, durability: .notifyOnly)
-        #expect(try Journal.notificationChannel(on: connection) == channel, "a reinstall keeps the channel")
-        try Installer.uninstall(on: connection)
-        try Installer.install(on: connection)
-        #expect(try Journal.notificationChannel(on: connection) != channel, "a new install chooses anew")
-    }
-
-    /// PostgreSQL refuses PREPARE TRANSACTION after NOTIFY, and pgherald's
-    /// triggers notify in every write: a prepared transaction that wrote a
-    /// watched table is refused and publishes nothing, instead of committing
-    /// later with no one told. Unwatched tables prepare as before.
-    @Test(arguments: [Durability.durable, .notifyOnly])
-    func twoPhaseCommitOnAWatchedTableIsRefusedAndPublishesNothing(_ durability: Durability) throws {
-        let database = try TestDatabase.create(install: false)
-        let connection = try database.connect()
-        try connection.execute("CREATE SCHEMA elsewhere; CREATE TABLE elsewhere.ledger (id int PRIMARY KEY)")
-        try Installer.install(on: connection, durability: durability)
-        let gid = "pgherald-\(database.name)"
-        var refusal = ""
-        do {
-            try connection.execute("BEGIN; INSERT INTO course (short_code, name) VALUES ('2PC', 'Prepared'); PREPARE TRANSACTION '\(gid)'")
-        } catch {
-            refusal = error.message
+            try Installer.uninstall(on: admin)
+            let leftovers = try admin.execute("""
+                SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'pgherald'),
+                       (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'pgherald%'),
+                       (SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'pgherald%'),
+                       (SELECT count(*) FROM pg_proc WHERE proname LIKE '%pgherald%' OR probin LIKE '%pgherald%'
+                                                       OR prosrc LIKE '%pgherald.%'),
+                       (SELECT count(*) FROM pg_class WHERE relname LIKE 'pgherald%'),
+                       (SELECT count(*) FROM course WHERE short_code = 'DUMP')
+                """)
+            #expect(leftovers.rows == [["0", "0", "0", "0", "0", "1"]])
+            try admin.execute("INSERT INTO course (short_code, name) VALUES ('AFTER', 'Writes go on')")
         }
-        _ = try? connection.execute("ROLLBACK")
-        #expect(refusal.contains("cannot PREPARE a transaction that has executed LISTEN, UNLISTEN, or NOTIFY"), "\(refusal)")
-        let written = try connection.execute("SELECT count(*) FROM course WHERE short_code = '2PC'")
-        #expect(written.rows == [["0"]])
-        if durability == .durable {
-            #expect(try connection.execute("SELECT count(*) FROM pgherald.journal").rows == [["0"]])
-        }
-        try connection.execute("BEGIN; INSERT INTO elsewhere.ledger VALUES (1); PREPARE TRANSACTION '\(gid)'")
-        try connection.execute("COMMIT PREPARED '\(gid)'")
-        #expect(try connection.execute("SELECT count(*) FROM elsewhere.ledger").rows == [["1"]])
-    }
 
-    private func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(executable): \(String(decoding: message, as: UTF8.self))")
+        @Test func eachInstallChoosesItsOwnChannelAndKeepsIt() throws {
+            let first = try TestDatabase.create()
+            let second = try TestDatabase.create()
+            let channel = try #require(try Journal.notificationChannel(on: first.connect()))
+            #expect(channel.wholeMatch(of: /pgherald_[0-9a-f]{32}/) != nil)
+            #expect(try Journal.notificationChannel(on: second.connect()) != channel)
+            let connection = try first.connect()
+            try Installer.install(on: connection, durability: .notifyOnly)
+            #expect(try Journal.notificationChannel(on: connection) == channel, "a reinstall keeps the channel")
+            try Installer.uninstall(on: connection)
+            try Installer.install(on: connection)
+            #expect(try Journal.notificationChannel(on: connection) != channel, "a new install chooses anew")
+        }
+
+        /// PostgreSQL refuses PREPARE TRANSACTION after NOTIFY, and pgherald's
+        /// triggers notify in every write: a prepared transaction that wrote a
+        /// watched table is refused and publishes nothing, instead of committing
+        /// later with no one told. Unwatched tables prepare as before.
+        @Test(arguments: [Durability.durable, .notifyOnly])
+        func twoPhaseCommitOnAWatchedTableIsRefusedAndPublishesNothing(_ durability: Durability) throws {
+            let database = try TestDatabase.create(install: false)
+            let connection = try database.connect()
+            try connection.execute("CREATE SCHEMA elsewhere; CREATE TABLE elsewhere.ledger (id int PRIMARY KEY)")
+            try Installer.install(on: connection, durability: durability)
+            let gid = "pgherald-\(database.name)"
+            var refusal = ""
+            do {
+                try connection.execute("BEGIN; INSERT INTO course (short_code, name) VALUES ('2PC', 'Prepared'); PREPARE TRANSACTION '\(gid)'")
+            } catch {
+                refusal = error.message
+            }
+            _ = try? connection.execute("ROLLBACK")
+            #expect(refusal.contains("cannot PREPARE a transaction that has executed LISTEN, UNLISTEN, or NOTIFY"), "\(refusal)")
+            let written = try connection.execute("SELECT count(*) FROM course WHERE short_code = '2PC'")
+            #expect(written.rows == [["0"]])
+            if durability == .durable {
+                #expect(try connection.execute("SELECT count(*) FROM pgherald.journal").rows == [["0"]])
+            }
+            try connection.execute("BEGIN; INSERT INTO elsewhere.ledger VALUES (1); PREPARE TRANSACTION '\(gid)'")
+            try connection.execute("COMMIT PREPARED '\(gid)'")
+            #expect(try connection.execute("SELECT count(*) FROM elsewhere.ledger").rows == [["1"]])
+        }
+
+        private func run(_ executable: String, _ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let message = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "\(executable): \(String(decoding: message, as: UTF8.self))")
+        }
     }
 }

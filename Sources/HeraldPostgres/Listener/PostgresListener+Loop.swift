@@ -82,6 +82,7 @@ extension PostgresListener {
             applicationName: "pgherald",
             wake: wake
         )
+        try checkSessionRoute(of: connection, deadline: deadline)
         let name = try Journal.notificationChannel(on: connection) ?? Self.uninstalledChannel
         state.withLock { $0.channel = name }
         let channel = try connection.escapeIdentifier(name)

@@ -37,6 +37,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Print events to stdout: none (default), json (one event per line, the shared shape) or pretty. Key: stdout.")
     var stdout: DaemonConfiguration.StdoutChoice?
 
+    @Option(name: .customLong("listen-db"), help: ArgumentHelp(
+        "The listener's own conninfo, for a --db that goes through a transaction pooler. Key: listen_database.",
+        discussion: "LISTEN needs a session of its own, which a pooler in transaction or statement mode does not keep: serve refuses to listen through one. With this, the listener (LISTEN, catch-up, checkpoints) connects here, straight to PostgreSQL or through a session-mode pool, while the other queries use --db. Default: none, the listener uses --db.",
+        valueName: "conninfo"
+    ))
+    var listenDB: String?
+
     /// Retired: the install chooses the channel. Accepted, with a warning, so that old unit files still start.
     @Option(help: .hidden)
     var channel: String?
@@ -108,6 +115,7 @@ struct Serve: AsyncParsableCommand {
     var flags: [String: ConfigurationSources.Flag] {
         let given: [(String, String, String?)] = [
             ("database", "--db", database.db),
+            ("listen_database", "--listen-db", listenDB),
             ("log.level", "--log-level", logging.logLevel),
             ("log.format", "--log-format", logging.logFormat?.rawValue),
             ("stdout", "--stdout", stdout?.rawValue),
@@ -171,7 +179,7 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
         let listener = PostgresListener(
             configuration: .init(
-                connection: connection, connectTimeout: settings.connectTimeout,
+                connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
                 durability: settings.durability, name: settings.name
             ),
             broker: broker,
