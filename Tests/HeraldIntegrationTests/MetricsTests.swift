@@ -39,7 +39,7 @@ extension IntegrationTests {
 
         @Test func metricsParseAndAgreeWithStats() async throws {
             let database = try TestDatabase.create()
-            let port = Int.random(in: 20_000...60_000)
+            let port = freeLoopbackPort()
             let daemon = try await SocketDaemon(database: database, arguments: ["--metrics-listen", "127.0.0.1:\(port)"])
             let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course")
             #expect(try await daemon.get("/events?table=nope").status == 400)

@@ -18,7 +18,7 @@ extension IntegrationTests {
             let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-realtime-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try jwtSecret.write(toFile: directory.appending(path: "jwt").path, atomically: true, encoding: .utf8)
-            let port = Int.random(in: 20_000...60_000)
+            let port = freeLoopbackPort()
             let config = directory.appending(path: "pgherald.yaml").path
             try """
                 realtime:
