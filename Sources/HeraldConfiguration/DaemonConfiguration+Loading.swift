@@ -28,6 +28,8 @@ extension DaemonConfiguration {
         let history = try settings.int("history", default: 100_000, in: 0...Int.max)
         let mailbox = try settings.int("mailbox_capacity", default: 4096, in: minimumBuffer...Int.max)
         let connectTimeout = try settings.value("connect_timeout", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!
+        let probeInterval = try settings.value("probe_interval", default: HumanDuration(configString: "30s"), expected: "a duration such as 30s")!
+        guard probeInterval.duration > .zero else { throw settings.fail("probe_interval", "must be more than 0") }
         let stdout = try settings.choice("stdout", default: StdoutChoice.none)!
 
         let socket = try socketConfiguration(settings)
@@ -51,7 +53,7 @@ extension DaemonConfiguration {
         return DaemonConfiguration(
             database: database, listenDatabase: listenDatabase, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
-            mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration,
+            mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration, probeInterval: probeInterval.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),
             socket: socket, logLevels: levels, logFormat: format, eventLog: eventLog,
             metricsListen: metricsListen, webhooks: webhooks, access: access, realtime: realtime, warnings: warnings, effective: settings.effective

@@ -34,6 +34,9 @@ public struct DaemonConfiguration: Sendable {
     public var mailboxCapacity: Int
     /// Key `connect_timeout`. Default 10s.
     public var connectTimeout: Duration
+    /// Key `probe_interval`: how often the listener proves that notifications
+    /// still reach it. Default 30s.
+    public var probeInterval: Duration
     /// Key `stdout`. Default none.
     public var stdout: StdoutFormat?
     /// Section `socket`; nil with `socket.enabled: false`.

@@ -22,6 +22,11 @@ extension PostgresListener {
         /// The snapshot of a tick that arrived since the last publish.
         private var arrivedTick: TransactionSnapshot?
         private var lastTick = ContinuousClock.now
+        /// The probe in flight, if any, and when it went.
+        private var probe: (number: UInt64, sentAt: ContinuousClock.Instant)?
+        private var probesSent: UInt64 = 0
+        /// Due at once: the first probe proves the LISTEN just made.
+        private var lastProbe: ContinuousClock.Instant = .now - .seconds(86_400)
 
         init(listener: PostgresListener, connection: PostgresConnection) {
             self.listener = listener
@@ -44,12 +49,23 @@ extension PostgresListener {
                 do throws(PostgresError) {
                     // Queries (catch-up, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
+                    if let probe, ContinuousClock.now >= probe.sentAt + listener.configuration.connectTimeout {
+                        listener.recordProbeFailure()
+                        return PostgresError(
+                            .connectionLost,
+                            "notifications stopped arriving: a probe sent \(listener.configuration.connectTimeout.secondsText) ago has not come back"
+                        )
+                    }
+                    if probe == nil, ContinuousClock.now >= lastProbe + listener.configuration.probeInterval {
+                        try sendProbe()
+                        continue
+                    }
                     if cursor != nil, ContinuousClock.now >= lastTick + listener.configuration.checkpointInterval {
                         try sendTick(cursor: &cursor!)
                         continue
                     }
                     do {
-                        try connection.awaitInput(until: tickDeadline(cursor))
+                        try connection.awaitInput(until: min(tickDeadline(cursor), probeDeadline))
                     } catch where error.code == .timedOut {
                         // Time for a checkpoint, or to show the watchdog the loop still turns.
                     }
@@ -65,6 +81,30 @@ extension PostgresListener {
             guard let cursor, cursor.needsCheckpoint else { return idle }
             return min(idle, lastTick + listener.configuration.checkpointInterval)
         }
+
+        /// When the probe in flight is overdue, or the next one is due.
+        private var probeDeadline: ContinuousClock.Instant {
+            probe.map { $0.sentAt + listener.configuration.connectTimeout } ?? lastProbe + listener.configuration.probeInterval
+        }
+
+        /// Notifies ourselves on the tick channel: the probe comes back the way events do, or the path is broken.
+        private mutating func sendProbe() throws(PostgresError) {
+            probesSent += 1
+            lastProbe = .now
+            probe = (probesSent, lastProbe)
+            do {
+                try connection.execute(
+                    "SELECT pg_notify($1, $2)", parameters: [listener.tickChannel, "\(Self.probePrefix)\(probesSent)"],
+                    timeout: listener.configuration.connectTimeout
+                )
+            } catch where error.code == .timedOut {
+                // A connection that swallows traffic without closing holds the probe's own query.
+                listener.recordProbeFailure()
+                throw PostgresError(.connectionLost, "notifications stopped arriving: a probe got no answer within \(listener.configuration.connectTimeout.secondsText)")
+            }
+        }
+
+        static let probePrefix = "probe "
 
         /// Publishes everything that has arrived.
         ///
@@ -92,8 +132,12 @@ extension PostgresListener {
         private mutating func take(limit: Int) -> Int {
             connection.takeNotifications(limit: limit) { channel, payload, senderPID in
                 if payload.first != UInt8(ascii: "{"), strcmp(channel, tickChannel) == 0 {
-                    if senderPID == backendPID {
-                        arrivedTick = TransactionSnapshot(String(decoding: payload, as: UTF8.self))
+                    guard senderPID == backendPID else { return }
+                    let text = String(decoding: payload, as: UTF8.self)
+                    if text.hasPrefix(Self.probePrefix) {
+                        if let number = UInt64(text.dropFirst(Self.probePrefix.count)), number == probe?.number { probe = nil }
+                    } else {
+                        arrivedTick = TransactionSnapshot(text)
                     }
                     return
                 }
@@ -197,7 +241,7 @@ extension PostgresListener {
             // The tick arrives in libpq's buffer while this runs; the next drain takes it.
             let result = try connection.execute(
                 "SELECT s::text, pg_notify($1, s::text) FROM pg_current_snapshot() AS s",
-                parameters: [listener.tickChannel]
+                parameters: [listener.tickChannel], timeout: listener.configuration.connectTimeout
             )
             guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text) else {
                 throw PostgresError(.queryFailed, "unexpected snapshot from a tick")

@@ -26,6 +26,12 @@ public final class PostgresListener: Service, Sendable {
         /// How often progress is recorded while events flow. Default 1 s. A
         /// daemon killed without warning re-delivers at most this much.
         public var checkpointInterval: Duration
+        /// How often the listener sends itself a probe notification and waits
+        /// for it, to prove that notifications still reach it, not just that
+        /// the socket is open; the first goes right after LISTEN. A probe not
+        /// back within the connect timeout marks the connection broken, and
+        /// the listener reconnects. Default 30 s.
+        public var probeInterval: Duration
 
         public init(
             connection: ConnectionString,
@@ -33,7 +39,8 @@ public final class PostgresListener: Service, Sendable {
             backoff: BackoffPolicy = .init(),
             durability: Durability? = nil,
             name: String = "default",
-            checkpointInterval: Duration = .seconds(1)
+            checkpointInterval: Duration = .seconds(1),
+            probeInterval: Duration = .seconds(30)
         ) {
             self.connection = connection
             self.connectTimeout = connectTimeout
@@ -41,6 +48,7 @@ public final class PostgresListener: Service, Sendable {
             self.durability = durability
             self.name = name
             self.checkpointInterval = checkpointInterval
+            self.probeInterval = probeInterval
         }
     }
 
@@ -76,6 +84,7 @@ public final class PostgresListener: Service, Sendable {
     let state = Mutex(State())
     private let reconnectCount = Atomic<Int64>(0)
     private let catchUpEventCount = Atomic<Int64>(0)
+    private let probeFailureCount = Atomic<Int64>(0)
     /// Delivery time minus the event's `at`, for every event handed to the broker.
     private let deliveryLag = Metrics.Timer(label: "pgherald_delivery_lag_seconds")
     /// When the listener thread last came round its loop, in nanoseconds after `createdAt`.
@@ -97,9 +106,15 @@ public final class PostgresListener: Service, Sendable {
     public var reconnects: Int64 { reconnectCount.load(ordering: .relaxed) }
     /// Events delivered from the journal after gaps, since start.
     public var catchUpEvents: Int64 { catchUpEventCount.load(ordering: .relaxed) }
+    /// Probe notifications that did not come back in time, since start.
+    public var probeFailures: Int64 { probeFailureCount.load(ordering: .relaxed) }
 
     func recordReconnect() {
         reconnectCount.add(1, ordering: .relaxed)
+    }
+
+    func recordProbeFailure() {
+        probeFailureCount.add(1, ordering: .relaxed)
     }
 
     func recordCatchUp(events: Int) {

@@ -94,6 +94,8 @@ public final class DaemonMetrics: Sendable {
         }
         advance("pgherald_listener_reconnects_total", to: listener.reconnects, help: "Connections to PostgreSQL re-established after a loss.")
         advance("pgherald_catch_up_events_total", to: listener.catchUpEvents, help: "Events delivered from the journal after gaps.")
+        advance("pgherald_listener_probe_failures_total", to: listener.probeFailures,
+                help: "Probe notifications the listener sent itself that did not come back in time; each made it reconnect.")
         if let journal {
             gauge("pgherald_journal_rows", Double(journal.rows), help: "Rows in pgherald.journal (exact up to 100,000, estimated beyond).")
             gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")

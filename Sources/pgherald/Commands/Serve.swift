@@ -73,8 +73,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Events a subscriber may fall behind before it is dropped. Default: 4096. Key: mailbox_capacity.")
     var mailboxCapacity: Int?
 
-    @Option(help: ArgumentHelp("Time allowed for connecting and running LISTEN. Default: 10s. Key: connect_timeout.", valueName: "duration"))
+    @Option(help: ArgumentHelp("Time allowed for connecting and running LISTEN, and for a probe to come back. Default: 10s. Key: connect_timeout.", valueName: "duration"))
     var connectTimeout: String?
+
+    @Option(help: ArgumentHelp(
+        "How often the listener sends itself a probe notification, to prove that notifications still reach it. Default: 30s. Key: probe_interval.",
+        discussion: "The first probe goes right after LISTEN. One not back within the connect timeout means the path is broken even if the socket is open (a proxy or NAT that dropped it, a server behind a pooler): /healthz turns unhealthy, the listener logs why, counts it in pgherald_listener_probe_failures_total and reconnects, and durable mode catches up from the journal.",
+        valueName: "duration"
+    ))
+    var probeInterval: String?
 
     @OptionGroup(title: "Socket") var socketPath: SocketPathOption
 
@@ -127,6 +134,7 @@ struct Serve: AsyncParsableCommand {
             ("history", "--history", history.map(String.init)),
             ("mailbox_capacity", "--mailbox-capacity", mailboxCapacity.map(String.init)),
             ("connect_timeout", "--connect-timeout", connectTimeout),
+            ("probe_interval", "--probe-interval", probeInterval),
             ("socket.path", "--socket", socketPath.socket),
             ("socket.enabled", "--no-socket", noSocket ? "false" : nil),
             ("socket.mode", "--socket-mode", socketMode),
@@ -180,7 +188,7 @@ struct Serve: AsyncParsableCommand {
         let listener = PostgresListener(
             configuration: .init(
                 connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
-                durability: settings.durability, name: settings.name
+                durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval
             ),
             broker: broker,
             logger: LogCategory.database.logger

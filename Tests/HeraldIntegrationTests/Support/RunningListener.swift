@@ -13,11 +13,18 @@ final class RunningListener: Sendable {
     let inbox: EventInbox
     private let task: Task<Void, any Error>
 
-    init(database: TestDatabase, backoff: BackoffPolicy = BackoffPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1))) async throws {
+    init(
+        database: TestDatabase,
+        backoff: BackoffPolicy = BackoffPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1)),
+        connectTimeout: Duration = .seconds(10),
+        probeInterval: Duration = .seconds(30)
+    ) async throws {
         var logger = Logger(label: "database")
         logger.logLevel = .warning
         listener = PostgresListener(
-            configuration: .init(connection: try ConnectionString(database.connInfo), backoff: backoff),
+            configuration: .init(
+                connection: try ConnectionString(database.connInfo), connectTimeout: connectTimeout, backoff: backoff, probeInterval: probeInterval
+            ),
             broker: broker,
             logger: logger
         )
