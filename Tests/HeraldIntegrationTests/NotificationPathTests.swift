@@ -30,6 +30,10 @@ extension IntegrationTests {
             #expect(daemon.listener.probeFailures >= 1, "the probe noticed within its interval and timeout")
             #expect(ContinuousClock.now - noticed < .seconds(5))
 
+            // Notify-only mode hears nothing committed before it listens again.
+            while daemon.listener.reconnects == 0 || daemon.listener.status != .listening, ContinuousClock.now - noticed < .seconds(15) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
             try database.execute("INSERT INTO course (short_code, name) VALUES ('AFTER', 'Reconnected')")
             let expected = durability == .durable ? ["DURING", "AFTER"] : ["AFTER"]
             let arrived = try await daemon.inbox.take(expected.count, within: 20)
