@@ -1002,7 +1002,7 @@ BEGIN
 END
 $fn$;
 
--- The native library (native/pgherald.c, version 6) publishes a
+-- The native library (native/pgherald.c, version 7) publishes a
 -- single-row statement, the common case, without plpgsql, and hands any other
 -- statement to the plpgsql function of the same mode, so the events are the
 -- same either way. Creating its functions needs a superuser and the library
