@@ -14,8 +14,17 @@ extension DaemonConfiguration {
         var warnings: [String] = []
 
         let password = try passwordFromFile(settings)
-        let database = try connectionString(settings, password: password, warnings: &warnings)
-        let listenDatabase = try listenConnectionString(settings, password: password)
+        let database = try connectionString(
+            "database", flag: "--db", text: settings.string("database", default: "", secret: true, recorded: false)!,
+            password: password, settings, warnings: &warnings
+        )
+        // The listener's own conninfo, for a database reached through a transaction pooler.
+        var listenDatabase: ConnectionString?
+        if let text = settings.string("listen_database", secret: true, recorded: false), !text.isEmpty {
+            listenDatabase = try connectionString("listen_database", flag: "--listen-db", text: text, password: password, settings, warnings: &warnings)
+        } else {
+            settings.record("listen_database", "(none: the listener uses database)")
+        }
         let name = settings.string("name", default: "default")!
         guard !name.isEmpty else { throw settings.fail("name", "must not be empty") }
         let durability = try settings.choice("durability", default: Durability?.none)
@@ -29,7 +38,6 @@ extension DaemonConfiguration {
         let mailbox = try settings.int("mailbox_capacity", default: 4096, in: minimumBuffer...Int.max)
         let connectTimeout = try settings.value("connect_timeout", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!
         let probeInterval = try settings.value("probe_interval", default: HumanDuration(configString: "30s"), expected: "a duration such as 30s")!
-        guard probeInterval.duration > .zero else { throw settings.fail("probe_interval", "must be more than 0") }
         let stdout = try settings.choice("stdout", default: StdoutChoice.none)!
 
         let socket = try socketConfiguration(settings)
@@ -60,39 +68,24 @@ extension DaemonConfiguration {
         )
     }
 
+    /// `key` (`database`, or `listen_database` for the listener's own) as a
+    /// conninfo, recorded with its password masked. A password written into
+    /// the conninfo itself is warned about; `password_file` serves both.
     private static func connectionString(
-        _ settings: SettingsReader, password: String?, warnings: inout [String]
+        _ key: String, flag: String, text: String, password: String?, _ settings: SettingsReader, warnings: inout [String]
     ) throws(ConfigurationError) -> ConnectionString {
-        let text = settings.string("database", default: "", secret: true, recorded: false)!
         let connection: ConnectionString
         do {
             connection = try ConnectionString(text, password: password)
         } catch {
-            throw settings.fail("database", error.message)
+            throw settings.fail(key, error.message)
         }
-        settings.record("database", "'\(connection)'" + (connection.containsPassword || password != nil ? " (password masked)" : ""))
+        settings.record(key, "'\(connection)'" + (connection.containsPassword || password != nil ? " (password masked)" : ""))
         if connection.containsPassword {
-            let source = settings.source(of: "database") ?? "default"
-            let exposure = source == "--db" ? "--db contains a password, which every local user can read with ps" : "database (\(source)) contains a password"
+            let source = settings.source(of: key) ?? "default"
+            let exposure = source == flag ? "\(flag) contains a password, which every local user can read with ps" : "\(key) (\(source)) contains a password"
             warnings.append("\(exposure); put it in password_file (a systemd credential or a file only the daemon reads), ~/.pgpass or PGPASSFILE instead")
         }
-        return connection
-    }
-
-    /// `listen_database`: the listener's own conninfo, for a `database` that
-    /// goes through a transaction pooler; it takes `password_file` too.
-    private static func listenConnectionString(_ settings: SettingsReader, password: String?) throws(ConfigurationError) -> ConnectionString? {
-        guard let text = settings.string("listen_database", secret: true, recorded: false), !text.isEmpty else {
-            settings.record("listen_database", "(none: the listener uses database)")
-            return nil
-        }
-        let connection: ConnectionString
-        do {
-            connection = try ConnectionString(text, password: password)
-        } catch {
-            throw settings.fail("listen_database", error.message)
-        }
-        settings.record("listen_database", "'\(connection)'" + (connection.containsPassword || password != nil ? " (password masked)" : ""))
         return connection
     }
 
