@@ -22,8 +22,8 @@ extension PostgresListener {
         /// The snapshot of a tick that arrived since the last publish.
         private var arrivedTick: TransactionSnapshot?
         private var lastTick = ContinuousClock.now
-        /// The probe in flight, if any, and when it went.
-        private var probe: (number: UInt64, sentAt: ContinuousClock.Instant)?
+        /// When the probe in flight went, if one is.
+        private var probeSentAt: ContinuousClock.Instant?
         private var probesSent: UInt64 = 0
         /// Due at once: the first probe proves the LISTEN just made.
         private var lastProbe: ContinuousClock.Instant = .now - .seconds(86_400)
@@ -49,14 +49,14 @@ extension PostgresListener {
                 do throws(PostgresError) {
                     // Queries (catch-up, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
-                    if let probe, ContinuousClock.now >= probe.sentAt + listener.configuration.connectTimeout {
+                    if let probeSentAt, ContinuousClock.now >= probeSentAt + listener.configuration.connectTimeout {
                         listener.recordProbeFailure()
                         return PostgresError(
                             .connectionLost,
                             "notifications stopped arriving: a probe sent \(listener.configuration.connectTimeout.secondsText) ago has not come back"
                         )
                     }
-                    if probe == nil, ContinuousClock.now >= lastProbe + listener.configuration.probeInterval {
+                    if probeSentAt == nil, ContinuousClock.now >= lastProbe + listener.configuration.probeInterval {
                         try sendProbe()
                         continue
                     }
@@ -84,14 +84,14 @@ extension PostgresListener {
 
         /// When the probe in flight is overdue, or the next one is due.
         private var probeDeadline: ContinuousClock.Instant {
-            probe.map { $0.sentAt + listener.configuration.connectTimeout } ?? lastProbe + listener.configuration.probeInterval
+            probeSentAt.map { $0 + listener.configuration.connectTimeout } ?? lastProbe + listener.configuration.probeInterval
         }
 
         /// Notifies ourselves on the tick channel: the probe comes back the way events do, or the path is broken.
         private mutating func sendProbe() throws(PostgresError) {
             probesSent += 1
             lastProbe = .now
-            probe = (probesSent, lastProbe)
+            probeSentAt = lastProbe
             do {
                 try connection.execute(
                     "SELECT pg_notify($1, $2)", parameters: [listener.tickChannel, "\(Self.probePrefix)\(probesSent)"],
@@ -130,15 +130,11 @@ extension PostgresListener {
         }
 
         private mutating func take(limit: Int) -> Int {
-            connection.takeNotifications(limit: limit) { channel, payload, senderPID in
+            let taken = connection.takeNotifications(limit: limit) { channel, payload, senderPID in
                 if payload.first != UInt8(ascii: "{"), strcmp(channel, tickChannel) == 0 {
                     guard senderPID == backendPID else { return }
                     let text = String(decoding: payload, as: UTF8.self)
-                    if text.hasPrefix(Self.probePrefix) {
-                        if let number = UInt64(text.dropFirst(Self.probePrefix.count)), number == probe?.number { probe = nil }
-                    } else {
-                        arrivedTick = TransactionSnapshot(text)
-                    }
+                    if !text.hasPrefix(Self.probePrefix) { arrivedTick = TransactionSnapshot(text) }
                     return
                 }
                 // A statement's events arrive together, separated by U+001E. Walked in place:
@@ -151,6 +147,10 @@ extension PostgresListener {
                     if !part.isEmpty { arrive(part, senderPID: senderPID) }
                 }
             }
+            // Whatever arrives proves the path, the probe's own notification or
+            // not: under a backlog the probe may wait behind events longer than its timeout.
+            if taken > 0 { probeSentAt = nil }
+            return taken
         }
 
         /// Decodes one event, or a reference to events in the journal.
