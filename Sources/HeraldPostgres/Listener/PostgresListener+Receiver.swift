@@ -50,11 +50,7 @@ extension PostgresListener {
                     // Queries (catch-up, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
                     if let probeSentAt, ContinuousClock.now >= probeSentAt + listener.configuration.connectTimeout {
-                        listener.recordProbeFailure()
-                        return PostgresError(
-                            .connectionLost,
-                            "notifications stopped arriving: a probe sent \(listener.configuration.connectTimeout.secondsText) ago has not come back"
-                        )
+                        return probeFailed("a probe sent \(listener.configuration.connectTimeout.secondsText) ago has not come back")
                     }
                     if probeSentAt == nil, ContinuousClock.now >= lastProbe + listener.configuration.probeInterval {
                         try sendProbe()
@@ -99,9 +95,14 @@ extension PostgresListener {
                 )
             } catch where error.code == .timedOut {
                 // A connection that swallows traffic without closing holds the probe's own query.
-                listener.recordProbeFailure()
-                throw PostgresError(.connectionLost, "notifications stopped arriving: a probe got no answer within \(listener.configuration.connectTimeout.secondsText)")
+                throw probeFailed("a probe got no answer within \(listener.configuration.connectTimeout.secondsText)")
             }
+        }
+
+        /// Counts a lost probe and says why the connection is given up.
+        private func probeFailed(_ reason: String) -> PostgresError {
+            listener.recordProbeFailure()
+            return PostgresError(.connectionLost, "notifications stopped arriving: \(reason)")
         }
 
         static let probePrefix = "probe "
