@@ -13,6 +13,10 @@
  * functions, which run as their owner: the journal row, the event id and
  * the notification are written here without privilege checks, and the
  * channel is read from pgherald.setting, which the writer may not read.
+ *
+ * In durable mode the notification goes out only while a daemon is parked
+ * (pgherald.doorbell, sql/install.sql): otherwise the daemons are reading
+ * the journal, and the commit skips NOTIFY's database-wide lock.
  */
 #include "postgres.h"
 
@@ -22,6 +26,7 @@
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "storage/bufmgr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_proc.h"
@@ -61,7 +66,7 @@ static Datum publish_statement(FunctionCallInfo fcinfo, bool durable, const char
  * The pgherald.version() whose events this library writes; install.sql uses
  * the library only when the two agree.
  */
-#define PUBLISHER_VERSION 7
+#define PUBLISHER_VERSION 8
 
 /* pgherald.notify_limit(): NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. */
 #define NOTIFY_LIMIT (BLCKSZ - 192)
@@ -315,6 +320,42 @@ notify_channel(Oid namespace)
 	return channel;
 }
 
+/*
+ * Whether a daemon is parked, waiting for a notification: pgherald.doorbell
+ * above zero. Read from the sequence's one tuple, which is updated in place
+ * and so needs no snapshot, the way PostgreSQL's own sequence functions read
+ * it; the writer needs no privilege on it.
+ */
+static bool
+doorbell_armed(Oid namespace)
+{
+	Oid			doorbell_id = get_relname_relid("doorbell", namespace);
+	Relation	doorbell;
+	Buffer		buffer;
+	Page		page;
+	HeapTupleHeader tuple;
+	int64		parked;
+
+	if (!OidIsValid(doorbell_id))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("pgherald: the sequence pgherald.doorbell does not exist"),
+						errhint("Run pgherald install again.")));
+	doorbell = relation_open(doorbell_id, AccessShareLock);
+	if (doorbell->rd_rel->relkind != RELKIND_SEQUENCE)
+		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						errmsg("pgherald: pgherald.doorbell is not a sequence"),
+						errhint("Run pgherald install again.")));
+	buffer = ReadBuffer(doorbell, 0);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buffer);
+	tuple = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, FirstOffsetNumber));
+	/* last_value is the sequence tuple's first column, as in FormData_pg_sequence_data. */
+	parked = *(int64 *) ((char *) tuple + tuple->t_hoff);
+	UnlockReleaseBuffer(buffer);
+	relation_close(doorbell, AccessShareLock);
+	return parked > 0;
+}
+
 /* Whether the table has virtual generated columns, which read as null from its transition tables (PostgreSQL 18). */
 static bool
 has_virtual_columns(Relation relation)
@@ -438,6 +479,9 @@ publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_fun
 	if (durable)
 	{
 		insert_into_journal(namespace, event_id, transaction_id, &event);
+		/* After the journal row: the transaction has its id before it looks at the doorbell. */
+		if (!doorbell_armed(namespace))
+			return PointerGetDatum(NULL);
 		if (event.len >= NOTIFY_LIMIT)
 		{
 			resetStringInfo(&event);

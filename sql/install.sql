@@ -1,7 +1,7 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 7, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
+-- Version 8, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
 -- any earlier version in place and keeps the journal, webhook deliveries,
 -- watched schemas, exclusions and settings. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
@@ -36,7 +36,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 7 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 8 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -156,6 +156,37 @@ CREATE TABLE IF NOT EXISTS pgherald.daemon (
     backend_pid int NOT NULL,
     since timestamptz NOT NULL DEFAULT now()
 );
+
+-- The doorbell (version 8). In durable mode the journal is the source of
+-- truth, and a daemon that is reading it needs no notification: the durable
+-- triggers notify only while some daemon is parked, waiting for one. Its
+-- value is the number of parked daemons whose session is alive. A sequence,
+-- because writers read it without a snapshot: a writer sees a park at once,
+-- in any isolation level, and the daemon needs that to close the window
+-- between a writer reading "awake" and committing (see the daemon's
+-- DeliveryCursor). Only pgherald.park() sets it.
+CREATE SEQUENCE IF NOT EXISTS pgherald.doorbell AS bigint MINVALUE 0 START 0;
+ALTER TABLE pgherald.daemon ADD COLUMN IF NOT EXISTS parked boolean NOT NULL DEFAULT false;
+
+-- Marks the daemon `daemon_name` parked or reading, and returns how many
+-- daemons are parked. Not durable: a daemon sets its state again at every
+-- connection, so its commit does not wait for a flush.
+CREATE OR REPLACE FUNCTION pgherald.park(daemon_name text, is_parked boolean) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    waiting bigint;
+BEGIN
+    PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+    -- Daemons change it one at a time, each counting what the others committed.
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pgherald.doorbell'));
+    UPDATE pgherald.daemon SET parked = is_parked WHERE name = daemon_name;
+    -- A daemon that died parked stops counting once its session is gone.
+    SELECT pg_catalog.count(*) INTO waiting FROM pgherald.daemon AS d
+     WHERE d.parked AND EXISTS (SELECT FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = d.backend_pid);
+    PERFORM pg_catalog.setval('pgherald.doorbell', waiting);
+    RETURN waiting;
+END
+$fn$;
 
 -- Webhooks (version 3). Deliveries waiting for an endpoint, by the endpoint's
 -- `name` in the daemon's configuration. In durable mode they are fed from the
@@ -347,8 +378,10 @@ END
 $fn$;
 
 -- Durable publisher: the journal row commits or rolls back with the change.
--- The notification carries the event for low latency, or, when the event is
--- too large for one, a reference the daemon resolves from the journal.
+-- While a daemon is parked (the doorbell), a notification carries the event
+-- for low latency, or, when the event is too large for one, a reference the
+-- daemon resolves from the journal. Otherwise the daemons are reading the
+-- journal and the commit skips NOTIFY's database-wide lock.
 CREATE OR REPLACE FUNCTION pgherald.publish_row_durable() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -362,6 +395,10 @@ DECLARE
              THEN pgherald.computed_row_json(TG_RELID, OLD) ELSE row_to_json(OLD) END, false);
 BEGIN
     INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
+    -- Read after the journal row: the transaction has its id before it looks at the doorbell.
+    IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
+        RETURN NULL;
+    END IF;
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
     END IF;
@@ -379,6 +416,9 @@ DECLARE
 BEGIN
     IF pgherald.durability() = 'durable' THEN
         INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
+        IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
+            RETURN NULL;
+        END IF;
     END IF;
     PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
@@ -569,8 +609,8 @@ $fn$;
 -- go into the journal in the same transaction as the change: a single row's
 -- as one row, many rows' in batches. One notification carries them when they
 -- fit, or else a reference to their range of ids, which the daemon reads
--- from the journal. A single row, the common case, and a few rows run no
--- dynamic query.
+-- from the journal, only while a daemon is parked (the doorbell). A single
+-- row, the common case, and a few rows run no dynamic query.
 CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
@@ -659,6 +699,9 @@ BEGIN
         IF batches = 0 THEN
             RETURN NULL;
         END IF;
+    END IF;
+    IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
+        RETURN NULL;
     END IF;
     IF batches > 1 OR payload IS NULL OR octet_length(payload) >= pgherald.notify_limit() THEN
         payload := concat('{"ref":"', first_id, '",', CASE WHEN through_id > first_id THEN concat('"through":"', through_id, '",') END,

@@ -8,7 +8,14 @@ struct BenchResults: Codable {
     var writeOverhead: WriteOverhead?
     /// Absent in results from before it was measured.
     var bulkStatements: BulkStatements?
+    /// Scenario l.'s writers with no trigger (no events to receive); absent before it was measured.
+    var writersWithoutTrigger: [WriterBaseline]?
     var runs: [Run]
+
+    struct WriterBaseline: Codable {
+        var writers: Int
+        var tps: Double
+    }
 
     struct WriteOverhead: Codable {
         var clients: Int
@@ -54,6 +61,8 @@ struct BenchResults: Codable {
         var committed: Int
         /// The writer's TPS as pgbench reports it; absent for a single burst transaction.
         var writerTPS: Double?
+        /// pgbench clients; absent in results from before it was recorded.
+        var writers: Int?
         /// The writer's fixed rate; absent at full speed.
         var rate: Int?
         /// Rows in each of the writer's transactions; absent in results from before it varied (one).

@@ -35,6 +35,7 @@ struct MarkdownReport {
         accessControl()
         twoDaemons()
         realtime()
+        writers()
     }
 
     private mutating func line(_ text: String = "") {
@@ -118,6 +119,34 @@ struct MarkdownReport {
                 guard let milliseconds = bulk.medianMilliseconds(trigger, rows: rows) else { return "-" }
                 let ratio = trigger == "none" ? "" : bulk.medianRatio(trigger, rows: rows).map { " (\(format($0, 2))×)" } ?? ""
                 return format(milliseconds, milliseconds < 10 ? 3 : 1) + ratio
+            }
+        })
+    }
+
+    /// Scenario l.: what each trigger costs many writers at once, and how soon their events arrive.
+    private mutating func writers() {
+        let runs = results.runs("writers")
+        guard let baseline = results.writersWithoutTrigger, !runs.isEmpty else { return }
+        let counts = baseline.map(\.writers)
+        // A label begins with the durability and the trigger kind: "durable native, 16 writers".
+        let kinds = runs.map { String($0.result.label.prefix { $0 != "," }) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+        let run = { (kind: String, writers: Int) in runs.first { $0.result.label.hasPrefix(kind + ",") && $0.writers == writers } }
+        line("### l. Writers: many at once, `synchronous_commit` on")
+        line()
+        line("pgbench single-row INSERTs of about 100 B at full speed, each trigger in a database of its own with a daemon listening and one SSE subscriber. TPS, and in brackets the ratio to no trigger. Targets: durable at least 0.8 of no trigger at 1 writer and 0.75 at 16 and 64.")
+        line()
+        table(["trigger"] + counts.map { "\($0) writers" }, [["no trigger"] + baseline.map { grouped($0.tps) }] + kinds.map { kind in
+            [kind] + baseline.map { base in
+                guard let tps = run(kind, base.writers)?.writerTPS else { return "-" }
+                return "\(grouped(tps)) (\(format(tps / base.tps, 2)))"
+            }
+        })
+        table(["trigger", "writers", "delivered ratio", "p50 ms", "p99 ms", "max ms", "pgherald CPU s / 1000"], kinds.flatMap { kind in
+            [counts.first, counts.last].compactMap { $0 }.compactMap { writers in
+                run(kind, writers).map { run in
+                    [kind, "\(writers)", format(run.result.deliveredRatio, 4), milliseconds(run, \.p50), milliseconds(run, \.p99),
+                     milliseconds(run, \.max), run.daemonCPUPerThousand.map { format($0, 3) } ?? "-"]
+                }
             }
         })
     }

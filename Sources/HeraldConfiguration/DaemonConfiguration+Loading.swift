@@ -38,6 +38,7 @@ extension DaemonConfiguration {
         let mailbox = try settings.int("mailbox_capacity", default: 4096, in: minimumBuffer...Int.max)
         let connectTimeout = try settings.value("connect_timeout", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!
         let probeInterval = try settings.value("probe_interval", default: HumanDuration(configString: "30s"), expected: "a duration such as 30s")!
+        let backstopInterval = try settings.value("backstop_interval", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!
         let stdout = try settings.choice("stdout", default: StdoutChoice.none)!
 
         let socket = try socketConfiguration(settings)
@@ -62,6 +63,7 @@ extension DaemonConfiguration {
             database: database, listenDatabase: listenDatabase, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration, probeInterval: probeInterval.duration,
+            backstopInterval: backstopInterval.duration,
             stdout: stdout == .none ? nil : StdoutFormat(rawValue: stdout.rawValue),
             socket: socket, logLevels: levels, logFormat: format, eventLog: eventLog,
             metricsListen: metricsListen, webhooks: webhooks, access: access, realtime: realtime, warnings: warnings, effective: settings.effective

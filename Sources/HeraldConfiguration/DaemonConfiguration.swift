@@ -37,6 +37,9 @@ public struct DaemonConfiguration: Sendable {
     /// Key `probe_interval`: how often the listener proves that notifications
     /// still reach it. Default 30s.
     public var probeInterval: Duration
+    /// Key `backstop_interval`: how often a parked durable listener sweeps the
+    /// journal for events whose notification never came. Default 10s.
+    public var backstopInterval: Duration
     /// Key `stdout`. Default none.
     public var stdout: StdoutFormat?
     /// Section `socket`; nil with `socket.enabled: false`.

@@ -11,6 +11,8 @@ public final class PostgresConnection {
     let handle: OpaquePointer
     let connectionString: ConnectionString
     private var wake: WakeSignal?
+    /// The limit for a query run without a timeout of its own; `nil`: none.
+    var queryTimeout: Duration?
     private let notices: NoticeBuffer
 
     /// A server message (NOTICE, WARNING, ...) received while running statements.
@@ -125,7 +127,7 @@ public final class PostgresConnection {
             }
         }
         guard sent == 1 else { throw failure(.connectionLost, prefix: "cannot send query") }
-        let deadline = timeout.map { ContinuousClock.now + $0 }
+        let deadline = (timeout ?? queryTimeout).map { ContinuousClock.now + $0 }
         while PQisBusy(handle) == 1 {
             try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for a query")
             guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
@@ -177,6 +179,19 @@ public final class PostgresConnection {
     /// statements of a graceful stop.
     func ignoreWakeSignal() {
         wake = nil
+    }
+
+    /// Waits for the results of a query that the wake signal interrupted and
+    /// discards them, so that the connection can run another.
+    func discardInterruptedQuery(until deadline: ContinuousClock.Instant) throws(PostgresError) {
+        while true {
+            while PQisBusy(handle) == 1 {
+                try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "finishing an interrupted query")
+                guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
+            }
+            guard let result = PQgetResult(handle) else { return }
+            PQclear(result)
+        }
     }
 
     /// Quotes a name for use as an SQL identifier, with libpq's rules.

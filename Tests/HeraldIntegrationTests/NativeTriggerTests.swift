@@ -137,6 +137,8 @@ extension IntegrationTests {
             #expect(installed.count == 6)
             #expect(try Installer.usesNativeTriggers(on: writer) == (triggers == .native))
             try writer.execute("LISTEN \(try writer.escapeIdentifier(try #require(try Journal.notificationChannel(on: writer))))")
+            // A parked daemon's doorbell, as pgherald.park() sets it: durable triggers notify only then.
+            try writer.execute("SELECT setval('pgherald.doorbell', 1)")
             for statement in [
                 #"INSERT INTO typed VALUES (1.5, '{"a": 1}', '{"b": [1, null]}', ROW(1, 'x,y'), '2020-01-01 10:00+05', 'é', E'q"\\', 1)"#,
                 // \u0000 in a json column: the key is read around it, in both kinds.

@@ -11,7 +11,7 @@ extension IntegrationTests {
     /// upgrade from each of them.
     @Suite(.enabled(if: !TestCluster.matrix.isEmpty, "needs PGHERALD_TEST_MATRIX (scripts/test)"))
     struct UpgradeTests {
-        static let earlierVersions = Array(1...6)
+        static let earlierVersions = Array(1...7)
 
         @Test(arguments: TestCluster.matrix, earlierVersions)
         func anEarlierInstallUpgradesInPlaceAndKeepsEverything(_ cluster: TestCluster, _ version: Int) async throws {
@@ -47,7 +47,7 @@ extension IntegrationTests {
 
             try Installer.install(on: admin)
 
-            #expect(try Journal.publisherVersion(on: admin) == 7)
+            #expect(try Journal.publisherVersion(on: admin) == Journal.requiredPublisherVersion)
             let after = try contents(on: admin, columnsOf: before)
             for (table, kept) in before {
                 if table == "setting" {

@@ -69,17 +69,22 @@ import Testing
         let unset = try await load("")
         #expect(unset.listenDatabase == nil)
         #expect(unset.probeInterval == .seconds(30))
+        #expect(unset.backstopInterval == .seconds(10))
         let configuration = try await load("""
             database: "host=pool.internal port=6432 dbname=app"
             listen_database: "host=/run/postgresql dbname=app"
             probe_interval: 5s
+            backstop_interval: 30s
             """)
+        #expect(configuration.backstopInterval == .seconds(30))
         #expect(configuration.listenDatabase?.description.hasPrefix("host=/run/postgresql ") == true)
         #expect(configuration.database.description.hasPrefix("host=pool.internal port=6432 dbname=app"))
         #expect(configuration.probeInterval == .seconds(5))
         let error = try await rejection("probe_interval: 0s\n")
         #expect(error.key == "probe_interval")
         #expect(error.reason.contains("not a duration"))
+        let backstop = try await rejection("backstop_interval: never\n")
+        #expect(backstop.key == "backstop_interval")
         let exposed = try await load("listen_database: \"host=db password=secret\"\n")
         #expect(exposed.warnings.contains { $0.hasPrefix("listen_database (") && $0.contains("contains a password") })
     }

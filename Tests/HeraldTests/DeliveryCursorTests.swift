@@ -2,111 +2,91 @@ import Herald
 import Testing
 
 @Suite struct DeliveryCursorTests {
-    let listenSnapshot = TransactionSnapshot(xmin: 20, xmax: 25, inProgress: [22])
+    let checkpoint = TransactionSnapshot(xmin: 10, xmax: 10)
 
-    @Test func firstStartHasNothingToCatchUpAndRecordsTheListenSnapshot() {
+    @Test func aFirstStartBeginsAtItsFirstSweepWithNothingToRead() {
         var cursor = DeliveryCursor(checkpoint: nil)
-        let result1 = cursor.connected(listenSnapshot: listenSnapshot)
-        #expect(result1 == nil)
-        let result2 = cursor.caughtUp()
-        #expect(result2 == listenSnapshot)
+        let now = TransactionSnapshot(xmin: 20, xmax: 25, inProgress: [22])
+        #expect(cursor.covered == nil, "no checkpoint: nothing to read before now")
+        #expect(!cursor.needsCheckpoint, "nothing to record before the first sweep")
+        cursor.swept(to: now)
+        #expect(cursor.covered == now)
         #expect(cursor.needsCheckpoint)
-        cursor.checkpointSaved(listenSnapshot)
+        cursor.checkpointSaved(now)
         #expect(!cursor.needsCheckpoint)
     }
 
-    @Test func catchUpRangeRunsFromTheCheckpointToTheListenSnapshot() throws {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        let result3 = cursor.connected(listenSnapshot: listenSnapshot)
-        let range = try #require(result3)
-        #expect(range.from == TransactionSnapshot(xmin: 10, xmax: 10))
-        #expect(range.to == listenSnapshot)
+    @Test func aRestartSweepsFromItsCheckpoint() {
+        let cursor = DeliveryCursor(checkpoint: checkpoint)
+        #expect(cursor.covered == checkpoint)
+        #expect(!cursor.needsCheckpoint)
     }
 
-    @Test func liveEventsCoveredByCatchUpAreDropped() {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.connected(listenSnapshot: listenSnapshot)
-        let result4 = cursor.shouldDeliverLive(id: 1, transactionID: 21)
-        if result4 { cursor.recordDelivered(id: 1, transactionID: 21) }
-        #expect(!result4, "committed before the listen snapshot: caught up")
-        let result5 = cursor.shouldDeliverLive(id: 2, transactionID: 22)
-        if result5 { cursor.recordDelivered(id: 2, transactionID: 22) }
-        #expect(result5, "in progress at the listen snapshot: live")
-        let result6 = cursor.shouldDeliverLive(id: 3, transactionID: 30)
-        if result6 { cursor.recordDelivered(id: 3, transactionID: 30) }
-        #expect(result6)
-        let result7 = cursor.shouldDeliverLive(id: 3, transactionID: 30)
-        if result7 { cursor.recordDelivered(id: 3, transactionID: 30) }
-        #expect(!result7, "the same event twice")
-        #expect(cursor.lastDeliveredEventID == 3)
+    @Test func liveEventsOfCoveredTransactionsAreSkippedAndEachIsDeliveredOnce() {
+        var cursor = DeliveryCursor(checkpoint: checkpoint)
+        cursor.swept(to: TransactionSnapshot(xmin: 20, xmax: 25, inProgress: [22]))
+        #expect(cursor.live(id: 1, transactionID: 21, parked: true) == .skip, "the sweep delivered it")
+        #expect(cursor.live(id: 2, transactionID: 22, parked: true) == .deliver, "in progress at the sweep")
+        cursor.recordDelivered(id: 2, transactionID: 22)
+        #expect(cursor.live(id: 2, transactionID: 22, parked: true) == .skip, "the same event twice")
+        #expect(cursor.lastDeliveredEventID == 2)
     }
 
-    @Test func aReconnectSkipsWhatWasDeliveredLiveSinceTheCheckpoint() {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        let result8 = cursor.shouldDeliverLive(id: 5, transactionID: 12)
-        if result8 { cursor.recordDelivered(id: 5, transactionID: 12) }
-        #expect(result8)
+    @Test func aSweepSkipsWhatWasDeliveredLiveAndForgetsItOnceCovered() {
+        var cursor = DeliveryCursor(checkpoint: checkpoint)
+        cursor.recordDelivered(id: 5, transactionID: 12)
         cursor.disconnected()
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 15, xmax: 15))
-        let result9 = cursor.admitCatchUp(id: 5, transactionID: 12)
-        #expect(!result9, "delivered live before the gap")
-        let result10 = cursor.admitCatchUp(id: 6, transactionID: 13)
-        #expect(result10, "lost in the gap")
+        let repeated = cursor.admitSwept(id: 5, transactionID: 12)
+        #expect(!repeated, "delivered live before the gap")
+        let lost = cursor.admitSwept(id: 6, transactionID: 13)
+        #expect(lost, "lost in the gap")
+        cursor.swept(to: TransactionSnapshot(xmin: 15, xmax: 15))
+        #expect(cursor.deliveredLive.isEmpty)
+        #expect(cursor.lastDeliveredEventID == 6)
     }
 
-    @Test func aCheckpointIsRecordedOnlyWhenItsOwnTickArrives() {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        #expect(!cursor.needsCheckpoint, "nothing delivered")
-        cursor.recordDelivered(id: 1, transactionID: 11)
-        cursor.recordDelivered(id: 2, transactionID: 13)
-        #expect(cursor.needsCheckpoint)
+    @Test func anEventLostBeforePublishingStaysEligibleForASweep() {
+        let cursor = DeliveryCursor(checkpoint: checkpoint)
+        #expect(cursor.live(id: 7, transactionID: 12, parked: true) == .deliver, "decided on, then the connection broke before publishing")
+        var after = cursor
+        after.disconnected()
+        let swept = after.admitSwept(id: 7, transactionID: 12)
+        #expect(swept)
+    }
+
+    @Test func transactionsInProgressWhenParkingAreSweptNotTakenLive() {
+        var cursor = DeliveryCursor(checkpoint: checkpoint)
+        cursor.parked(sweptTo: TransactionSnapshot(xmin: 20, xmax: 30, inProgress: [21, 24]))
+        #expect(cursor.unrung == [21, 24])
+        #expect(cursor.live(id: 9, transactionID: 24, parked: true) == .sweep, "it may have written events before that did not ring")
+        #expect(cursor.live(id: 10, transactionID: 31, parked: true) == .sweep, "21 or 24 may have committed before it, unrung")
+        #expect(cursor.isUnrung(21))
+        cursor.swept(to: TransactionSnapshot(xmin: 24, xmax: 32, inProgress: [24]))
+        #expect(cursor.unrung == [24], "21 ended")
+        cursor.swept(to: TransactionSnapshot(xmin: 32, xmax: 32))
+        #expect(cursor.unrung.isEmpty)
+        #expect(cursor.live(id: 11, transactionID: 33, parked: true) == .deliver, "every transaction since the park rings")
+        #expect(cursor.live(id: 11, transactionID: 33, parked: false) == .sweep, "reading, commits before it may not have rung")
+        cursor.parked(sweptTo: TransactionSnapshot(xmin: 40, xmax: 42, inProgress: [40]))
+        cursor.unparked()
+        #expect(cursor.unrung.isEmpty, "reading, every commit is swept")
+    }
+
+    @Test func aTickConfirmsASweepOnlyWhenNoSweepOvertookIt() {
+        var cursor = DeliveryCursor(checkpoint: checkpoint)
         let tick = TransactionSnapshot(xmin: 12, xmax: 13)
         cursor.tickSent(snapshot: tick)
-        #expect(!cursor.needsCheckpoint, "one tick at a time")
-        let result11 = cursor.tickArrived(TransactionSnapshot(xmin: 11, xmax: 11))
-        #expect(result11 == nil, "someone else's tick")
-        let result12 = cursor.tickArrived(tick)
-        #expect(result12 == tick)
-        cursor.checkpointSaved(tick)
-        #expect(cursor.deliveredSinceCheckpoint == [2: 13], "event 2 committed after the tick's snapshot")
-        #expect(cursor.needsCheckpoint)
-    }
-
-    @Test func anEventLostBeforePublishingStaysEligibleForCatchUp() {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        #expect(cursor.shouldDeliverLive(id: 7, transactionID: 12), "admitted, then the connection broke before publishing")
-        cursor.disconnected()
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 15, xmax: 15))
-        let caughtUp = cursor.admitCatchUp(id: 7, transactionID: 12)
-        #expect(caughtUp)
-    }
-
-    @Test func aTickInFlightIsForgottenWhenTheConnectionBreaks() {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        cursor.recordDelivered(id: 1, transactionID: 11)
-        let tick = TransactionSnapshot(xmin: 12, xmax: 12)
+        let foreign = cursor.tickArrived(TransactionSnapshot(xmin: 11, xmax: 11))
+        #expect(foreign == nil, "someone else's tick")
+        let own = cursor.tickArrived(tick)
+        #expect(own == tick)
+        cursor.tickSent(snapshot: tick)
+        cursor.tickOvertaken()
+        let overtaken = cursor.tickArrived(tick)
+        #expect(overtaken == nil, "a newer sweep covered it: sweeping to it would move back")
         cursor.tickSent(snapshot: tick)
         cursor.disconnected()
-        let result13 = cursor.tickArrived(tick)
-        #expect(result13 == nil)
-        #expect(cursor.needsCheckpoint)
-    }
-
-    @Test func afterTheFinalTickLaterCommitsAreLeftForTheNextRun() {
-        var cursor = DeliveryCursor(checkpoint: TransactionSnapshot(xmin: 10, xmax: 10))
-        _ = cursor.connected(listenSnapshot: TransactionSnapshot(xmin: 10, xmax: 10))
-        let final = TransactionSnapshot(xmin: 15, xmax: 15)
-        cursor.finalTickSent(snapshot: final)
-        let result14 = cursor.shouldDeliverLive(id: 1, transactionID: 14)
-        if result14 { cursor.recordDelivered(id: 1, transactionID: 14) }
-        #expect(result14)
-        let result15 = cursor.shouldDeliverLive(id: 2, transactionID: 15)
-        if result15 { cursor.recordDelivered(id: 2, transactionID: 15) }
-        #expect(!result15, "committed after the final snapshot")
-        #expect(cursor.lastDeliveredEventID == 1)
+        let lost = cursor.tickArrived(tick)
+        #expect(lost == nil, "lost with its connection")
     }
 }

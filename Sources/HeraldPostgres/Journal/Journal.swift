@@ -44,8 +44,8 @@ public enum Journal {
         return try connection.execute("SELECT pgherald.durability()").rows.first?[0].flatMap { Durability(rawValue: $0) }
     }
 
-    /// The publisher version this daemon reads: version 7 notifies on a channel of the install's own.
-    public static let requiredPublisherVersion = 7
+    /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell).
+    public static let requiredPublisherVersion = 8
 
     /// The channel the triggers notify on, which the install chose at random
     /// and only roles that may read `pgherald.setting` learn; `nil` where
@@ -116,11 +116,38 @@ public enum Journal {
                 older.description, newer.description,
                 String(after?.transactionID ?? 0), String(after?.id ?? 0),
             ])
-        var rows = try events(result)
+        var rows = try events(result.rows)
         if let after {
             rows.removeAll { ($0.transactionID, $0.id) <= (after.transactionID, after.id) }
         }
         return Page(rows: rows, isLast: result.rows.count < limit)
+    }
+
+    /// One page of a sweep: the events committed after `covered` and visible
+    /// in `target`, or, without one, in the statement's own snapshot, which
+    /// comes back with them. Later pages read with ``events(visibleIn:notVisibleIn:after:limit:on:)``.
+    public static func sweep(
+        after covered: TransactionSnapshot,
+        upTo target: TransactionSnapshot? = nil,
+        limit: Int,
+        on connection: PostgresConnection
+    ) throws(PostgresError) -> (snapshot: TransactionSnapshot, page: Page) {
+        // pg_current_snapshot() is the statement's snapshot, the one the journal is read in.
+        let result = try connection.execute("""
+            WITH target AS (SELECT coalesce($2::pg_snapshot, pg_current_snapshot()) AS s)
+            SELECT j.txid::text, j.id, j.last_id, j.event, target.s::text
+              FROM target LEFT JOIN LATERAL (
+                SELECT txid, id, last_id, event FROM pgherald.journal
+                 WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax(target.s)
+                   AND pg_visible_in_snapshot(txid, target.s)
+                   AND NOT pg_visible_in_snapshot(txid, $1::pg_snapshot)
+                 ORDER BY journal.txid, journal.id
+                 LIMIT \(limit)
+              ) AS j ON true
+            """, parameters: [covered.description, target?.description])
+        let snapshot = try snapshot(result.rows.first?[4])
+        let found = result.rows.first?[0] == nil ? [] : result.rows
+        return (snapshot, Page(rows: try events(found), isLast: found.count < limit))
     }
 
     /// The events with the given ids, for notifications that carried only a
@@ -136,7 +163,7 @@ public enum Journal {
                             JOIN pgherald.journal b ON b.last_id IS NOT NULL AND int8range(b.id, b.last_id, '[]') @> wanted.id)
             """, parameters: [list])
         let wanted = Set(ids)
-        return try events(result).filter { wanted.contains($0.id) }
+        return try events(result.rows).filter { wanted.contains($0.id) }
     }
 
     /// The events one statement wrote, from `first` through `last`, in id order.
@@ -147,14 +174,14 @@ public enum Journal {
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid = $1::xid8 AND id BETWEEN $2 AND $3 ORDER BY id
             """, parameters: [String(transactionID), String(first), String(last)])
-        return try events(result)
+        return try events(result.rows)
     }
 
     /// Takes batches apart: each event in one carries its id first, as the trigger writes it.
-    private static func events(_ result: PostgresConnection.QueryResult) throws(PostgresError) -> [Row] {
+    private static func events(_ found: [[String?]]) throws(PostgresError) -> [Row] {
         var rows: [Row] = []
-        rows.reserveCapacity(result.rows.count)
-        for row in result.rows {
+        rows.reserveCapacity(found.count)
+        for row in found {
             guard let txid = row[0].flatMap({ UInt64($0) }), let id = row[1].flatMap({ UInt64($0) }), let event = row[3] else {
                 throw PostgresError(.queryFailed, "unexpected journal row")
             }

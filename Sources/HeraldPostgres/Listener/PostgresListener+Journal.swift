@@ -2,7 +2,7 @@ import Herald
 import Logging
 
 extension PostgresListener {
-    /// Journal rows read per query while catching up (a batch row holds up to 100 events).
+    /// Journal rows read per query while sweeping (a batch row holds up to 100 events).
     static let catchUpPageSize = 256
 
     /// Decides the durability on the first connection and, in durable mode,
@@ -52,59 +52,15 @@ extension PostgresListener {
         return DeliveryCursor(checkpoint: checkpoint?.snapshot)
     }
 
-    /// Delivers, from the journal, every event committed between the
-    /// checkpoint and now that has not been delivered, then records the checkpoint.
-    ///
-    /// Runs after LISTEN: transactions that commit later are notified, and
-    /// live events from transactions this catch-up covered are dropped.
-    func catchUp(on connection: PostgresConnection, cursor: inout DeliveryCursor) throws(PostgresError) {
-        let listenSnapshot = try Journal.currentSnapshot(on: connection)
-        if let range = cursor.connected(listenSnapshot: listenSnapshot) {
-            var after: (transactionID: UInt64, id: UInt64)?
-            var delivered = 0
-            var page: Journal.Page
-            repeat {
-                page = try Journal.events(
-                    visibleIn: range.to, notVisibleIn: range.from, after: after,
-                    limit: Self.catchUpPageSize, on: connection
-                )
-                var events: [Event] = []
-                for row in page.rows {
-                    after = (row.transactionID, row.id)
-                    guard cursor.admitCatchUp(id: row.id, transactionID: row.transactionID) else { continue }
-                    do {
-                        events.append(try Event(payload: row.event))
-                    } catch {
-                        logger.error("a journal event cannot be read", metadata: ["event_id": "\(row.id)", "reason": "\(error)"])
-                    }
-                }
-                for start in stride(from: 0, to: events.count, by: Self.maximumBatch) {
-                    recordLag(of: broker.publish(events[start..<min(start + Self.maximumBatch, events.count)], resumable: false))
-                }
-                delivered += events.count
-            } while !page.isLast
-            recordCatchUp(events: delivered)
-            logger.info("caught up from the journal", metadata: ["events": "\(delivered)", "from": "\(range.from)", "to": "\(range.to)"])
-        }
-        if let covered = cursor.caughtUp() {
-            try Journal.saveCheckpoint(of: configuration.name, covered, on: connection)
-            cursor.checkpointSaved(covered)
-        }
-    }
-
-    /// Before a graceful stop: records a checkpoint that covers exactly what
-    /// was delivered, so the next start neither repeats nor skips an event.
-    func finalCheckpoint(on connection: PostgresConnection, receiver: inout Receiver, cursor: inout DeliveryCursor?) {
-        connection.ignoreWakeSignal()
-        let deadline = ContinuousClock.now + .seconds(5)
+    /// Before a graceful stop: delivers what was committed and records a
+    /// checkpoint that covers exactly what was delivered.
+    func finalCheckpoint(receiver: inout Receiver, cursor: inout DeliveryCursor) {
+        receiver.connection.ignoreWakeSignal()
         do throws(PostgresError) {
-            try receiver.sendTick(cursor: &cursor!, final: true)
-            try receiver.drain(cursor: &cursor)
-            while cursor!.pendingTick != nil {
-                try connection.awaitInput(until: deadline)
-                try receiver.drain(cursor: &cursor)
-            }
-            logger.info("recorded the final checkpoint", metadata: ["last_event_id": "\(cursor!.lastDeliveredEventID.map(String.init) ?? "none")"])
+            // The stop may have come during a sweep.
+            try receiver.connection.discardInterruptedQuery(until: .now + .seconds(5))
+            try receiver.finish(cursor: &cursor)
+            logger.info("recorded the final checkpoint", metadata: ["last_event_id": "\(cursor.lastDeliveredEventID.map(String.init) ?? "none")"])
         } catch {
             logger.warning("could not record the final checkpoint; the next start may deliver some events again", metadata: [
                 "error": "\(error)",

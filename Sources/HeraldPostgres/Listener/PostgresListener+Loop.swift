@@ -9,6 +9,7 @@ extension PostgresListener {
         var lastError = PostgresError(.connectionFailed, "not connected")
         // Set at the first connection in durable mode; kept across reconnects.
         var cursor: DeliveryCursor?
+        var firstConnection = true
         var action = machine.start()
         defer { setStatus(.stopped) }
         while true {
@@ -35,7 +36,8 @@ extension PostgresListener {
                     action = machine.connectFailed(random: Double.random(in: 0..<1))
                 }
             case .listen:
-                let error = listen(on: connection!, cursor: &cursor)
+                let error = listen(on: connection!, cursor: &cursor, firstConnection: firstConnection)
+                firstConnection = false
                 connection = nil
                 cursor?.disconnected()
                 if error.code == .stopped {
@@ -82,6 +84,8 @@ extension PostgresListener {
             applicationName: "pgherald",
             wake: wake
         )
+        // A connection that swallows traffic without closing must not hold a sweep forever.
+        connection.queryTimeout = configuration.connectTimeout
         try checkSessionRoute(of: connection, deadline: deadline)
         let name = try Journal.notificationChannel(on: connection) ?? Self.uninstalledChannel
         state.withLock { $0.channel = name }
@@ -97,20 +101,21 @@ extension PostgresListener {
     }
 
     /// Catches up (in durable mode), then receives until the connection fails or the listener is stopped.
-    private func listen(on connection: PostgresConnection, cursor: inout DeliveryCursor?) -> PostgresError {
+    private func listen(on connection: PostgresConnection, cursor: inout DeliveryCursor?, firstConnection: Bool) -> PostgresError {
+        var receiver = Receiver(listener: self, connection: connection, durable: cursor != nil, resumable: !firstConnection)
         if cursor != nil {
             setStatus(.catchingUp)
             do throws(PostgresError) {
-                try catchUp(on: connection, cursor: &cursor!)
+                try receiver.catchUp(cursor: &cursor!)
             } catch {
                 return error
             }
         }
         setStatus(.listening)
-        var receiver = Receiver(listener: self, connection: connection)
         let error = receiver.run(cursor: &cursor)
+        recordParked(false)
         if error.code == .stopped, cursor != nil {
-            finalCheckpoint(on: connection, receiver: &receiver, cursor: &cursor)
+            finalCheckpoint(receiver: &receiver, cursor: &cursor!)
         }
         return error
     }

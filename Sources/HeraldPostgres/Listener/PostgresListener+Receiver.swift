@@ -21,16 +21,31 @@ extension PostgresListener {
         private var positions: [(id: UInt64, transactionID: UInt64)] = []
         /// The snapshot of a tick that arrived since the last publish.
         private var arrivedTick: TransactionSnapshot?
+        /// When a parked listener last confirmed a sweep with a tick.
         private var lastTick = ContinuousClock.now
+        private var lastCheckpoint = ContinuousClock.now
+        /// Durable mode: when to read the journal and when to park.
+        private var parking: ParkingStateMachine?
+        /// Live events arrived in the last drain: rings, for the parking policy.
+        private var rings = 0
+        /// Parked, events a sweep found before any notification announced
+        /// them, by transaction: lost on the way unless their notification
+        /// arrives before the next tick (see ``DeliveryCursor``).
+        private var unannounced: [UInt64: Int] = [:]
+        /// Events the first sweeps of a new daemon deliver come in transaction
+        /// order, not in the order a client may have seen them from an earlier run.
+        private var resumable: Bool
         /// When the probe in flight went, if one is.
         private var probeSentAt: ContinuousClock.Instant?
         private var probesSent: UInt64 = 0
         /// Due at once: the first probe proves the LISTEN just made.
         private var lastProbe: ContinuousClock.Instant = .now - .seconds(86_400)
 
-        init(listener: PostgresListener, connection: PostgresConnection) {
+        init(listener: PostgresListener, connection: PostgresConnection, durable: Bool, resumable: Bool) {
             self.listener = listener
             self.connection = connection
+            self.resumable = resumable
+            if durable { parking = ParkingStateMachine(policy: listener.configuration.parking, now: .now) }
             self.backendPID = connection.backendPID
             self.tickChannel = Array(listener.tickChannel.utf8CString)
             batch.reserveCapacity(PostgresListener.maximumBatch)
@@ -47,7 +62,7 @@ extension PostgresListener {
             while true {
                 listener.recordProgress()
                 do throws(PostgresError) {
-                    // Queries (catch-up, ticks, references) leave notifications in libpq's buffer: take those first.
+                    // Queries (sweeps, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
                     if let probeSentAt, ContinuousClock.now >= probeSentAt + listener.configuration.connectTimeout {
                         return probeFailed("a probe sent \(listener.configuration.connectTimeout.secondsText) ago has not come back")
@@ -56,26 +71,129 @@ extension PostgresListener {
                         try sendProbe()
                         continue
                     }
-                    if cursor != nil, ContinuousClock.now >= lastTick + listener.configuration.checkpointInterval {
-                        try sendTick(cursor: &cursor!)
-                        continue
+                    var deadline = ContinuousClock.now + PostgresListener.idleWake
+                    if cursor != nil, let action = parking?.next(now: .now) {
+                        switch action {
+                        case .sweep:
+                            try sweep(cursor: &cursor!)
+                            continue
+                        case .park:
+                            try mark(parked: true)
+                            parking!.didPark()
+                            // At once: a notification taken before it would be delivered ahead of what it finds.
+                            try sweep(cursor: &cursor!)
+                            continue
+                        case .unpark:
+                            try mark(parked: false)
+                            cursor!.unparked()
+                            unannounced = [:]
+                            parking!.didUnpark(now: .now)
+                            continue
+                        case .wait(let until):
+                            deadline = min(deadline, until)
+                        }
+                        if try saveCheckpointIfDue(cursor: &cursor!) { continue }
+                        if parking!.isParked, cursor!.pendingTick == nil, tickDue(cursor!) {
+                            try sendTick(cursor: &cursor!)
+                            continue
+                        }
                     }
                     do {
-                        try connection.awaitInput(until: min(tickDeadline(cursor), probeDeadline))
+                        try connection.awaitInput(until: min(deadline, probeDeadline))
                     } catch where error.code == .timedOut {
-                        // Time for a checkpoint, or to show the watchdog the loop still turns.
+                        // Time to sweep, or to show the watchdog the loop still turns.
                     }
+                } catch where error.code == .timedOut {
+                    return probeFailed("a query got no answer within \(listener.configuration.connectTimeout.secondsText)")
                 } catch {
                     return error
                 }
             }
         }
 
-        /// The next checkpoint, or a second from now: an idle loop still turns, so a wedged one can be told apart.
-        private func tickDeadline(_ cursor: DeliveryCursor?) -> ContinuousClock.Instant {
-            let idle = ContinuousClock.now + PostgresListener.idleWake
-            guard let cursor, cursor.needsCheckpoint else { return idle }
-            return min(idle, lastTick + listener.configuration.checkpointInterval)
+        /// Parked, a tick confirms a sweep: for a checkpoint once events were delivered live, and as the backstop.
+        private func tickDue(_ cursor: DeliveryCursor) -> Bool {
+            let interval = cursor.deliveredLive.isEmpty ? listener.configuration.backstopInterval : listener.configuration.checkpointInterval
+            return ContinuousClock.now >= lastTick + interval
+        }
+
+        /// Records how far the journal has been delivered, at most once per checkpoint interval.
+        private mutating func saveCheckpointIfDue(cursor: inout DeliveryCursor) throws(PostgresError) -> Bool {
+            guard cursor.needsCheckpoint, ContinuousClock.now >= lastCheckpoint + listener.configuration.checkpointInterval,
+                  let covered = cursor.covered else { return false }
+            lastCheckpoint = .now
+            try Journal.saveCheckpoint(of: listener.configuration.name, covered, on: connection)
+            cursor.checkpointSaved(covered)
+            listener.logger.debug("checkpoint", metadata: ["snapshot": "\(covered)"])
+            return true
+        }
+
+        private func recordBackstop(_ events: Int, upTo snapshot: TransactionSnapshot) {
+            guard events > 0 else { return }
+            listener.recordBackstop(events: events)
+            listener.logger.warning("the backstop found events whose notification never came", metadata: [
+                "events": "\(events)", "up_to": "\(snapshot)",
+            ])
+        }
+
+        /// Marks this daemon parked (writers ring the doorbell) or reading (they do not).
+        mutating func mark(parked: Bool) throws(PostgresError) {
+            let result = try connection.execute(
+                "SELECT pgherald.park($1, $2)", parameters: [listener.configuration.name, parked ? "true" : "false"],
+                timeout: listener.configuration.connectTimeout
+            )
+            listener.recordParked(parked)
+            listener.logger.trace(parked ? "parked" : "reading the journal", metadata: ["parked_daemons": "\(result.rows.first?[0] ?? nil ?? "?")"])
+        }
+
+        /// Reads the journal up to now, or up to a tick's snapshot, and delivers
+        /// what no notification brought.
+        /// - Returns: how many events it delivered.
+        @discardableResult
+        mutating func sweep(cursor: inout DeliveryCursor, upTo tick: TransactionSnapshot? = nil) throws(PostgresError) -> Int {
+            guard let covered = cursor.covered else {
+                // A first start begins now.
+                cursor.swept(to: try Journal.currentSnapshot(on: connection))
+                parking?.swept(found: 0, full: false, unrung: false, now: .now)
+                return 0
+            }
+            let (snapshot, first) = try Journal.sweep(after: covered, upTo: tick, limit: PostgresListener.catchUpPageSize, on: connection)
+            if tick == nil { cursor.tickOvertaken() }
+            var page = first
+            var delivered = 0
+            var backstopped = 0
+            var pages = 1
+            while true {
+                for row in page.rows where cursor.admitSwept(id: row.id, transactionID: row.transactionID) {
+                    do {
+                        admitted.append(try Event(payload: row.event))
+                    } catch {
+                        listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(row.id)", "reason": "\(error)"])
+                        continue
+                    }
+                    // Parked and confirmed by a tick, an event that no notification brought was lost on the way;
+                    // found by another sweep, it is lost if the next tick arrives before its notification.
+                    if parking?.isParked == true, !cursor.isUnrung(row.transactionID) {
+                        if tick != nil { backstopped += 1 } else { unannounced[row.transactionID, default: 0] += 1 }
+                    }
+                }
+                delivered += admitted.count
+                publishAdmitted()
+                if page.isLast { break }
+                page = try Journal.events(
+                    visibleIn: snapshot, notVisibleIn: covered, after: page.rows.last.map { ($0.transactionID, $0.id) },
+                    limit: PostgresListener.catchUpPageSize, on: connection
+                )
+                pages += 1
+            }
+            if parking?.isClosing == true {
+                cursor.parked(sweptTo: snapshot)
+            } else {
+                cursor.swept(to: snapshot)
+            }
+            parking?.swept(found: delivered, full: pages > 1, unrung: !cursor.unrung.isEmpty, now: .now)
+            recordBackstop(backstopped, upTo: snapshot)
+            return delivered
         }
 
         /// When the probe in flight is overdue, or the next one is due.
@@ -172,11 +290,20 @@ extension PostgresListener {
         }
 
         /// Events sent by hand with `pg_notify` carry no journal position and are delivered as they come.
-        private mutating func admit(id: String, transactionID: String, cursor: DeliveryCursor?) -> Bool {
+        private mutating func admitLive(id: String, transactionID: String, cursor: DeliveryCursor?) -> Bool {
             guard let cursor, let id = UInt64(id), let transactionID = UInt64(transactionID) else { return true }
-            guard cursor.shouldDeliverLive(id: id, transactionID: transactionID) else { return false }
-            positions.append((id, transactionID))
-            return true
+            rings += 1
+            unannounced[transactionID] = nil
+            switch cursor.live(id: id, transactionID: transactionID, parked: parking?.isParked ?? false) {
+            case .deliver:
+                positions.append((id, transactionID))
+                return true
+            case .skip:
+                return false
+            case .sweep:
+                parking?.sweepSoon(now: .now)
+                return false
+            }
         }
 
         private mutating func publish(cursor: inout DeliveryCursor?) throws(PostgresError) {
@@ -184,32 +311,39 @@ extension PostgresListener {
                 for arrival in batch {
                     switch arrival {
                     case .event(let event):
-                        if admit(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
+                        if admitLive(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
                     case .reference(let reference):
                         try read(reference, cursor: cursor)
                     }
                 }
                 batch.removeAll(keepingCapacity: true)
-                var start = admitted.startIndex
-                while start < admitted.endIndex {
-                    let end = min(start + PostgresListener.maximumBatch, admitted.endIndex)
-                    listener.recordLag(of: listener.broker.publish(admitted[start..<end]))
-                    start = end
-                }
-                admitted.removeAll(keepingCapacity: true)
+                publishAdmitted()
                 for position in positions { cursor?.recordDelivered(id: position.id, transactionID: position.transactionID) }
                 positions.removeAll(keepingCapacity: true)
+                parking?.rang(rings, now: .now)
+                rings = 0
             }
             if let tick = arrivedTick {
                 arrivedTick = nil
-                if let confirmed = cursor?.tickArrived(tick) {
-                    // A final checkpoint names the last event, for exact resume after a restart.
-                    let lastEventID = cursor!.finalSnapshot == nil ? nil : cursor!.lastDeliveredEventID
-                    try Journal.saveCheckpoint(of: listener.configuration.name, confirmed, lastEventID: lastEventID, on: connection)
-                    cursor!.checkpointSaved(confirmed)
-                    listener.logger.debug("checkpoint", metadata: ["snapshot": "\(confirmed)"])
+                // A sweep up to the tick: what it finds, no notification brought.
+                if let confirmed = cursor?.tickArrived(tick), parking?.isParked == true {
+                    let lost = unannounced.filter { confirmed.isVisible($0.key) }
+                    unannounced = unannounced.filter { !confirmed.isVisible($0.key) }
+                    recordBackstop(lost.values.reduce(0, +), upTo: confirmed)
+                    try sweep(cursor: &cursor!, upTo: confirmed)
                 }
             }
+        }
+
+        /// Hands the admitted events to the broker, at most a batch at a time.
+        private mutating func publishAdmitted() {
+            var start = admitted.startIndex
+            while start < admitted.endIndex {
+                let end = min(start + PostgresListener.maximumBatch, admitted.endIndex)
+                listener.recordLag(of: listener.broker.publish(admitted[start..<end], resumable: resumable))
+                start = end
+            }
+            admitted.removeAll(keepingCapacity: true)
         }
 
         /// Reads from the journal the events a notification referred to: one
@@ -231,14 +365,13 @@ extension PostgresListener {
                     listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(row.id)", "reason": "\(error)"])
                     continue
                 }
-                if admit(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
+                if admitLive(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
             }
         }
 
         /// Takes a snapshot and notifies ourselves with it in one statement.
-        mutating func sendTick(cursor: inout DeliveryCursor, final: Bool = false) throws(PostgresError) {
+        private mutating func sendTick(cursor: inout DeliveryCursor) throws(PostgresError) {
             lastTick = .now
-            guard final || cursor.needsCheckpoint else { return }
             // The tick arrives in libpq's buffer while this runs; the next drain takes it.
             let result = try connection.execute(
                 "SELECT s::text, pg_notify($1, s::text) FROM pg_current_snapshot() AS s",
@@ -247,11 +380,38 @@ extension PostgresListener {
             guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text) else {
                 throw PostgresError(.queryFailed, "unexpected snapshot from a tick")
             }
-            if final {
-                cursor.finalTickSent(snapshot: snapshot)
-            } else {
-                cursor.tickSent(snapshot: snapshot)
+            cursor.tickSent(snapshot: snapshot)
+        }
+
+        /// After LISTEN: marks this daemon reading, delivers from the journal
+        /// everything committed since the last checkpoint that has not been
+        /// delivered, and records the checkpoint.
+        mutating func catchUp(cursor: inout DeliveryCursor) throws(PostgresError) {
+            try mark(parked: false)
+            let from = cursor.covered
+            let delivered = try sweep(cursor: &cursor)
+            resumable = true
+            if let from {
+                listener.recordCatchUp(events: delivered)
+                listener.logger.info("caught up from the journal", metadata: [
+                    "events": "\(delivered)", "from": "\(from)", "to": "\(cursor.covered.map { "\($0)" } ?? "?")",
+                ])
             }
+            lastCheckpoint = .now - listener.configuration.checkpointInterval
+            _ = try saveCheckpointIfDue(cursor: &cursor)
+        }
+
+        /// Before a graceful stop: stops the doorbell, delivers everything
+        /// committed so far, and records a checkpoint that covers exactly what
+        /// was delivered, naming the last event, so that the next start
+        /// neither repeats nor skips one.
+        mutating func finish(cursor: inout DeliveryCursor) throws(PostgresError) {
+            try mark(parked: false)
+            cursor.unparked()
+            try sweep(cursor: &cursor)
+            guard let covered = cursor.covered else { return }
+            try Journal.saveCheckpoint(of: listener.configuration.name, covered, lastEventID: cursor.lastDeliveredEventID, on: connection)
+            cursor.checkpointSaved(covered)
         }
     }
 }

@@ -32,6 +32,12 @@ public final class PostgresListener: Service, Sendable {
         /// back within the connect timeout marks the connection broken, and
         /// the listener reconnects. Default 30 s.
         public var probeInterval: Duration
+        /// How often a parked durable listener sweeps the journal for events
+        /// whose notification never came; reading, it sweeps all the time.
+        /// Events only this finds are counted, and that count should stay 0. Default 10 s.
+        public var backstopInterval: Duration
+        /// When a durable listener reads the journal and when it parks.
+        var parking = ParkingStateMachine.Policy()
 
         public init(
             connection: ConnectionString,
@@ -40,7 +46,8 @@ public final class PostgresListener: Service, Sendable {
             durability: Durability? = nil,
             name: String = "default",
             checkpointInterval: Duration = .seconds(1),
-            probeInterval: Duration = .seconds(30)
+            probeInterval: Duration = .seconds(30),
+            backstopInterval: Duration = .seconds(10)
         ) {
             self.connection = connection
             self.connectTimeout = connectTimeout
@@ -49,6 +56,7 @@ public final class PostgresListener: Service, Sendable {
             self.name = name
             self.checkpointInterval = checkpointInterval
             self.probeInterval = probeInterval
+            self.backstopInterval = backstopInterval
         }
     }
 
@@ -85,6 +93,8 @@ public final class PostgresListener: Service, Sendable {
     private let reconnectCount = Atomic<Int64>(0)
     private let catchUpEventCount = Atomic<Int64>(0)
     private let probeFailureCount = Atomic<Int64>(0)
+    private let backstopEventCount = Atomic<Int64>(0)
+    private let parkedFlag = Atomic<Bool>(false)
     /// Delivery time minus the event's `at`, for every event handed to the broker.
     private let deliveryLag = Metrics.Timer(label: "pgherald_delivery_lag_seconds")
     /// When the listener thread last came round its loop, in nanoseconds after `createdAt`.
@@ -108,6 +118,19 @@ public final class PostgresListener: Service, Sendable {
     public var catchUpEvents: Int64 { catchUpEventCount.load(ordering: .relaxed) }
     /// Probe notifications that did not come back in time, since start.
     public var probeFailures: Int64 { probeFailureCount.load(ordering: .relaxed) }
+
+    /// Events that only the backstop found: their notification never came. Should stay 0.
+    public var backstopEvents: Int64 { backstopEventCount.load(ordering: .relaxed) }
+    /// Whether the durable listener is parked, waiting for the doorbell, rather than reading the journal.
+    public var isParked: Bool { parkedFlag.load(ordering: .relaxed) }
+
+    func recordBackstop(events: Int) {
+        backstopEventCount.add(Int64(events), ordering: .relaxed)
+    }
+
+    func recordParked(_ parked: Bool) {
+        parkedFlag.store(parked, ordering: .relaxed)
+    }
 
     func recordReconnect() {
         reconnectCount.add(1, ordering: .relaxed)

@@ -96,6 +96,10 @@ public final class DaemonMetrics: Sendable {
         advance("pgherald_catch_up_events_total", to: listener.catchUpEvents, help: "Events delivered from the journal after gaps.")
         advance("pgherald_listener_probe_failures_total", to: listener.probeFailures,
                 help: "Probe notifications the listener sent itself that did not come back in time; each made it reconnect.")
+        gauge("pgherald_listener_parked", listener.isParked ? 1 : 0,
+              help: "1 while the durable listener is parked, waiting for the doorbell; 0 while it reads the journal and writers skip NOTIFY.")
+        advance("pgherald_journal_backstop_events_total", to: listener.backstopEvents,
+                help: "Events that only the parked listener's backstop sweep found: their notification never came. Should stay 0.")
         if let journal {
             gauge("pgherald_journal_rows", Double(journal.rows), help: "Rows in pgherald.journal (exact up to 100,000, estimated beyond).")
             gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")

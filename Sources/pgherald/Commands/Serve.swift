@@ -83,6 +83,13 @@ struct Serve: AsyncParsableCommand {
     ))
     var probeInterval: String?
 
+    @Option(help: ArgumentHelp(
+        "How often a parked durable listener reads the journal for events whose notification never came. Default: 10s. Key: backstop_interval.",
+        discussion: "In durable mode the listener reads the journal while events flow and parks when they stop; writers then notify to wake it (the doorbell). Parked, it reads the journal this often anyway, up to a snapshot its own tick confirmed, so an event whose notification was lost still arrives. Events only this finds are counted in pgherald_journal_backstop_events_total, which should stay 0.",
+        valueName: "duration"
+    ))
+    var backstopInterval: String?
+
     @OptionGroup(title: "Socket") var socketPath: SocketPathOption
 
     @Flag(help: "Do not serve the Unix socket. Key: socket.enabled.")
@@ -135,6 +142,7 @@ struct Serve: AsyncParsableCommand {
             ("mailbox_capacity", "--mailbox-capacity", mailboxCapacity.map(String.init)),
             ("connect_timeout", "--connect-timeout", connectTimeout),
             ("probe_interval", "--probe-interval", probeInterval),
+            ("backstop_interval", "--backstop-interval", backstopInterval),
             ("socket.path", "--socket", socketPath.socket),
             ("socket.enabled", "--no-socket", noSocket ? "false" : nil),
             ("socket.mode", "--socket-mode", socketMode),
@@ -188,7 +196,8 @@ struct Serve: AsyncParsableCommand {
         let listener = PostgresListener(
             configuration: .init(
                 connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
-                durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval
+                durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval,
+                backstopInterval: settings.backstopInterval
             ),
             broker: broker,
             logger: LogCategory.database.logger

@@ -17,13 +17,16 @@ final class RunningListener: Sendable {
         database: TestDatabase,
         backoff: BackoffPolicy = BackoffPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(1)),
         connectTimeout: Duration = .seconds(10),
-        probeInterval: Duration = .seconds(30)
+        probeInterval: Duration = .seconds(30),
+        backstopInterval: Duration = .seconds(10),
+        checkpointInterval: Duration = .seconds(1)
     ) async throws {
         var logger = Logger(label: "database")
         logger.logLevel = .warning
         listener = PostgresListener(
             configuration: .init(
-                connection: try ConnectionString(database.connInfo), connectTimeout: connectTimeout, backoff: backoff, probeInterval: probeInterval
+                connection: try ConnectionString(database.connInfo), connectTimeout: connectTimeout, backoff: backoff,
+                checkpointInterval: checkpointInterval, probeInterval: probeInterval, backstopInterval: backstopInterval
             ),
             broker: broker,
             logger: logger

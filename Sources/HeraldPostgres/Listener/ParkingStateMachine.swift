@@ -1,0 +1,129 @@
+/// When a durable listener reads the journal and when it parks to wait for
+/// the doorbell: pure, no I/O.
+///
+/// Reading, the listener sweeps the journal at most every
+/// ``Policy/pollInterval`` (at once while a sweep comes back full), and
+/// writers commit without NOTIFY and its database-wide lock. Once sweeps
+/// have found nothing for ``Policy/parkAfter``, it parks: writers notify
+/// again, which costs little while they are few. When notifications come
+/// faster than ``Policy/wakeRings`` in ``Policy/wakeWindow``, it reads again.
+struct ParkingStateMachine {
+    struct Policy: Sendable {
+        /// The longest wait between sweeps while reading: the latency reading adds.
+        var pollInterval: Duration = .milliseconds(1)
+        /// How long sweeps find nothing before the listener parks.
+        var parkAfter: Duration = .milliseconds(20)
+        /// Notifications within ``wakeWindow`` that make a parked listener read again.
+        var wakeRings = 16
+        var wakeWindow: Duration = .milliseconds(20)
+        /// The first wait between sweeps for transactions that may commit without
+        /// ringing; it doubles up to ``unrungPollLimit``, the longest such an event waits.
+        var unrungPoll: Duration = .milliseconds(2)
+        var unrungPollLimit: Duration = .milliseconds(100)
+    }
+
+    enum Action: Equatable {
+        /// Read the journal up to now.
+        case sweep
+        /// Mark the listener parked in the database, then sweep.
+        case park
+        /// Mark the listener reading in the database, then sweep.
+        case unpark
+        /// Wait for a notification until then.
+        case wait(until: ContinuousClock.Instant)
+    }
+
+    private enum State {
+        case reading(lastFound: ContinuousClock.Instant, nextSweep: ContinuousClock.Instant)
+        /// Parked; the closing sweep, which follows at once, is still due.
+        case parking
+        case parked(ringsSince: ContinuousClock.Instant, rings: Int, unrungPoll: Duration, nextSweep: ContinuousClock.Instant?)
+    }
+
+    let policy: Policy
+    private var state: State
+
+    /// Starts reading: a connection catches up first.
+    init(policy: Policy, now: ContinuousClock.Instant) {
+        self.policy = policy
+        self.state = .reading(lastFound: now, nextSweep: now)
+    }
+
+    var isParked: Bool {
+        if case .parked = state { return true }
+        return false
+    }
+
+    /// Marked parked, with the closing sweep still due.
+    var isClosing: Bool {
+        if case .parking = state { return true }
+        return false
+    }
+
+    func next(now: ContinuousClock.Instant) -> Action {
+        switch state {
+        case .reading(let lastFound, let nextSweep):
+            if now < nextSweep { return .wait(until: nextSweep) }
+            return now - lastFound >= policy.parkAfter ? .park : .sweep
+        case .parking:
+            return .sweep
+        case .parked(_, let rings, _, let nextSweep):
+            if rings >= policy.wakeRings { return .unpark }
+            guard let nextSweep else { return .wait(until: now + .seconds(3600)) }
+            return now < nextSweep ? .wait(until: nextSweep) : .sweep
+        }
+    }
+
+    /// A sweep found `found` events; `full` when it stopped at its page limit,
+    /// `unrung` when transactions that may commit without ringing remain.
+    mutating func swept(found: Int, full: Bool, unrung: Bool, now: ContinuousClock.Instant) {
+        switch state {
+        case .reading(let lastFound, _):
+            if found > 0 {
+                state = .reading(lastFound: now, nextSweep: full ? now : now + policy.pollInterval)
+            } else {
+                // Due at once when it is time to park, which the next action says.
+                let parkAt = lastFound + policy.parkAfter
+                state = .reading(lastFound: lastFound, nextSweep: min(now + policy.pollInterval, parkAt))
+            }
+        case .parking:
+            state = .parked(ringsSince: now, rings: 0, unrungPoll: policy.unrungPoll, nextSweep: unrung ? now + policy.unrungPoll : nil)
+        case .parked(let since, let rings, let poll, _):
+            let longer = min(poll * 2, policy.unrungPollLimit)
+            state = .parked(ringsSince: since, rings: rings, unrungPoll: longer, nextSweep: unrung ? now + longer : nil)
+        }
+    }
+
+    /// The listener is marked parked; the closing sweep comes next.
+    mutating func didPark() {
+        state = .parking
+    }
+
+    /// The listener is marked reading.
+    mutating func didUnpark(now: ContinuousClock.Instant) {
+        state = .reading(lastFound: now, nextSweep: now)
+    }
+
+    /// `count` notifications carried events.
+    mutating func rang(_ count: Int, now: ContinuousClock.Instant) {
+        guard case .parked(let since, let rings, let poll, let nextSweep) = state, count > 0 else { return }
+        if now - since > policy.wakeWindow {
+            state = .parked(ringsSince: now, rings: count, unrungPoll: poll, nextSweep: nextSweep)
+        } else {
+            state = .parked(ringsSince: since, rings: rings + count, unrungPoll: poll, nextSweep: nextSweep)
+        }
+    }
+
+    /// A notification came that a sweep must deliver, in order with commits
+    /// that did not ring: sweep now.
+    mutating func sweepSoon(now: ContinuousClock.Instant) {
+        switch state {
+        case .reading(let lastFound, _):
+            state = .reading(lastFound: lastFound, nextSweep: now)
+        case .parking:
+            break
+        case .parked(let since, let rings, let poll, _):
+            state = .parked(ringsSince: since, rings: rings, unrungPoll: poll, nextSweep: now)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Herald
+import HeraldPostgres
+import Synchronization
+import Testing
+
+extension IntegrationTests {
+    /// Durable mode notifies only to wake a parked daemon (the doorbell): a
+    /// daemon that reads the journal costs writers no NOTIFY, and no event
+    /// waits for a ring that never comes. On every major, with both kinds of trigger.
+    @Suite
+    struct DoorbellTests {
+        static let cells = TriggerCell.all.filter { $0.durability == .durable }
+
+        @Test(arguments: cells)
+        func whileTheDaemonReadsTheJournalCommitsSendNoNotification(_ cell: TriggerCell) async throws {
+            let database = try TestDatabase.create(install: false, on: cell.cluster)
+            try Installer.install(on: database.connect(), durability: .durable, triggers: cell.triggers)
+            let daemon = try await RunningListener(database: database, backstopInterval: .seconds(600))
+            let eavesdropper = try Eavesdropper(database: database)
+            try await waitUntilParked(database)
+
+            // A parked daemon wakes for a single row, which rings.
+            let writer = try database.connect()
+            try writer.execute("INSERT INTO course (short_code, name) VALUES ('ONE', 'One')")
+            let one = try await daemon.inbox.take(1, within: 5)
+            #expect(one.first?.new?["short_code"] == .string("ONE"))
+            #expect(eavesdropper.notifications(within: .seconds(2), wanted: 1) == 1, "the parked daemon's doorbell rang once")
+            try await waitUntilParked(database)
+
+            // A run of commits wakes it to read the journal, and then they commit without ringing.
+            let rows = 400
+            for row in 1...rows {
+                try writer.execute("INSERT INTO course (short_code, name) VALUES ($1, 'Run')", parameters: ["R\(row)"])
+            }
+            let run = try await daemon.inbox.take(rows, within: 20)
+            let codes: [String] = run.map { $0.new?["short_code"]?.stringValue ?? "" }
+            let expected: [String] = (1...rows).map { "R\($0)" }
+            #expect(codes == expected, "each once, in commit order")
+            let rang = eavesdropper.notifications(within: .milliseconds(300))
+            #expect(rang < rows / 2, "\(rang) of \(rows) commits notified: reading, the daemon needs no doorbell")
+            #expect(rang >= 1, "the first commits of the run rang the parked daemon's doorbell")
+            #expect(daemon.listener.backstopEvents == 0)
+            try await daemon.stop()
+            #expect(try parkedDaemons(database) == 0, "a stopped daemon leaves no doorbell ringing")
+        }
+
+        /// Writers that looked at the doorbell just before the daemon parked
+        /// commit without ringing; the daemon must find them anyway, promptly
+        /// and not through the backstop. Pauses on the writer's side (before
+        /// the write, before the commit, a snapshot taken early in REPEATABLE
+        /// READ) and on the daemon's (holding the lock it parks and unparks
+        /// under) are interleaved at random with idle gaps, which let it park,
+        /// and runs of commits, which wake it.
+        @Test(arguments: cells)
+        func noEventWaitsForADoorbellThatNeverRings(_ cell: TriggerCell) async throws {
+            let database = try TestDatabase.create(install: false, on: cell.cluster)
+            try Installer.install(on: database.connect(), durability: .durable, triggers: cell.triggers)
+            // No tick sweeps while it runs: only the doorbell and the unrung sweeps may find an event.
+            let daemon = try await RunningListener(database: database, backstopInterval: .seconds(600), checkpointInterval: .seconds(600))
+            let seed = UInt64.random(in: 0...UInt64(UInt32.max))
+            let written = Atomic<Int>(0)
+            let late = Mutex<String?>(nil)
+            let stop = Atomic<Bool>(false)
+            let pausing = Thread.run {
+                guard let pauser = try? database.connect() else {
+                    Issue.record("the pauser cannot connect")
+                    return
+                }
+                var random = SeededRandom(seed: seed ^ 0x5EED)
+                while !stop.load(ordering: .relaxed) {
+                    _ = try? pauser.execute("SELECT pg_advisory_lock(hashtext('pgherald.doorbell'))")
+                    pause(random.next(upTo: 15))
+                    _ = try? pauser.execute("SELECT pg_advisory_unlock(hashtext('pgherald.doorbell'))")
+                    pause(random.next(upTo: 30))
+                }
+            }
+            let writing = Thread.run {
+                var random = SeededRandom(seed: seed)
+                var row = 0
+                do {
+                    let writer = try database.connect()
+                    func insert() throws {
+                        row += 1
+                        try writer.execute("INSERT INTO course (short_code, name) VALUES ($1, 'Race')", parameters: ["W\(row)"])
+                    }
+                    for round in 0..<60 {
+                        // Everything so far arrives promptly; the unrung sweeps are at most 100 ms apart.
+                        let due = ContinuousClock.now + .milliseconds(500)
+                        while daemon.inbox.count < row, ContinuousClock.now < due { pause(5) }
+                        if daemon.inbox.count < row {
+                            late.withLock { $0 = "round \(round): \(row - daemon.inbox.count) event(s) not delivered within 500 ms" }
+                            break
+                        }
+                        switch random.next(upTo: 4) {
+                        case 0:
+                            try writer.execute(random.next(upTo: 2) == 0 ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ")
+                            try writer.execute("SELECT 1")
+                            pause(random.next(upTo: 15))
+                            try insert()
+                            pause(random.next(upTo: 25))
+                            try writer.execute("COMMIT")
+                        case 1:
+                            for _ in 0..<(5 + random.next(upTo: 40)) { try insert() }
+                        case 2:
+                            pause(random.next(upTo: 60))
+                        default:
+                            try insert()
+                        }
+                    }
+                } catch {
+                    Issue.record("the writer failed: \(error)")
+                }
+                written.store(row, ordering: .relaxed)
+            }
+            await writing.value
+            stop.store(true, ordering: .relaxed)
+            await pausing.value
+            let rows = written.load(ordering: .relaxed)
+            #expect(late.withLock { $0 } == nil, "seed \(seed): an event waited for a doorbell that never rang")
+            try #require(rows > 0, "seed \(seed) wrote nothing")
+            // Far inside the 600 s backstop: the unrung sweeps find them, at most 100 ms apart.
+            let events = try await daemon.inbox.take(rows, within: 10)
+            let ids: Set<String> = Set(events.map(\.id))
+            #expect(ids.count == rows, "seed \(seed): each event once")
+            let codes: Set<String> = Set(events.map { $0.new?["short_code"]?.stringValue ?? "" })
+            let expected: Set<String> = Set((1...rows).map { "W\($0)" })
+            #expect(codes == expected, "seed \(seed)")
+            #expect(daemon.listener.backstopEvents == 0, "seed \(seed)")
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(daemon.inbox.count == 0, "seed \(seed): nothing twice")
+            try await daemon.stop()
+        }
+
+        /// The backstop: an event whose notification never came reaches the
+        /// daemon within the backstop interval, and is counted.
+        @Test func theBackstopFindsAnEventWhoseNotificationWasLost() async throws {
+            let database = try TestDatabase.create(durability: .durable)
+            let daemon = try await RunningListener(database: database, backstopInterval: .seconds(1))
+            try await waitUntilParked(database)
+            // Past the sweep that closes the park, which would find it as any sweep does.
+            try await Task.sleep(for: .milliseconds(300))
+            // A journal row as a trigger writes it, committed without its notification.
+            let writer = try database.connect()
+            try writer.execute("""
+                INSERT INTO pgherald.journal (id, txid, event)
+                SELECT n, pg_current_xact_id(), concat('{"id":"', n, '","op":"INSERT","schema":"public","table":"course","pk":null,',
+                       '"new":{"short_code":"LOST"},"old":null,"txid":"', pg_current_xact_id(), '","at":"2026-01-01T00:00:00.000000Z"}')
+                  FROM nextval('pgherald.event_id') AS n
+                """)
+            let found = try await daemon.inbox.take(1, within: 5)
+            #expect(found.first?.new?["short_code"] == .string("LOST"))
+            // Counted once a tick shows that no notification for it is on the way.
+            try await waitFor(seconds: 5) { daemon.listener.backstopEvents == 1 } failure: { "not counted as found by the backstop" }
+            try await daemon.stop()
+        }
+
+        private func parkedDaemons(_ database: TestDatabase) throws -> Int {
+            let value: String? = try database.execute("SELECT last_value FROM pgherald.doorbell").rows.first?[0] ?? nil
+            guard let value, let parked = Int(value) else { return -1 }
+            return parked
+        }
+
+        private func waitUntilParked(_ database: TestDatabase) async throws {
+            try await waitFor(seconds: 10) { try parkedDaemons(database) == 1 } failure: { "the daemon did not park" }
+        }
+    }
+}
+
+/// Listens on the install's channel beside the daemon, counting notifications.
+private final class Eavesdropper {
+    let connection: PostgresConnection
+
+    init(database: TestDatabase) throws {
+        connection = try database.connect()
+        let channel = try #require(try Journal.notificationChannel(on: connection))
+        try connection.execute("LISTEN \(try connection.escapeIdentifier(channel))")
+    }
+
+    /// Notifications that arrive by the end of `window`, or as soon as `wanted` have.
+    func notifications(within window: Duration, wanted: Int = .max) -> Int {
+        let deadline = ContinuousClock.now + window
+        var seen = 0
+        while true {
+            seen += connection.takeNotifications { _, _, _ in }
+            if seen >= wanted || ContinuousClock.now >= deadline { return seen }
+            do throws(PostgresError) {
+                try connection.awaitInput(until: deadline)
+            } catch {
+                return seen
+            }
+        }
+    }
+}
+
+/// Sleeps the calling thread for `milliseconds`.
+private func pause(_ milliseconds: Int) {
+    usleep(useconds_t(milliseconds * 1000))
+}
+
+/// A small reproducible generator: a failing seed replays the same interleaving.
+struct SeededRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed | 1 }
+
+    mutating func next(upTo bound: Int) -> Int {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        return Int(state % UInt64(bound))
+    }
+}
+
+extension Thread {
+    /// Runs blocking work on a thread of its own, off the test's executors.
+    static func run(_ work: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        let done = AsyncStream<Void>.makeStream()
+        Thread {
+            work()
+            done.continuation.finish()
+        }.start()
+        return Task { for await _ in done.stream {} }
+    }
+}

@@ -1,0 +1,92 @@
+import Testing
+@testable import HeraldPostgres
+
+@Suite struct ParkingStateMachineTests {
+    let policy = ParkingStateMachine.Policy()
+    let start = ContinuousClock.now
+
+    @Test func readingSweepsAtOnceWhileEventsComeAndEveryPollIntervalWhenNot() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        #expect(machine.next(now: start) == .sweep, "a connection catches up first")
+        machine.swept(found: 3, full: true, unrung: false, now: start)
+        #expect(machine.next(now: start) == .sweep, "a full page: more is waiting")
+        machine.swept(found: 3, full: false, unrung: false, now: start)
+        #expect(machine.next(now: start) == .wait(until: start + policy.pollInterval))
+        #expect(machine.next(now: start + policy.pollInterval) == .sweep)
+        machine.swept(found: 0, full: false, unrung: false, now: start + policy.pollInterval)
+        #expect(machine.next(now: start + policy.pollInterval) == .wait(until: start + policy.pollInterval * 2))
+    }
+
+    @Test func parksOnceSweepsHaveFoundNothingForParkAfter() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        machine.swept(found: 1, full: false, unrung: false, now: start)
+        var now = start
+        while now - start < policy.parkAfter {
+            now += policy.pollInterval
+            #expect(machine.next(now: now) == (now - start >= policy.parkAfter ? .park : .sweep))
+            machine.swept(found: 0, full: false, unrung: false, now: now)
+        }
+        #expect(machine.next(now: now) == .park)
+        machine.didPark()
+        #expect(machine.isClosing)
+        #expect(machine.next(now: now) == .sweep, "the closing sweep, after the doorbell is armed")
+        machine.swept(found: 0, full: false, unrung: false, now: now)
+        #expect(machine.isParked)
+        guard case .wait = machine.next(now: now) else {
+            Issue.record("a parked listener with nothing unrung waits for the doorbell")
+            return
+        }
+    }
+
+    @Test func parkedItSweepsForUnrungTransactionsWithABackoffUpToItsLimit() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        machine.didPark()
+        machine.swept(found: 0, full: false, unrung: true, now: start)
+        #expect(machine.next(now: start) == .wait(until: start + policy.unrungPoll))
+        var now = start + policy.unrungPoll
+        var waits: [Duration] = []
+        for _ in 0..<10 {
+            #expect(machine.next(now: now) == .sweep)
+            machine.swept(found: 0, full: false, unrung: true, now: now)
+            guard case .wait(let until) = machine.next(now: now) else { Issue.record("expected a wait"); return }
+            waits.append(until - now)
+            now = until
+        }
+        #expect(waits.first == policy.unrungPoll * 2)
+        #expect(waits.last == policy.unrungPollLimit)
+        machine.swept(found: 1, full: false, unrung: false, now: now)
+        guard case .wait(let until) = machine.next(now: now), until - now > .seconds(60) else {
+            Issue.record("once they ended, only the doorbell wakes it")
+            return
+        }
+    }
+
+    @Test func manyRingsInTheWakeWindowMakeItReadAgainAndFewDoNot() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        machine.didPark()
+        machine.swept(found: 0, full: false, unrung: false, now: start)
+        // A ring now and then: parked is cheaper for everyone.
+        for second in 1...5 {
+            machine.rang(policy.wakeRings - 1, now: start + .seconds(second))
+            #expect(machine.next(now: start + .seconds(second)) != .unpark)
+        }
+        let burst = start + .seconds(10)
+        machine.rang(policy.wakeRings / 2, now: burst)
+        machine.rang(policy.wakeRings / 2, now: burst + policy.wakeWindow / 2)
+        #expect(machine.next(now: burst + policy.wakeWindow / 2) == .unpark)
+        machine.didUnpark(now: burst + policy.wakeWindow)
+        #expect(!machine.isParked)
+        #expect(machine.next(now: burst + policy.wakeWindow) == .sweep)
+    }
+
+    @Test func aNotificationLeftToASweepCallsForOneAtOnceParkedOrReading() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        machine.swept(found: 0, full: false, unrung: false, now: start)
+        machine.sweepSoon(now: start)
+        #expect(machine.next(now: start) == .sweep, "reading")
+        machine.didPark()
+        machine.swept(found: 0, full: false, unrung: true, now: start)
+        machine.sweepSoon(now: start)
+        #expect(machine.next(now: start) == .sweep, "parked with unrung transactions")
+    }
+}
