@@ -28,6 +28,9 @@ extension DaemonConfiguration {
         let name = settings.string("name", default: "default")!
         guard !name.isEmpty else { throw settings.fail("name", "must not be empty") }
         let durability = try settings.choice("durability", default: Durability?.none)
+        if durability == .notifyOnly {
+            warnings.append(Durability.notifyOnlyCeiling)
+        }
         if let source = settings.retired("channel") {
             warnings.append("channel (\(source)) is no longer a setting and is ignored: the install chooses a private channel, "
                 + "which the daemon reads from the database; remove it")

@@ -89,6 +89,13 @@ import Testing
         #expect(exposed.warnings.contains { $0.hasPrefix("listen_database (") && $0.contains("contains a password") })
     }
 
+    @Test func notifyOnlyIsWarnedAboutForItsCommitCeiling() async throws {
+        let notifyOnly = try await load("durability: notify-only\n")
+        #expect(notifyOnly.warnings.contains { $0.hasPrefix("notify-only: every write notifies") })
+        let durable = try await load("durability: durable\n")
+        #expect(!durable.warnings.contains { $0.hasPrefix("notify-only") })
+    }
+
     @Test func theRetiredChannelSettingIsIgnoredWithAWarning() async throws {
         let configuration = try await load("channel: pgherald\n")
         #expect(configuration.warnings.contains { $0.hasPrefix("channel (") && $0.contains("ignored") })

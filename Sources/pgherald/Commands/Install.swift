@@ -22,8 +22,8 @@ struct Install: ParsableCommand {
     var schemas: [String] = []
 
     @Option(help: ArgumentHelp(
-        "durable: triggers write each event to the pgherald.journal table as well as notify, so nothing is lost while the daemon is away; notify-only: NOTIFY alone, cheaper for writers, but events sent while no daemon listens are lost.",
-        discussion: "Default: durable on a first install, else what was installed before.",
+        "durable: triggers write each event to the pgherald.journal table, so nothing is lost while the daemon is away, and notify only to wake a parked daemon; notify-only: NOTIFY alone, in every write, and events sent while no daemon listens are lost.",
+        discussion: "Default: durable on a first install, else what was installed before. Notify-only is not cheaper with many writers: PostgreSQL commits notifying transactions one at a time, behind one lock held through the commit's flush, so it caps the database at a few thousand commits per second; durable with a short --retention keeps little and spares writers that lock.",
         valueName: "durable|notify-only"
     ))
     var durability: Durability?
@@ -44,6 +44,9 @@ struct Install: ParsableCommand {
         let installed = try Journal.installedDurability(on: connection)?.rawValue ?? "?"
         let kind = try Installer.usesNativeTriggers(on: connection) ? "native" : "plpgsql"
         print("pgherald publisher installed, \(installed), \(kind) triggers (\(connection.endpointDescription))")
+        if installed == Durability.notifyOnly.rawValue {
+            FileHandle.standardError.write(Data("warning: \(Durability.notifyOnlyCeiling)\n".utf8))
+        }
         print("watching \(tables.count) table\(tables.count == 1 ? "" : "s"):")
         for table in tables { print("  \(table)") }
     }
