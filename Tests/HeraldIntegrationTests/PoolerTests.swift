@@ -35,6 +35,24 @@ extension IntegrationTests {
             try await direct.stop()
         }
 
+        @Test func checkConfigWithConnectReportsThePoolerAsServeWould() async throws {
+            let database = try TestDatabase.create()
+            let transaction = "\(try #require(Self.transactionPooler)) dbname=\(database.name)"
+            let refused = try await DaemonProcess(["check-config", "--connect", "/dev/null"], environment: ["PGHERALD_DATABASE": transaction]).finish()
+            #expect(refused.status == 78)
+            #expect(refused.stderr.contains("connection pooler in transaction or statement mode"), "\(refused.stderr)")
+            // The listener's own conninfo is what counts.
+            let own = try await DaemonProcess(["check-config", "--connect", "/dev/null"], environment: [
+                "PGHERALD_DATABASE": transaction, "PGHERALD_LISTEN_DATABASE": database.connInfo,
+            ]).finish()
+            #expect(own.status == 0, "\(own.stderr)")
+            #expect(own.stdout.contains("# listener: connects straight to PostgreSQL"), "\(own.stdout)")
+            let session = "\(try #require(Self.sessionPooler)) dbname=\(database.name)"
+            let kept = try await DaemonProcess(["check-config", "--connect", "/dev/null"], environment: ["PGHERALD_DATABASE": session]).finish()
+            #expect(kept.status == 0, "\(kept.stderr)")
+            #expect(kept.stdout.contains("session-mode pooler"), "\(kept.stdout)")
+        }
+
         @Test func aSessionPoolerKeepsTheListenAndDelivers() async throws {
             let database = try TestDatabase.create()
             let pooled = TestDatabase(name: database.name, connInfo: "\(try #require(Self.sessionPooler)) dbname=\(database.name)")

@@ -38,6 +38,26 @@ import Testing
         }
     }
 
+    @Test func readingParksOnceEventsComeSlowerThanHalfTheWakeRate() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        var now = start
+        // A full window at the wake rate: it goes on reading.
+        while now - start <= policy.wakeWindow {
+            machine.swept(found: 2, full: false, unrung: false, now: now)
+            now += policy.pollInterval
+        }
+        #expect(machine.next(now: now) == .sweep)
+        // Then a window with a few events, each sweep finding one now and then.
+        let slowStart = now
+        var sweeps = 0
+        while now - slowStart <= policy.wakeWindow {
+            machine.swept(found: sweeps % 8 == 0 ? 1 : 0, full: false, unrung: false, now: now)
+            sweeps += 1
+            now += policy.pollInterval
+        }
+        #expect(machine.next(now: now) == .park, "fewer than \(policy.wakeRings / 2) events in \(policy.wakeWindow): notifications are cheaper")
+    }
+
     @Test func parkedItSweepsForUnrungTransactionsWithABackoffUpToItsLimit() {
         var machine = ParkingStateMachine(policy: policy, now: start)
         machine.didPark()

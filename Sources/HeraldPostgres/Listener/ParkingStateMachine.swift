@@ -4,9 +4,11 @@
 /// Reading, the listener sweeps the journal at most every
 /// ``Policy/pollInterval`` (at once while a sweep comes back full), and
 /// writers commit without NOTIFY and its database-wide lock. Once sweeps
-/// have found nothing for ``Policy/parkAfter``, it parks: writers notify
-/// again, which costs little while they are few. When notifications come
-/// faster than ``Policy/wakeRings`` in ``Policy/wakeWindow``, it reads again.
+/// have found nothing for ``Policy/parkAfter``, or fewer than half of
+/// ``Policy/wakeRings`` events in a ``Policy/wakeWindow``, it parks: writers
+/// notify again, which costs little while they are few, and a notification
+/// carries its event at once. When notifications come faster than
+/// ``Policy/wakeRings`` in ``Policy/wakeWindow``, it reads again.
 struct ParkingStateMachine {
     struct Policy: Sendable {
         /// The longest wait between sweeps while reading: the latency reading adds.
@@ -14,7 +16,7 @@ struct ParkingStateMachine {
         /// How long sweeps find nothing before the listener parks.
         var parkAfter: Duration = .milliseconds(20)
         /// Notifications within ``wakeWindow`` that make a parked listener read again.
-        var wakeRings = 16
+        var wakeRings = 32
         var wakeWindow: Duration = .milliseconds(20)
         /// The first wait between sweeps for transactions that may commit without
         /// ringing; it doubles up to ``unrungPollLimit``, the longest such an event waits.
@@ -34,10 +36,18 @@ struct ParkingStateMachine {
     }
 
     private enum State {
-        case reading(lastFound: ContinuousClock.Instant, nextSweep: ContinuousClock.Instant)
+        case reading(lastFound: ContinuousClock.Instant, nextSweep: ContinuousClock.Instant, window: ReadWindow)
         /// Parked; the closing sweep, which follows at once, is still due.
         case parking
         case parked(ringsSince: ContinuousClock.Instant, rings: Int, unrungPoll: Duration, nextSweep: ContinuousClock.Instant?)
+    }
+
+    /// Events found since `start`, to tell a load that no longer needs reading.
+    private struct ReadWindow {
+        var start: ContinuousClock.Instant
+        var found = 0
+        /// The last full window found fewer than half the wake rate.
+        var slow = false
     }
 
     let policy: Policy
@@ -46,7 +56,7 @@ struct ParkingStateMachine {
     /// Starts reading: a connection catches up first.
     init(policy: Policy, now: ContinuousClock.Instant) {
         self.policy = policy
-        self.state = .reading(lastFound: now, nextSweep: now)
+        self.state = .reading(lastFound: now, nextSweep: now, window: ReadWindow(start: now))
     }
 
     var isParked: Bool {
@@ -62,7 +72,8 @@ struct ParkingStateMachine {
 
     func next(now: ContinuousClock.Instant) -> Action {
         switch state {
-        case .reading(let lastFound, let nextSweep):
+        case .reading(let lastFound, let nextSweep, let window):
+            if window.slow { return .park }
             if now < nextSweep { return .wait(until: nextSweep) }
             return now - lastFound >= policy.parkAfter ? .park : .sweep
         case .parking:
@@ -78,13 +89,19 @@ struct ParkingStateMachine {
     /// `unrung` when transactions that may commit without ringing remain.
     mutating func swept(found: Int, full: Bool, unrung: Bool, now: ContinuousClock.Instant) {
         switch state {
-        case .reading(let lastFound, _):
+        case .reading(let lastFound, _, var window):
+            window.found += found
+            if now - window.start >= policy.wakeWindow {
+                window.slow = window.found * 2 < policy.wakeRings
+                window.start = now
+                window.found = 0
+            }
             if found > 0 {
-                state = .reading(lastFound: now, nextSweep: full ? now : now + policy.pollInterval)
+                state = .reading(lastFound: now, nextSweep: full ? now : now + policy.pollInterval, window: window)
             } else {
                 // Due at once when it is time to park, which the next action says.
                 let parkAt = lastFound + policy.parkAfter
-                state = .reading(lastFound: lastFound, nextSweep: min(now + policy.pollInterval, parkAt))
+                state = .reading(lastFound: lastFound, nextSweep: min(now + policy.pollInterval, parkAt), window: window)
             }
         case .parking:
             state = .parked(ringsSince: now, rings: 0, unrungPoll: policy.unrungPoll, nextSweep: unrung ? now + policy.unrungPoll : nil)
@@ -101,7 +118,7 @@ struct ParkingStateMachine {
 
     /// The listener is marked reading.
     mutating func didUnpark(now: ContinuousClock.Instant) {
-        state = .reading(lastFound: now, nextSweep: now)
+        state = .reading(lastFound: now, nextSweep: now, window: ReadWindow(start: now))
     }
 
     /// `count` notifications carried events.
@@ -118,8 +135,8 @@ struct ParkingStateMachine {
     /// that did not ring: sweep now.
     mutating func sweepSoon(now: ContinuousClock.Instant) {
         switch state {
-        case .reading(let lastFound, _):
-            state = .reading(lastFound: lastFound, nextSweep: now)
+        case .reading(let lastFound, _, let window):
+            state = .reading(lastFound: lastFound, nextSweep: now, window: window)
         case .parking:
             break
         case .parked(let since, let rings, let poll, _):

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 public import HeraldConfiguration
+import HeraldPostgres
 
 struct CheckConfig: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,12 +11,18 @@ struct CheckConfig: AsyncParsableCommand {
             Reads the file (default \(ConfigurationSources.defaultFile)) and the PGHERALD_* environment \
             variables, checks every setting (types, ranges, unknown keys, unreadable secret files) and \
             prints each one in force with where it came from; passwords are masked. Exits 0 when serve \
-            would start with it, and 78 (EX_CONFIG) naming the key, its source and the problem otherwise.
+            would start with it, and 78 (EX_CONFIG) naming the key, its source and the problem otherwise. \
+            With --connect it also connects to the listener's database (listen_database, else database) \
+            and says how that connection reaches PostgreSQL; a pooler in transaction or statement mode, \
+            which serve refuses, exits 78 too.
             """
     )
 
     @Argument(help: ArgumentHelp("The configuration file.", valueName: "file"))
     var file: String?
+
+    @Flag(help: "Also connect to the listener's database and check that LISTEN can work there (no transaction-mode pooler). Default: no connection.")
+    var connect = false
 
     func run() async throws {
         let path = file ?? ConfigurationSources.defaultFile
@@ -28,6 +35,25 @@ struct CheckConfig: AsyncParsableCommand {
         print(configuration.rendered)
         for warning in configuration.warnings {
             FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
+        }
+        guard connect else { return }
+        let listenerDatabase = configuration.listenDatabase ?? configuration.database
+        let route: SessionRoute
+        let serverPID: Int32
+        do {
+            (route, serverPID) = try SessionRoute.detect(listenerDatabase, timeout: configuration.connectTimeout)
+        } catch {
+            FileHandle.standardError.write(Data("Error: listener: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        switch route {
+        case .direct:
+            print("# listener: connects straight to PostgreSQL (\(listenerDatabase))")
+        case .sessionPooler:
+            print("# listener: connects through a session-mode pooler, which keeps LISTEN's session (\(listenerDatabase))")
+        case .transactionPooler:
+            FileHandle.standardError.write(Data("Error: listener: \(SessionRoute.sharedSessionMessage(endpoint: "\(listenerDatabase)", serverPID: serverPID))\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
         }
     }
 }
