@@ -66,12 +66,40 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // Reading settings: the file, PGHERALD_* variables and flags, with where each value came from.
+        .target(
+            name: "HeraldSettings",
+            dependencies: [
+                "Herald",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The output contract: how an output is configured, fed (live or from the journal
+        // through a cursor of its own), started, reloaded and reported; the registry and metrics.
+        .target(
+            name: "HeraldOutput",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldSettings",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         // Webhook endpoints: signing, the retry schedule, durable delivery state in PostgreSQL.
         .target(
             name: "HeraldWebhooks",
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -98,7 +126,8 @@ let package = Package(
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
-                "HeraldWebhooks",
+                "HeraldSettings",
+                "HeraldOutput",
                 "HeraldClient",
                 "HeraldRealtime",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -120,12 +149,11 @@ let package = Package(
             name: "HeraldConfiguration",
             dependencies: [
                 "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
                 "HeraldWebhooks",
                 "HeraldServer",
                 "HeraldRealtime",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictConcurrency
@@ -150,6 +178,8 @@ let package = Package(
                 "HeraldServer",
                 "HeraldClient",
                 "HeraldConfiguration",
+                "HeraldSettings",
+                "HeraldOutput",
                 "HeraldWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -177,6 +207,7 @@ let package = Package(
             name: "HeraldTests",
             dependencies: [
                 "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks", "HeraldRealtime",
+                "HeraldSettings", "HeraldOutput",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -201,6 +232,7 @@ let package = Package(
                 "HeraldClient",
                 "HeraldWebhooks",
                 "HeraldRealtime",
+                "HeraldOutput",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Herald
+import HeraldSettings
 
 extension DaemonConfiguration {
     /// Keys a rule may have; anything else under `access.NAME` is refused.
@@ -38,34 +39,7 @@ extension DaemonConfiguration {
             throw settings.fail("\(prefix).group", "a rule names a user or a group, not both: write two rules")
         }
 
-        return AccessPolicy.Rule(name: name, principal: principal, grant: try grant(under: prefix, settings))
-    }
-
-    /// The grant of a rule or key: `schemas`, `tables`, `ops` and `where` under `prefix`.
-    static func grant(under prefix: String, _ settings: SettingsReader) throws(ConfigurationError) -> AccessGrant {
-        var tables: [TablePattern]?
-        if let schemas = settings.list("\(prefix).schemas") {
-            settings.record("\(prefix).schemas", schemas.joined(separator: ", "))
-            for schema in schemas {
-                guard let pattern = TablePattern.schema(parsing: schema) else {
-                    throw settings.fail("\(prefix).schemas", "'\(schema.prefix(80))' is not a schema name or pattern such as reporting or tenant_*")
-                }
-                tables = (tables ?? []) + [pattern]
-            }
-        }
-        if let names = settings.list("\(prefix).tables") {
-            settings.record("\(prefix).tables", names.joined(separator: ", "))
-            for table in names {
-                guard let pattern = TablePattern(parsing: table) else {
-                    throw settings.fail("\(prefix).tables", "'\(table.prefix(80))' is not SCHEMA.TABLE or a pattern such as public.* (quote names with dots)")
-                }
-                tables = (tables ?? []) + [pattern]
-            }
-        }
-        let filter = try filter(
-            settings, parameters: [("op", "\(prefix).ops"), ("where", "\(prefix).where")], reason: \.message
-        )
-        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates)
+        return AccessPolicy.Rule(name: name, principal: principal, grant: try settings.grant(under: prefix))
     }
 
     /// A user by name or id; the name when the user has one.

@@ -1,18 +1,13 @@
 public import Herald
+public import HeraldOutput
 public import HeraldPostgres
 public import HeraldServer
-public import HeraldWebhooks
-import HeraldRealtime
+public import HeraldSettings
 
 /// Everything `pgherald serve` runs with, from the file, the environment and
 /// flags (see ``ConfigurationSources``). Each default is the one documented
 /// in `systemd/pgherald.yaml` and `serve --help`.
 public struct DaemonConfiguration: Sendable {
-    /// What `stdout` prints.
-    public enum StdoutChoice: String, Sendable, CaseIterable {
-        case none, json, pretty
-    }
-
     /// Key `database`: libpq conninfo or URI; empty (the default) uses libpq's
     /// defaults (`PG*` variables, `.pgpass`). With `password_file`, the password comes from that file.
     public var database: ConnectionString
@@ -40,28 +35,25 @@ public struct DaemonConfiguration: Sendable {
     /// Key `backstop_interval`: how often a parked durable listener sweeps the
     /// journal for events whose notification never came. Default 10s.
     public var backstopInterval: Duration
-    /// Key `stdout`. Default none.
-    public var stdout: StdoutFormat?
-    /// Section `socket`; nil with `socket.enabled: false`.
-    public var socket: SocketConfiguration?
     /// Section `log`.
     public var logLevels: LogLevels
     /// Key `log.format`. Default: pretty on a terminal, logfmt otherwise.
     public var logFormat: LogFormat?
-    /// Section `event_log`; nil without `event_log.path`.
-    public var eventLog: EventLogConfiguration?
     /// Key `metrics.listen`: `HOST:PORT` for `/metrics` over TCP. Default: off.
     public var metricsListen: String?
-    /// Section `webhooks`: one endpoint per name. Default: none.
-    public var webhooks: [WebhookEndpoint]
     /// Section `access`: who may see what on the socket. Default: none, so
     /// whoever the socket's mode and group let in sees every table.
     public var access: AccessPolicy?
-    /// Section `realtime`: Supabase Realtime clients. Default: on the socket
-    /// only, no keys, so socket peers under `access`.
-    public var realtime: RealtimeConfiguration
+    /// The settings of every output that is on, by section, as the
+    /// registry's kinds read them; ``subscript(_:)`` gives one as its own type.
+    public var outputs: [String: OutputKind.Settings]
     /// Things worth saying that do not stop the daemon.
     public var warnings: [String]
     /// Every setting as it is in force, with its source, for `check-config`.
     public var effective: [EffectiveSetting]
+
+    /// The settings of the output `kind`; nil when it is off.
+    public subscript<Kind: Output>(_ kind: Kind.Type) -> Kind.Configuration? {
+        outputs[Kind.section]?.as(Kind.Configuration.self)
+    }
 }

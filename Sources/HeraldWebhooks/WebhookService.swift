@@ -78,7 +78,7 @@ public final class WebhookService: Service, Sendable {
     /// Applies a changed `webhooks:` list: new endpoints start (fed from now
     /// on), removed ones stop (their pending rows stay for when they return),
     /// changed ones restart with the new settings. Pending work is kept throughout.
-    public func reload(_ endpoints: [WebhookEndpoint]) async throws {
+    public func reload(endpoints: [WebhookEndpoint]) async throws {
         state.withLock { $0.endpoints = endpoints }
         // Before the first start, run() applies the list itself.
         guard state.withLock({ $0.running }) else { return }

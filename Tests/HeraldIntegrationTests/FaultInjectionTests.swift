@@ -35,12 +35,39 @@ extension IntegrationTests {
             return deliveries
         }
 
+        /// Waits until the event log holds every committed row, then returns its lines' event ids by row.
+        func settledEventLog(_ path: String, _ database: TestDatabase, _ phase: String) async throws -> [Int64: [String]] {
+            let committed = try committedRows(database)
+            func logged() -> [Int64: [String]] {
+                let lines = ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+                var rows: [Int64: [String]] = [:]
+                for line in lines {
+                    guard let event = try? Event(payload: String(line)), event.table.name == "fault_row",
+                          case .number(let number)? = event.row?["id"], let id = number.int64Value else { continue }
+                    rows[id, default: []].append(event.id)
+                }
+                return rows
+            }
+            try await waitFor(seconds: 60) {
+                Set(logged().keys).isSuperset(of: committed)
+            } failure: {
+                "\(phase): \(committed.subtracting(logged().keys).count) of \(committed.count) committed rows are not in the event log"
+            }
+            let rows = logged()
+            let extra = Set(rows.keys).subtracting(committed)
+            #expect(extra.isEmpty, "\(phase): rows that never committed are in the event log: \(extra.sorted().prefix(10))")
+            return rows
+        }
+
         @Test(.enabled(if: ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"] != nil))
         func nothingMissingNothingExtraUnderFaults() async throws {
             let database = try TestDatabase.create(enrolment: false, install: false)
             try database.execute(SteadyWriter.schema)
             try Installer.install(on: database.connect())
-            var daemon = try await SocketDaemon(database: database)
+            // The durable event log must come through the same faults with nothing lost.
+            let eventLog = FileManager.default.temporaryDirectory.appending(path: "pgherald-faults-\(UUID().uuidString.prefix(8)).jsonl").path
+            defer { try? FileManager.default.removeItem(atPath: eventLog) }
+            var daemon = try await SocketDaemon(database: database, arguments: ["--event-log", eventLog], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
             let subscriber = ResumingSubscriber(socketPath: daemon.socketPath, table: "fault_row")
             try await daemon.waitForSubscribers(1, kind: "sse")
             let writer = SteadyWriter(database: database)
@@ -59,6 +86,8 @@ extension IntegrationTests {
             let beforeKills = try await settle(subscriber, database, "terminate_backend and pg_ctl restart")
             let duplicated = beforeKills.filter { $0.value.count > 1 }
             #expect(duplicated.isEmpty, "duplicates without a daemon kill: \(duplicated.prefix(5))")
+            let loggedBeforeKills = try await settledEventLog(eventLog, database, "terminate_backend and pg_ctl restart")
+            #expect(loggedBeforeKills.filter { $0.value.count > 1 }.isEmpty, "the event log repeated lines without a daemon kill")
             writer.resume()
 
             // Phase two: SIGKILL, with a long transaction open across it.
@@ -69,12 +98,12 @@ extension IntegrationTests {
             daemon.process.signal(SIGKILL)
             _ = try await daemon.process.finish()
             try await Task.sleep(for: .milliseconds(500))
-            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath)
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--event-log", eventLog], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
             try spanning.execute("COMMIT")
             try await Task.sleep(for: .seconds(1))
             daemon.process.signal(SIGKILL)
             _ = try await daemon.process.finish()
-            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath)
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--event-log", eventLog], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
             try await Task.sleep(for: .seconds(1))
             await writer.stop()
 
@@ -83,6 +112,10 @@ extension IntegrationTests {
                 Issue.record("row \(row) arrived as different events \(eventIDs)")
             }
             #expect(subscriber.resets.isEmpty)
+            let logged = try await settledEventLog(eventLog, database, "daemon SIGKILL")
+            for (row, eventIDs) in logged where Set(eventIDs).count > 1 {
+                Issue.record("row \(row) was logged as different events \(eventIDs)")
+            }
             let committed = try committedRows(database)
             #expect(committed.count > 500, "the writer committed too little to mean anything (\(committed.count))")
             let spanned = try database.execute("SELECT id FROM fault_row WHERE writer = -2")

@@ -163,6 +163,38 @@ extension IntegrationTests {
             #expect(files.count > 4, "the 8K limit rotated too: \(files)")
         }
 
+        /// The event log on a full filesystem (a small tmpfs, mounted for the
+        /// test): writing fails, the log says so in `/stats`, and once there is
+        /// room every event arrives, once and in order, from the journal.
+        @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+        func theDurableEventLogLosesNothingToAFullDisk() async throws {
+            let database = try TestDatabase.create()
+            let directory = temporaryDirectory()
+            #expect(system("mount -t tmpfs -o size=256k pgherald-full '\(directory)'") == 0)
+            defer { _ = system("umount -l '\(directory)'") }
+            // Leaves about 8K free: room for a few events only.
+            let filler = "\(directory)/filler"
+            FileManager.default.createFile(atPath: filler, contents: Data(count: 248 * 1024))
+            let path = "\(directory)/events.jsonl"
+            let daemon = try await SocketDaemon(database: database, arguments: ["--event-log", path], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
+            let codes = (0..<200).map { "F\($0)" }
+            try insertCourses(database, codes)
+            try await waitFor(seconds: 20) {
+                try await daemon.statistics().outputs?["event_log"]?.health == "degraded"
+            } failure: { "the event log never reported the full disk" }
+            let stalled = try await daemon.statistics().outputs?["event_log"]
+            #expect(stalled?.feed == .durable)
+            #expect(stalled?.reason?.contains("No space left on device") == true, "\(String(describing: stalled))")
+            #expect(events(in: path).count < codes.count)
+
+            try FileManager.default.removeItem(atPath: filler)
+            try await waitFor(seconds: 20) { events(in: path).count >= codes.count } failure: { "only \(events(in: path).count) events after the disk had room" }
+            try await waitFor(seconds: 5) { try await daemon.statistics().outputs?["event_log"]?.health == "ok" }
+            _ = try await daemon.stop()
+            let logged = events(in: path).compactMap { $0.row?["short_code"]?.stringValue }
+            #expect(logged == codes, "every event once, in order")
+        }
+
         @Test func tailFollowsTheEventLogAcrossThreeRotations() async throws {
             let database = try TestDatabase.create()
             let directory = temporaryDirectory()

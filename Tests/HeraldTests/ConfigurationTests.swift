@@ -1,6 +1,7 @@
 import Foundation
 import HeraldConfiguration
 import HeraldServer
+import HeraldSettings
 import Testing
 
 @Suite struct ConfigurationTests {
@@ -38,9 +39,9 @@ import Testing
         let configuration = try await load("")
         #expect(configuration.name == "default")
         #expect(configuration.retention == .seconds(86_400))
-        #expect(configuration.socket?.maximumSubscribers == 10_000)
-        #expect(configuration.socket?.writeRate == 50_000)
-        #expect(configuration.eventLog == nil)
+        #expect(configuration[SocketServer.self]?.maximumSubscribers == 10_000)
+        #expect(configuration[SocketServer.self]?.writeRate == 50_000)
+        #expect(configuration[EventLogOutput.self] == nil)
         #expect(configuration.effective.allSatisfy { $0.source == "default" })
     }
 
@@ -55,8 +56,8 @@ import Testing
         let environment = ["PGHERALD_SOCKET_MAX_SUBSCRIBERS": "20", "PGHERALD_RETENTION": "2h"]
         let configuration = try await load(yaml, environment: environment, flags: ["retention": .init(name: "--retention", value: "3h")])
         #expect(configuration.name == "from-file")
-        #expect(configuration.socket?.maximumSubscribers == 20)
-        #expect(configuration.socket?.writeRate == 100)
+        #expect(configuration[SocketServer.self]?.maximumSubscribers == 20)
+        #expect(configuration[SocketServer.self]?.writeRate == 100)
         #expect(configuration.retention == .seconds(3 * 3600))
         let sources = Dictionary(uniqueKeysWithValues: configuration.effective.map { ($0.key, $0.source) })
         #expect(sources["name"]?.hasSuffix("pgherald.yaml line 1") == true)
@@ -187,7 +188,7 @@ import Testing
     @Test func eventLogAndMetricsSettings() async throws {
         let path = directory.appending(path: "events.jsonl").path
         let configuration = try await load("event_log:\n  path: \(path)\n  sync: every\n  max_size: 1M\n  keep: 3\nmetrics:\n  listen: 127.0.0.1:9187\n")
-        #expect(configuration.eventLog == EventLogConfiguration(path: path, sync: .every, maximumSize: 1 << 20, keep: 3))
+        #expect(configuration[EventLogOutput.self] == EventLogConfiguration(path: path, sync: .every, maximumSize: 1 << 20, keep: 3))
         #expect(configuration.metricsListen == "127.0.0.1:9187")
         let error = try await rejection("metrics:\n  listen: nowhere\n")
         #expect(error.key == "metrics.listen")

@@ -31,15 +31,15 @@ extension ConfigurationTests {
                 max_age: 1h
                 concurrency: 4
             """)
-        #expect(configuration.webhooks.map(\.name) == ["orders", "audit"])
-        let orders = configuration.webhooks[0]
+        #expect((configuration[WebhookService.self] ?? []).map(\.name) == ["orders", "audit"])
+        let orders = try #require(configuration[WebhookService.self]?[0])
         #expect(orders.secrets.count == 2)
         #expect(orders.filter.tables == [TableName(schema: "public", name: "orders"), TableName(schema: "public", name: "Odd Table")])
         #expect(orders.filter.predicates.count == 2)
         #expect(orders.limits == .init())
         #expect(orders.concurrency == 16 && !orders.ordered)
         #expect(orders.headers == ["Authorization": "Bearer very-secret-token"])
-        let audit = configuration.webhooks[1]
+        let audit = try #require(configuration[WebhookService.self]?[1])
         #expect(audit.ordered && audit.effectiveConcurrency == 1)
         #expect(audit.limits == .init(timeout: .seconds(2), maximumAttempts: 3, maximumAge: .seconds(3600)))
         #expect(audit.filter == .all)
@@ -90,6 +90,6 @@ extension ConfigurationTests {
             "webhooks:\n  a:\n    url: http://127.0.0.1/\n    secret_file: hook-secret\n",
             environment: ["CREDENTIALS_DIRECTORY": directory.path]
         )
-        #expect(configuration.webhooks.first?.secrets.count == 1)
+        #expect(configuration[WebhookService.self]?.first?.secrets.count == 1)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldWebhooks
+import HeraldSettings
 import Testing
 
 @Suite struct WebhookSigningTests {

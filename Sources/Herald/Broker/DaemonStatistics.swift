@@ -77,6 +77,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var journal: Journal?
     /// By endpoint name; `nil` without webhooks.
     public var webhooks: [String: Webhook]?
+    /// Every output that is on, by its configuration section (`stdout`, `event_log`, …).
+    public var outputs: [String: OutputStatistics]?
 
     public init(
         version: String,
@@ -88,8 +90,10 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         listener: Listener,
         durability: String? = nil,
         journal: Journal? = nil,
-        webhooks: [String: Webhook]? = nil
+        webhooks: [String: Webhook]? = nil,
+        outputs: [String: OutputStatistics]? = nil
     ) {
+        self.outputs = outputs
         self.webhooks = webhooks
         self.durability = durability
         self.journal = journal

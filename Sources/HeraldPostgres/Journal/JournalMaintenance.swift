@@ -114,6 +114,13 @@ public final class JournalMaintenance: Service, Sendable {
                  WHERE fed_at > now() - greatest(make_interval(secs => $1::float8), interval '1 minute')
                 """, parameters: [String(retentionSeconds)]).rows.compactMap { $0[0].flatMap { TransactionSnapshot($0) } }
         }
+        // Durable outputs' cursors keep what they have not read, by the same rule.
+        if try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").rows.first?[0] == "t" {
+            feeds += try connection.execute("""
+                SELECT snapshot::text FROM pgherald.output_cursor
+                 WHERE moved_at > now() - greatest(make_interval(secs => $1::float8), interval '1 minute')
+                """, parameters: [String(retentionSeconds)]).rows.compactMap { $0[0].flatMap { TransactionSnapshot($0) } }
+        }
         var pruned = 0
         while true {
             let oldest = try connection.execute("""

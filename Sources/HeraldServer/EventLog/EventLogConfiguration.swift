@@ -1,3 +1,5 @@
+public import Herald
+
 /// Settings of the event log: every event as one JSON line, appended to a file.
 public struct EventLogConfiguration: Sendable, Hashable {
     /// When written lines are forced to disk.
@@ -20,8 +22,12 @@ public struct EventLogConfiguration: Sendable, Hashable {
     public var maximumSize: Int64?
     /// Rotated files kept (`.1` … `.keep`); older ones are removed. Default 5.
     public var keep: Int
-    /// Events the log may fall behind (a slow or full disk) before it drops
-    /// its backlog, logs how many events were lost and carries on. Default 65,536.
+    /// Where its events come from. Default ``OutputStatistics/Feed/live``;
+    /// ``OutputStatistics/Feed/durable`` needs a durable install.
+    public var feed: OutputStatistics.Feed
+    /// Live feed only: events the log may fall behind (a slow or full disk)
+    /// before it drops its backlog, logs how many events were lost and
+    /// carries on. Default 65,536.
     public var buffer: Int
 
     public init(
@@ -30,8 +36,10 @@ public struct EventLogConfiguration: Sendable, Hashable {
         syncInterval: Duration = .seconds(1),
         maximumSize: Int64? = nil,
         keep: Int = 5,
+        feed: OutputStatistics.Feed = .live,
         buffer: Int = 65_536
     ) {
+        self.feed = feed
         self.path = path
         self.sync = sync
         self.syncInterval = syncInterval

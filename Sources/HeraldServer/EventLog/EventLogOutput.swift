@@ -1,40 +1,66 @@
 import Dispatch
 public import Herald
+public import HeraldOutput
+public import HeraldPostgres
 public import Logging
 public import ServiceLifecycle
 import Synchronization
 
-/// Appends every event to the event log as one JSON line, in delivery order.
+/// Appends every event to the event log as one JSON line.
 ///
-/// It is a broker subscriber like the others: the listener never waits for
-/// it. Writes happen on a queue of its own, so a slow disk stalls only the
-/// log; if the log falls ``EventLogConfiguration/buffer`` events behind, it
-/// loses those events, says how many it knows of, and carries on with new ones.
-/// A failed write (a full disk) drops that batch, cut back to a whole line,
-/// and is logged; writing resumes when the disk has room.
-public final class EventLogOutput: Service, Sendable {
+/// Durable with `feed: durable` (``EventLogConfiguration/feed``): it reads
+/// the journal through a cursor of its own and moves the cursor only once a
+/// batch is written, so a SIGKILL, a full disk, a PostgreSQL restart or a
+/// slow disk loses nothing; after a SIGKILL the lines written since the last
+/// move appear again, with the same ids. Its lines carry no change count
+/// (`count` is 0): the counter is the live broker's. Live (the default), it
+/// is a broker subscriber: if it falls ``EventLogConfiguration/buffer``
+/// events behind, it loses those events, says how many, and carries on.
+///
+/// Writes happen on a queue of its own, so a slow disk stalls only the log.
+/// A batch that cannot be written is cut back to a whole line; durable, it
+/// is written again until the disk has room.
+public final class EventLogOutput: Sendable {
     /// What the log has done, for `/stats` and `/metrics`.
     public struct Statistics: Sendable, Hashable {
-        public var written: Int64
-        public var failedWrites: Int64
-        public var overflows: Int64
-        public var rotations: Int64
+        public var written: Int64 = 0
+        public var failedWrites: Int64 = 0
+        public var overflows: Int64 = 0
+        public var rotations: Int64 = 0
+        /// Nil until the listener has said whether the database has a journal.
+        public var feed: OutputStatistics.Feed?
+        /// Why it is not writing, while it is not.
+        public var problem: String?
     }
 
+    /// How often a durable log tries a batch again that could not be written, or a journal it could not read.
+    static let retryInterval: Duration = .seconds(1)
+    /// Journal rows read per batch.
+    static let batchRows = 1000
+
     let broker: Broker
+    let listener: PostgresListener
     let logger: Logger
-    /// Replaced after an overflow; graceful shutdown cancels whichever is current.
-    let subscription: Mutex<Subscription>
+    let wantedFeed: OutputStatistics.Feed
+    let journal: JournalFeed
+    /// The live subscription, taken at once so that a live log misses
+    /// nothing after start; dropped when the log turns out durable, and
+    /// replaced after an overflow.
+    let subscription: Mutex<Subscription?>
+    let stopping = Mutex(false)
     private let queue = DispatchQueue(label: "pgherald.eventlog")
     private let file: QueueConfinedFile
-    private let counters = Mutex(Statistics(written: 0, failedWrites: 0, overflows: 0, rotations: 0))
+    let counters = Mutex(Statistics())
 
-    /// Opens (or creates) the file and subscribes, so it sees every event published from now on.
-    public init(configuration: EventLogConfiguration, broker: Broker, logger: Logger) throws(EventLogError) {
+    /// Opens (or creates) the file; a live log subscribes here.
+    public init(configuration: EventLogConfiguration, broker: Broker, listener: PostgresListener, journal: JournalFeed, logger: Logger) throws(EventLogError) {
         self.broker = broker
+        self.listener = listener
         self.logger = logger
+        self.journal = journal
+        wantedFeed = configuration.feed
         file = QueueConfinedFile(try EventLogFile(configuration: configuration))
-        subscription = Mutex(broker.subscribe(capacity: configuration.buffer, kind: "eventlog"))
+        subscription = Mutex(configuration.feed == .durable ? nil : broker.subscribe(capacity: configuration.buffer, kind: "eventlog"))
     }
 
     public var statistics: Statistics { counters.withLock { $0 } }
@@ -49,7 +75,9 @@ public final class EventLogOutput: Service, Sendable {
             }
             await onQueue { file in try? file.sync() }
         } onGracefulShutdown: {
-            self.subscription.withLock { $0 }.cancel()
+            self.stopping.withLock { $0 = true }
+            self.subscription.withLock { $0 }?.cancel()
+            self.journal.wake()
         }
     }
 
@@ -65,19 +93,138 @@ public final class EventLogOutput: Service, Sendable {
     }
 
     private func writeEvents() async throws {
+        let feed = try await chooseFeed()
+        counters.withLock { $0.feed = feed }
+        switch feed {
+        case .durable:
+            subscription.withLock { subscription in
+                subscription?.cancel()
+                subscription = nil
+            }
+            logger.info("the event log reads the journal through its own cursor", metadata: ["cursor": "\(journal.daemon)/\(journal.output)"])
+            try await writeFromJournal()
+        case .live:
+            try await writeLiveEvents()
+        }
+    }
+
+    /// As configured; durable needs the journal of a durable install.
+    private func chooseFeed() async throws -> OutputStatistics.Feed {
+        guard wantedFeed == .durable, await listener.waitUntilConnected() else { return .live }
+        guard listener.durability != .notifyOnly else {
+            throw EventLogError(description: "event_log.feed is durable, but the database was installed notify-only and keeps no journal; use feed: live, or install durable")
+        }
+        return .durable
+    }
+
+    private var isStopping: Bool { stopping.withLock { $0 } }
+
+    private func writeFromJournal() async throws {
+        try await openCursor()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.journal.ringOnEvents(kind: "eventlog") }
+            defer { group.cancelAll() }
+            var failure: String?
+            while true {
+                let batch: JournalFeed.Batch
+                do {
+                    batch = try await journal.next(limit: Self.batchRows, waiting: !isStopping)
+                } catch {
+                    report(&failure, "cannot read the journal; the event log waits and resumes where it stopped", error)
+                    guard !isStopping else { return }
+                    try? await Task.sleep(for: Self.retryInterval)
+                    continue
+                }
+                if batch.events.isEmpty {
+                    if isStopping || Task.isCancelled { return }
+                    continue
+                }
+                guard await writeUntilWritten(batch.events, failure: &failure) else { return }
+                await commitUntilRecorded(batch, failure: &failure)
+                if failure != nil {
+                    logger.info("the event log is writing again")
+                    failure = nil
+                    counters.withLock { $0.problem = nil }
+                }
+            }
+        }
+    }
+
+    private func openCursor() async throws {
+        var failure: String?
         while true {
             do {
-                let batch = try await subscription.withLock { $0 }.nextBatch()
+                try await journal.open()
+                return
+            } catch where error.code == .queryFailed {
+                throw error
+            } catch {
+                report(&failure, "cannot open the event log's cursor; retrying", error)
+                if isStopping || Task.isCancelled { return }
+                try? await Task.sleep(for: Self.retryInterval)
+            }
+        }
+    }
+
+    /// Writes the batch, again and again while the disk refuses it; false when shutdown came first (the cursor has not moved, so nothing is lost).
+    private func writeUntilWritten(_ events: [Event], failure: inout String?) async -> Bool {
+        let lines = events.map { $0.jsonBytes + [UInt8(ascii: "\n")] }
+        while true {
+            switch await append(lines) {
+            case .success:
+                return true
+            case .failure(let error):
+                report(&failure, "cannot write the event log; the batch waits in the journal and is written when the disk has room", error)
+                guard !isStopping else { return false }
+                await journal.markInUse()
+                try? await Task.sleep(for: Self.retryInterval)
+            }
+        }
+    }
+
+    /// Moves the cursor past a written batch. While PostgreSQL is away it
+    /// tries again; if the daemon stops first, the batch is written again
+    /// at the next start, which only a crash would do otherwise.
+    private func commitUntilRecorded(_ batch: JournalFeed.Batch, failure: inout String?) async {
+        while true {
+            do {
+                try await journal.commit(batch)
+                return
+            } catch {
+                report(&failure, "cannot record the event log's position; retrying", error)
+                if isStopping { return }
+                try? await Task.sleep(for: Self.retryInterval)
+            }
+        }
+    }
+
+    /// Logs a problem once, when it starts or changes, and shows it in `/stats`.
+    private func report(_ failure: inout String?, _ message: String, _ error: any Error) {
+        let reason = "\(message): \(error)"
+        counters.withLock { $0.problem = reason }
+        guard failure != message else { return }
+        failure = message
+        logger.error("\(message)", metadata: ["error": "\(error)"])
+    }
+
+    private func append(_ lines: [[UInt8]]) async -> Result<Void, EventLogError> {
+        let (outcome, rotations) = await onQueue { file in
+            (Result { () throws(EventLogError) in try file.append(lines) }, file.rotations)
+        }
+        counters.withLock { counters in
+            counters.rotations = Int64(rotations)
+            if case .success = outcome { counters.written += Int64(lines.count) } else { counters.failedWrites += 1 }
+        }
+        return outcome
+    }
+
+    private func writeLiveEvents() async throws {
+        while true {
+            guard let current = subscription.withLock({ $0 }) else { return }
+            do {
+                let batch = try await current.nextBatch()
                 if batch.isEmpty { return }
-                let lines = batch.map { $0.jsonBytes + [UInt8(ascii: "\n")] }
-                let (outcome, rotations) = await onQueue { file in
-                    (Result { () throws(EventLogError) in try file.append(lines) }, file.rotations)
-                }
-                counters.withLock { counters in
-                    counters.rotations = Int64(rotations)
-                    if case .success = outcome { counters.written += Int64(batch.count) } else { counters.failedWrites += 1 }
-                }
-                if case .failure(let error) = outcome {
+                if case .failure(let error) = await append(batch.map { $0.jsonBytes + [UInt8(ascii: "\n")] }) {
                     logger.error("the event log lost a batch", metadata: ["events": "\(batch.count)", "error": "\(error)"])
                 }
             } catch {

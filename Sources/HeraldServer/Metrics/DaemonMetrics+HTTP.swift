@@ -1,4 +1,5 @@
 import Herald
+public import HeraldOutput
 import Hummingbird
 import NIOCore
 

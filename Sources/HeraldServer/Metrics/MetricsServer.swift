@@ -1,4 +1,5 @@
 public import Herald
+public import HeraldOutput
 public import HeraldPostgres
 import Hummingbird
 public import Logging

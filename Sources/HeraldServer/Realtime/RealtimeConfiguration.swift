@@ -2,7 +2,7 @@ public import HeraldRealtime
 
 /// The `realtime:` section: Supabase Realtime's `postgres_changes` protocol
 /// at `/realtime/v1/websocket`, on the Unix socket always and on TCP when asked.
-public struct RealtimeConfiguration: Sendable {
+public struct RealtimeConfiguration: Sendable, Equatable {
     /// `HOST:PORT` of a TCP listener, such as `127.0.0.1:4000`. Default nil:
     /// the Unix socket only. TCP needs ``credentials``: every TCP client
     /// presents a key or token.

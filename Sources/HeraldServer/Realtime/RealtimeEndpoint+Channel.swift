@@ -106,6 +106,7 @@ extension RealtimeEndpoint {
         } else {
             for frame in frames { try await outbound.write(framing.frame(frame)) }
         }
+        delivered.withLock { $0 += UInt64(frames.count) }
         if let last = events.last, !expired { channel.state.withLock { $0.position = last.id } }
         guard !expired else {
             try await outbound.write(framing.frame(framing.encode(channel.join.systemMessage(ok: false, "Token has expired"))))

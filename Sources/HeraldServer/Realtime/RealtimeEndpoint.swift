@@ -1,5 +1,6 @@
 import Foundation
 public import Herald
+public import HeraldOutput
 public import HeraldPostgres
 public import HeraldRealtime
 import HTTPTypes
@@ -22,6 +23,7 @@ public final class RealtimeEndpoint: Sendable {
 
     public let configuration: RealtimeConfiguration
     let broker: Broker
+    let listener: PostgresListener
     let catalog: SchemaCatalog
     let metrics: DaemonMetrics?
     let logger: Logger
@@ -31,10 +33,16 @@ public final class RealtimeEndpoint: Sendable {
     /// The channels delivering now, for a reload of the access rules.
     let openChannels = Mutex<[ObjectIdentifier: RealtimeChannel]>([:])
     let resumeBook: Mutex<ResumeBook>
+    /// Change messages sent since start, over every channel.
+    let delivered = Mutex<UInt64>(0)
 
-    public init(configuration: RealtimeConfiguration, broker: Broker, catalog: SchemaCatalog, metrics: DaemonMetrics? = nil, logger: Logger) {
+    public init(
+        configuration: RealtimeConfiguration, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog,
+        metrics: DaemonMetrics? = nil, logger: Logger
+    ) {
         self.configuration = configuration
         self.broker = broker
+        self.listener = listener
         self.catalog = catalog
         self.metrics = metrics
         self.logger = logger

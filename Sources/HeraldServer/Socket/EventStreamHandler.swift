@@ -194,6 +194,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                     context.writeAndFlush(wrapOutboundOut(.body(format.frames(events, allocator: context.channel.allocator))), promise: nil)
                 }
                 stream.progress.recordWrite()
+                server.eventsWritten.add(UInt64(events.count), ordering: .relaxed)
                 if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
                     waitingForTick = true
                     ticker.schedule(at: due, grid: grid) { [self] in

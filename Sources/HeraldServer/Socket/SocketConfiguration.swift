@@ -3,7 +3,7 @@ public import Glibc
 #endif
 
 /// Settings of the Unix-socket server.
-public struct SocketConfiguration: Sendable {
+public struct SocketConfiguration: Sendable, Equatable {
     /// Where the socket file lives. Default: see ``defaultPath(environment:)``.
     public var path: String
     /// Permissions of the socket file. Default 0660: owner and group may connect.

@@ -1,7 +1,7 @@
 import Foundation
 import Herald
 import HeraldPostgres
-import HeraldWebhooks
+import HeraldOutput
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
@@ -27,7 +27,7 @@ extension SocketServer {
     /// - Parameter scope: per-table figures are given only for the tables it covers.
     func statistics(journal: DaemonStatistics.Journal?, visibleTo scope: AccessScope = .everything) -> DaemonStatistics {
         let broker = self.broker.statistics
-        return DaemonStatistics(
+        var statistics = DaemonStatistics(
             version: version,
             changeCount: broker.changeCount,
             tables: Dictionary(uniqueKeysWithValues: broker.tableCounts.filter { scope.covers($0.key) }.map { ($0.key.description, $0.value) }),
@@ -37,8 +37,10 @@ extension SocketServer {
             listener: listenerState(),
             durability: listener.durability?.rawValue,
             journal: journal,
-            webhooks: webhooks.flatMap { $0.endpoints.isEmpty ? nil : $0.statistics }
+            outputs: outputs.reports.mapValues(\.statistics)
         )
+        for output in outputs.all { output.contribute(to: &statistics) }
+        return statistics
     }
 
     func listenerState() -> DaemonStatistics.Listener {

@@ -1,7 +1,7 @@
 import Foundation
 public import Herald
 public import HeraldPostgres
-public import HeraldWebhooks
+public import HeraldOutput
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -31,13 +31,16 @@ public final class SocketServer: Service, Sendable {
     let journal: JournalReader
     let maintenance: JournalMaintenance?
     let metrics: DaemonMetrics?
-    let webhooks: WebhookService?
+    /// Every output, for `/stats`.
+    let outputs: OutputDirectory
     /// Supabase Realtime at `/realtime/v1/websocket`; nil: not served.
     let realtime: RealtimeEndpoint?
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
     let openStreams = Mutex(0)
+    /// Events written to streams since start, for `/stats`; relaxed, as no decision depends on it.
+    let eventsWritten = Atomic<UInt64>(0)
     /// The `access:` section in force; nil: whoever may connect sees everything.
     let access: Mutex<AccessPolicy?>
     /// Open streams, for a reload of the access rules and for shutdown.
@@ -54,7 +57,7 @@ public final class SocketServer: Service, Sendable {
         journal: JournalReader,
         maintenance: JournalMaintenance? = nil,
         metrics: DaemonMetrics? = nil,
-        webhooks: WebhookService? = nil,
+        outputs: OutputDirectory = OutputDirectory(),
         realtime: RealtimeEndpoint? = nil,
         access: AccessPolicy? = nil,
         version: String,
@@ -64,7 +67,7 @@ public final class SocketServer: Service, Sendable {
         self.journal = journal
         self.maintenance = maintenance
         self.metrics = metrics
-        self.webhooks = webhooks
+        self.outputs = outputs
         self.realtime = realtime
         self.configuration = configuration
         self.broker = broker

@@ -22,6 +22,8 @@ public final class StdoutOutput: Service, Sendable {
     let logger: Logger
     /// Replaced after an overflow; graceful shutdown cancels whichever is current.
     let subscription: Mutex<Subscription>
+    /// Events written since start.
+    let printed = Mutex<UInt64>(0)
     private let queue = DispatchQueue(label: "pgherald.stdout")
 
     /// - Parameter colour: colour the pretty format; `nil` means "when stdout is a terminal and NO_COLOR is unset".
@@ -50,6 +52,7 @@ public final class StdoutOutput: Service, Sendable {
                     logger.error("stdout is closed; no longer printing events")
                     return
                 }
+                printed.withLock { $0 += UInt64(batch.count) }
             } catch {
                 if Task.isShuttingDownGracefully { return }
                 logger.error("stdout fell behind and missed events; continuing with new ones", metadata: ["error": "\(error)"])

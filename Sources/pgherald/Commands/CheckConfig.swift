@@ -2,6 +2,8 @@ public import ArgumentParser
 import Foundation
 public import HeraldConfiguration
 import HeraldPostgres
+import HeraldServer
+import HeraldSettings
 
 struct CheckConfig: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -70,4 +72,4 @@ extension DaemonConfiguration {
     }
 }
 
-extension DaemonConfiguration.StdoutChoice: ExpressibleByArgument {}
+extension StdoutChoice: ExpressibleByArgument {}

@@ -2,9 +2,10 @@ import ArgumentParser
 import Foundation
 import Herald
 import HeraldConfiguration
+import HeraldOutput
 import HeraldPostgres
 import HeraldServer
-import HeraldWebhooks
+import HeraldSettings
 import Logging
 import Metrics
 import Prometheus
@@ -35,7 +36,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     @Option(help: "Print events to stdout: none (default), json (one event per line, the shared shape) or pretty. Key: stdout.")
-    var stdout: DaemonConfiguration.StdoutChoice?
+    var stdout: StdoutChoice?
 
     @Option(name: .customLong("listen-db"), help: ArgumentHelp(
         "The listener's own conninfo, for a --db that goes through a transaction pooler. Key: listen_database.",
@@ -179,18 +180,6 @@ struct Serve: AsyncParsableCommand {
 
         let environment = ProcessInfo.processInfo.environment
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        var stdoutOutput: StdoutOutput?
-        if let format = settings.stdout {
-            let output = StdoutOutput(broker: broker, format: format, logger: LogCategory.broker.logger)
-            services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
-            stdoutOutput = output
-        }
-        var eventLogOutput: EventLogOutput?
-        if let eventLog = settings.eventLog {
-            let output = try EventLogOutput(configuration: eventLog, broker: broker, logger: LogCategory.eventlog.logger)
-            services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
-            eventLogOutput = output
-        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
         let listener = PostgresListener(
@@ -202,14 +191,6 @@ struct Serve: AsyncParsableCommand {
             broker: broker,
             logger: LogCategory.database.logger
         )
-        // Always present, so that a reload can add the first endpoint; idle without any.
-        let webhooks = WebhookService(
-            endpoints: settings.webhooks,
-            store: WebhookStore(connection: connection, daemon: settings.name),
-            broker: broker, listener: listener, version: PGHerald.configuration.version,
-            logger: LogCategory.webhook.logger
-        )
-        services.append(.init(service: webhooks, successTerminationBehavior: .gracefullyShutdownGroup))
         let notifier = SystemdNotifier(environment: environment)
         let maintenance = JournalMaintenance(
             configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
@@ -220,47 +201,36 @@ struct Serve: AsyncParsableCommand {
         )
         // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
-        let metrics = DaemonMetrics(registry: registry, broker: broker, listener: listener, maintenance: maintenance, eventLog: eventLogOutput, webhooks: webhooks)
+        let outputs = OutputDirectory()
+        let metrics = DaemonMetrics(registry: registry, broker: broker, listener: listener, maintenance: maintenance, outputs: outputs)
         if let address = settings.metricsListen {
             guard let server = MetricsServer(
                 address: address, metrics: metrics, listener: listener, maintenance: maintenance, logger: LogCategory.lifecycle.logger
             ) else { throw ValidationError("metrics.listen: '\(address)' is not HOST:PORT") }
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
         }
-        let catalog = SchemaCatalog(connection: connection, logger: LogCategory.socket.logger)
-        let realtime = RealtimeEndpoint(
-            configuration: settings.realtime, broker: broker, catalog: catalog, metrics: metrics, logger: LogCategory.realtime.logger
+        let context = OutputContext(
+            broker: broker, listener: listener, database: connection, daemonName: settings.name, version: PGHerald.configuration.version,
+            catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
+            journal: JournalReader(connection: connection, daemon: settings.name), maintenance: maintenance, metrics: metrics,
+            access: settings.access, outputs: outputs, logger: lifecycle
         )
-        if let listen = settings.realtime.listen {
-            guard let address = ListenAddress(listen) else { throw ValidationError("realtime.listen: '\(listen)' is not HOST:PORT") }
-            services.append(.init(
-                service: RealtimeServer(address: address, endpoint: realtime, listener: listener, logger: LogCategory.realtime.logger),
-                successTerminationBehavior: .gracefullyShutdownGroup
-            ))
-        }
-        var socketServer: SocketServer?
-        if let socket = settings.socket {
-            raiseOpenFileLimit(toServe: socket.maximumSubscribers, logger: lifecycle)
-            let server = SocketServer(
-                configuration: socket,
-                broker: broker,
-                listener: listener,
-                catalog: catalog,
-                journal: JournalReader(connection: connection, daemon: settings.name),
-                maintenance: maintenance,
-                metrics: metrics,
-                webhooks: webhooks,
-                realtime: realtime,
-                access: settings.access,
-                version: PGHerald.configuration.version,
-                logger: LogCategory.socket.logger
-            )
-            services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
-            socketServer = server
+        for kind in OutputRegistry.standard.kinds {
+            guard let configuration = settings.outputs[kind.section] else { continue }
+            var own = context
+            own.logger = kind.makeLogger()
+            let output: any Output
+            do {
+                output = try kind.makeOutput(configuration, context: own)
+            } catch {
+                lifecycle.error("an output cannot start", metadata: ["output": "\(kind.section)", "error": "\(error)"])
+                throw error
+            }
+            outputs.add(output)
+            services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         services.append(.init(service: ConfigurationReloader(
-            sources: sources, current: settings, stdout: stdoutOutput, eventLog: eventLogOutput, webhooks: webhooks,
-            socket: socketServer, realtime: realtime, notifier: notifier, logger: LogCategory.config.logger
+            sources: sources, current: settings, registry: .standard, outputs: outputs, notifier: notifier, logger: LogCategory.config.logger
         )))
         // Near the end, so that on shutdown the listener stops before the outputs drain.
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
@@ -270,7 +240,7 @@ struct Serve: AsyncParsableCommand {
                 watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
                 stallLimit: settings.connectTimeout + .seconds(5)
             ),
-            notifier: notifier, listener: listener, broker: broker, socket: socketServer, logger: LogCategory.lifecycle.logger
+            notifier: notifier, listener: listener, broker: broker, socket: outputs.first(SocketServer.self), logger: LogCategory.lifecycle.logger
         )))
 
         let group = ServiceGroup(
@@ -283,22 +253,5 @@ struct Serve: AsyncParsableCommand {
         for warning in settings.warnings { lifecycle.warning("\(warning)") }
         try await group.run()
         lifecycle.info("stopped", metadata: ["events": "\(broker.statistics.changeCount)"])
-    }
-}
-
-/// Each stream holds a descriptor; raise the soft limit as far as the hard
-/// limit allows, and say so when even that is too low.
-private func raiseOpenFileLimit(toServe streams: Int, logger: Logger) {
-    var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-    let wanted = rlim_t(streams + 256)
-    if limit.rlim_cur < wanted {
-        limit.rlim_cur = min(wanted, limit.rlim_max)
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-    }
-    if limit.rlim_cur < wanted {
-        logger.warning("the open-file limit is below what --max-subscribers needs", metadata: [
-            "limit": "\(limit.rlim_cur)", "needed": "\(wanted)",
-        ])
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldConfiguration
+import HeraldSettings
 import HeraldPostgres
 import HeraldWebhooks
 
@@ -56,7 +57,7 @@ struct Webhooks: AsyncParsableCommand {
         func run() async throws {
             let (configuration, store) = try await settings.store()
             let backlogs = try await store.backlogs()
-            let configured = configuration.webhooks.map(\.name)
+            let configured = (configuration[WebhookService.self] ?? []).map(\.name)
             let names = configured + backlogs.keys.filter { !configured.contains($0) }.sorted()
             guard !names.isEmpty else {
                 print("no webhook endpoints are configured, and none have deliveries in the database")
@@ -64,7 +65,7 @@ struct Webhooks: AsyncParsableCommand {
             }
             for name in names {
                 let backlog = backlogs[name] ?? WebhookStore.Backlog()
-                let endpoint = configuration.webhooks.first { $0.name == name }
+                let endpoint = (configuration[WebhookService.self] ?? []).first { $0.name == name }
                 print("\(name)  \(endpoint.map(\.url) ?? "(not configured)")\(endpoint?.ordered == true ? "  ordered" : "")")
                 let journal = backlog.inJournal > 0 ? " (\(backlog.inJournal) of them still in the journal, every table)" : ""
                 print("  pending \(backlog.pending)\(journal), in flight \(backlog.inFlight), failing \(backlog.failing), dead \(backlog.dead)")
@@ -159,8 +160,8 @@ struct Webhooks: AsyncParsableCommand {
 
         func run() async throws {
             let configuration = try await settings.load()
-            guard let endpoint = configuration.webhooks.first(where: { $0.name == name }) else {
-                let known = configuration.webhooks.map(\.name)
+            guard let endpoint = (configuration[WebhookService.self] ?? []).first(where: { $0.name == name }) else {
+                let known = (configuration[WebhookService.self] ?? []).map(\.name)
                 throw ValidationError("no endpoint named '\(name)' in the configuration\(known.isEmpty ? "" : " (known: \(known.joined(separator: ", ")))")")
             }
             let result = await WebhookTest.send(to: endpoint, version: PGHerald.configuration.version)

@@ -2,42 +2,38 @@
 import Glibc
 #endif
 import HeraldConfiguration
+import HeraldOutput
 import HeraldServer
-import HeraldWebhooks
+import HeraldSettings
 import Logging
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
 /// Rereads the configuration on SIGHUP and applies what can change while
-/// running: log levels and format, stdout's format, the event log's settings
-/// (and it reopens the event log, for logrotate), the webhook endpoints
-/// (pending deliveries stay in the database throughout) and the access rules
-/// (streams whose grant changed are closed with `event: revoked`). The
-/// database connection and other streams are untouched. A rejected file
-/// leaves the old configuration in force; settings that need a restart say so.
+/// running: log levels and format, the access rules (streams whose grant
+/// changed are closed with `event: revoked`), and each output's own
+/// reloadable keys, which every output applies in its `reload` (the event
+/// log reopens its file then, for logrotate; webhook endpoints change with
+/// their pending deliveries kept in the database). The database connection
+/// and other streams are untouched. A rejected file leaves the old
+/// configuration in force; settings that need a restart say so.
 final class ConfigurationReloader: Service, Sendable {
-    /// Keys a reload applies; any other key that changes needs a restart.
-    static let liveKeys: [String] = ["log.", "stdout", "event_log.sync", "event_log.sync_interval", "event_log.max_size", "event_log.keep", "password_file", "webhooks.", "access", "realtime.keys", "realtime.jwt"]
+    /// Keys a reload applies apart from the outputs' own.
+    static let daemonKeys: [String] = ["log.", "password_file", "access"]
 
     let sources: ConfigurationSources
     let current: Mutex<DaemonConfiguration>
-    let stdout: StdoutOutput?
-    let eventLog: EventLogOutput?
-    let webhooks: WebhookService
-    let socket: SocketServer?
-    let realtime: RealtimeEndpoint
+    let registry: OutputRegistry
+    let outputs: OutputDirectory
     let notifier: SystemdNotifier
     let logger: Logger
 
-    init(sources: ConfigurationSources, current: DaemonConfiguration, stdout: StdoutOutput?, eventLog: EventLogOutput?, webhooks: WebhookService, socket: SocketServer?, realtime: RealtimeEndpoint, notifier: SystemdNotifier, logger: Logger) {
-        self.socket = socket
-        self.realtime = realtime
+    init(sources: ConfigurationSources, current: DaemonConfiguration, registry: OutputRegistry, outputs: OutputDirectory, notifier: SystemdNotifier, logger: Logger) {
         self.sources = sources
         self.current = Mutex(current)
-        self.stdout = stdout
-        self.eventLog = eventLog
-        self.webhooks = webhooks
+        self.registry = registry
+        self.outputs = outputs
         self.notifier = notifier
         self.logger = logger
     }
@@ -58,7 +54,7 @@ final class ConfigurationReloader: Service, Sendable {
         defer { notifier.send("READY=1") }
         let new: DaemonConfiguration
         do {
-            new = try await DaemonConfiguration.load(from: sources)
+            new = try await DaemonConfiguration.load(from: sources, registry: registry)
         } catch {
             logger.error("the new configuration was rejected; the running one stays in force", metadata: [
                 "key": "\(error.key)", "source": "\(error.source)", "reason": "\(error.reason)",
@@ -67,29 +63,27 @@ final class ConfigurationReloader: Service, Sendable {
         }
         let old = current.withLock { $0 }
         LoggingSetup.reconfigure(.init(levels: new.logLevels, format: new.logFormat))
-        if let stdout, let format = new.stdout { stdout.setFormat(format) }
-        if let eventLog {
-            await eventLog.reopen(with: new.eventLog)
-        }
-        if new.webhooks != old.webhooks {
-            do {
-                try await webhooks.reload(new.webhooks)
-                logger.info("applied the webhook endpoints", metadata: ["endpoints": "\(new.webhooks.map(\.name).joined(separator: ","))"])
-            } catch {
-                logger.error("cannot apply the webhook endpoints; the database is unavailable", metadata: ["error": "\(error)"])
+        var switched: Set<String> = []
+        for kind in registry.kinds {
+            let running = outputs.all.first { type(of: $0).section == kind.section }
+            switch (running, new.outputs[kind.section]) {
+            case (let output?, let settings?):
+                await kind.reload(output, with: settings)
+            case (nil, nil):
+                break
+            default:
+                switched.insert(kind.section)
+                logger.warning("an output was switched on or off, which needs a restart (systemctl restart pgherald)", metadata: ["output": "\(kind.section)"])
             }
         }
-        if new.access != old.access { socket?.apply(access: new.access) }
-        if new.realtime.credentials != old.realtime.credentials {
-            realtime.apply(credentials: new.realtime.credentials)
-            logger.info("applied the realtime keys", metadata: ["keys": "\(new.realtime.credentials.keys.map(\.name).joined(separator: ","))"])
-        }
+        if new.access != old.access { outputs.first(SocketServer.self)?.apply(access: new.access) }
+        let live = Self.daemonKeys + registry.reloadableKeys
         let before = Dictionary(old.effective.map { ($0.key, $0.value) }) { first, _ in first }
         let needRestart = new.effective.filter { setting in
-            before[setting.key] != setting.value && !Self.liveKeys.contains { setting.key.hasPrefix($0) }
+            before[setting.key] != setting.value && !live.contains { setting.key.hasPrefix($0) }
+                && !switched.contains { setting.key.hasPrefix($0) }
         }
-        // The event log is only switched on or off by a restart; its path is reopened live.
-        for setting in needRestart where !(setting.key == "event_log.path" && eventLog != nil && new.eventLog != nil) {
+        for setting in needRestart {
             logger.warning("a changed setting needs a restart (systemctl restart pgherald)", metadata: [
                 "key": "\(setting.key)", "running": "\(before[setting.key] ?? "(none)")", "new": "\(setting.value)",
             ])

@@ -1,24 +1,24 @@
 import Foundation
 import Herald
-import HeraldWebhooks
+public import HeraldSettings
 
-extension DaemonConfiguration {
+extension WebhookEndpoint {
     /// Keys an endpoint may have; anything else under `webhooks.NAME` is refused.
-    static let webhookKeys = [
+    static let settingKeys = [
         "url", "table", "op", "where", "secret", "secrets", "secret_file", "timeout", "max_attempts", "max_age",
         "concurrency", "ordered", "headers",
     ]
 
     /// The `webhooks:` section: one endpoint per name.
-    static func webhookEndpoints(_ settings: SettingsReader) throws(ConfigurationError) -> [WebhookEndpoint] {
+    public static func all(from settings: SettingsReader) throws(ConfigurationError) -> [WebhookEndpoint] {
         var endpoints: [WebhookEndpoint] = []
         for (name, _) in settings.fileSections(under: "webhooks") {
-            endpoints.append(try webhookEndpoint(named: name, settings))
+            endpoints.append(try endpoint(named: name, settings))
         }
         return endpoints
     }
 
-    private static func webhookEndpoint(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> WebhookEndpoint {
+    private static func endpoint(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> WebhookEndpoint {
         let prefix = "webhooks.\(name)"
         guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }), name.count <= 63 else {
             throw settings.fail(prefix, "an endpoint's name must be letters, digits, - and _ (at most 63): pending deliveries are kept under it")
@@ -29,15 +29,15 @@ extension DaemonConfiguration {
             throw settings.fail("\(prefix).url", "'\(url.prefix(80))' is not an http:// or https:// URL with a host")
         }
 
-        let filter = try filter(
-            settings, parameters: ["table", "op", "where"].map { ($0, "\(prefix).\($0)") },
+        let filter = try settings.filter(
+            parameters: ["table", "op", "where"].map { ($0, "\(prefix).\($0)") },
             reason: { "400 \($0.code.rawValue): \($0.message)" }
         )
 
-        let secrets = try webhookSecrets(prefix, settings)
-        let timeout = try settings.value("\(prefix).timeout", default: HumanDuration(configString: "10s"), expected: "a duration such as 10s")!
+        let secrets = try signingSecrets(prefix, settings)
+        let timeout = try settings.value("\(prefix).timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
         let maximumAttempts = try settings.int("\(prefix).max_attempts", default: 12, in: 1...1000)
-        let maximumAge = try settings.value("\(prefix).max_age", default: HumanDuration(configString: "24h"), expected: "a duration such as 24h")!
+        let maximumAge = try settings.value("\(prefix).max_age", default: "24h" as HumanDuration, expected: "a duration such as 24h")
         let concurrency = try settings.int("\(prefix).concurrency", default: 16, in: 1...1024)
         let ordered = try settings.bool("\(prefix).ordered", default: false)
         var headers: [String: String] = [:]
@@ -51,8 +51,8 @@ extension DaemonConfiguration {
             headers[header] = settings.string(key, secret: true, recorded: false)
             settings.record(key, "(set)")
         }
-        for key in settings.fileKeys(under: prefix) where !webhookKeys.contains(where: { key == "\(prefix).\($0)" || key.hasPrefix("\(prefix).\($0).") }) {
-            throw settings.fail(key, "not an endpoint setting (known: \(webhookKeys.joined(separator: ", ")))")
+        for key in settings.fileKeys(under: prefix) where !settingKeys.contains(where: { key == "\(prefix).\($0)" || key.hasPrefix("\(prefix).\($0).") }) {
+            throw settings.fail(key, "not an endpoint setting (known: \(settingKeys.joined(separator: ", ")))")
         }
         return WebhookEndpoint(
             name: name, url: url, filter: filter, secrets: secrets,
@@ -62,7 +62,7 @@ extension DaemonConfiguration {
     }
 
     /// `secret`, `secrets` (newest first, during a rotation) or `secret_file` (one per line).
-    private static func webhookSecrets(_ prefix: String, _ settings: SettingsReader) throws(ConfigurationError) -> [WebhookSecret] {
+    private static func signingSecrets(_ prefix: String, _ settings: SettingsReader) throws(ConfigurationError) -> [WebhookSecret] {
         var texts: [(key: String, text: String)] = []
         var shown: [String] = []
         var shownKey = "\(prefix).secrets"
@@ -76,7 +76,7 @@ extension DaemonConfiguration {
             shown.append("\(secrets.count) in the file")
         }
         if let reference = settings.string("\(prefix).secret_file", recorded: false) {
-            let (path, lines) = try secretFile(reference, key: "\(prefix).secret_file", settings)
+            let (path, lines) = try settings.secretFile(reference, key: "\(prefix).secret_file")
             guard !lines.isEmpty else { throw settings.fail("\(prefix).secret_file", "\(path) is empty") }
             texts += lines.map { ("\(prefix).secret_file", $0) }
             shown.append("\(lines.count) from \(path)")

@@ -2,7 +2,7 @@ import Synchronization
 
 /// Wakes waiting tasks: a ring wakes everyone waiting, or is remembered for
 /// the next wait when no one is, and many rings before it count as one.
-final class Doorbell: Sendable {
+public final class Doorbell: Sendable {
     private struct State {
         var rung = false
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -10,7 +10,9 @@ final class Doorbell: Sendable {
 
     private let state = Mutex(State())
 
-    func ring() {
+    public init() {}
+
+    public func ring() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard !state.waiters.isEmpty else {
                 state.rung = true
@@ -23,7 +25,7 @@ final class Doorbell: Sendable {
     }
 
     /// Returns once rung (or at once if rung since the last wait), or after `timeout`.
-    func wait(timeout: Duration) async {
+    public func wait(timeout: Duration) async {
         if state.withLock({ state in defer { state.rung = false }; return state.rung }) { return }
         let timer = Task {
             guard (try? await Task.sleep(for: timeout)) != nil else { return }

@@ -1,7 +1,6 @@
-public import Herald
-
-/// How far one endpoint's feed has got through the journal: a pure value,
-/// stored in `pgherald.webhook_feed`.
+/// How far a feed has got through the journal: a pure value, stored per
+/// webhook endpoint in `pgherald.webhook_feed` and per durable output in
+/// `pgherald.output_cursor`.
 ///
 /// Every event of a transaction visible in `snapshot` has been fed. A feed
 /// that hands events straight to a dispatcher takes only as many as the

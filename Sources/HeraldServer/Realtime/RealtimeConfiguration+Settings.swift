@@ -1,49 +1,50 @@
 import Foundation
 import Herald
+import HeraldPostgres
 import HeraldRealtime
-import HeraldServer
+public import HeraldSettings
 
-extension DaemonConfiguration {
+extension RealtimeConfiguration {
     /// Keys a `realtime.keys.NAME` entry may have.
-    static let realtimeKeyKeys = ["key", "key_file", "schemas", "tables", "ops", "where"]
+    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where"]
     /// Keys a `realtime.jwt.roles.ROLE` entry may have.
-    static let realtimeRoleKeys = ["schemas", "tables", "ops", "where"]
+    static let roleSettings = ["schemas", "tables", "ops", "where"]
 
     /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
-    static func realtimeConfiguration(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeConfiguration {
+    public init(settings: SettingsReader) throws(ConfigurationError) {
         let listen = settings.string("realtime.listen")
         if let listen, ListenAddress(listen) == nil {
             throw settings.fail("realtime.listen", "'\(listen)' is not HOST:PORT, such as 127.0.0.1:4000 or [::1]:4000")
         }
-        let window = try settings.value("realtime.resume_window", default: HumanDuration(configString: "2m"), expected: "a duration such as 2m, or 0s to turn it off")!
-        let buffer = try settings.int("realtime.channel_buffer", default: 4096, in: minimumBuffer...Int.max)
+        let window = try settings.value("realtime.resume_window", default: "2m" as HumanDuration, expected: "a duration such as 2m, or 0s to turn it off")
+        let buffer = try settings.int("realtime.channel_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
 
         var keys: [RealtimeCredentials.Key] = []
         for (name, _) in settings.fileSections(under: "realtime.keys") {
-            keys.append(try realtimeKey(named: name, settings))
+            keys.append(try Self.key(named: name, settings))
         }
-        let tokens = try realtimeTokens(settings)
+        let tokens = try Self.tokens(settings)
         let credentials = RealtimeCredentials(keys: keys, tokens: tokens)
         if let listen, credentials.isEmpty {
             throw settings.fail("realtime.listen", "TCP clients must present a key, and none is configured: add realtime.keys or realtime.jwt (listen: \(listen))")
         }
-        return RealtimeConfiguration(
+        self.init(
             listen: listen, credentials: credentials, channelBuffer: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration
         )
     }
 
-    private static func realtimeKey(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key {
+    private static func key(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key {
         let prefix = "realtime.keys.\(name)"
-        for key in settings.fileKeys(under: prefix) where !realtimeKeyKeys.contains(where: { key == "\(prefix).\($0)" }) {
-            throw settings.fail(key, "not a realtime key setting (known: \(realtimeKeyKeys.joined(separator: ", ")))")
+        for key in settings.fileKeys(under: prefix) where !keySettings.contains(where: { key == "\(prefix).\($0)" }) {
+            throw settings.fail(key, "not a realtime key setting (known: \(keySettings.joined(separator: ", ")))")
         }
         let secret: String
         if let inline = settings.string("\(prefix).key", secret: true, recorded: false) {
             secret = inline
             settings.record("\(prefix).key", "(set, \(inline.count) characters)")
         } else if let reference = settings.string("\(prefix).key_file", recorded: false) {
-            let (path, lines) = try secretFile(reference, key: "\(prefix).key_file", settings)
+            let (path, lines) = try settings.secretFile(reference, key: "\(prefix).key_file")
             guard let first = lines.first?.trimmingCharacters(in: .whitespaces), !first.isEmpty else {
                 throw settings.fail("\(prefix).key_file", "\(path) is empty")
             }
@@ -55,17 +56,17 @@ extension DaemonConfiguration {
         guard secret.utf8.count >= 16 else {
             throw settings.fail("\(prefix).key", "a realtime key must be at least 16 characters, such as `openssl rand -hex 24`")
         }
-        return RealtimeCredentials.Key(name: name, secret: secret, grant: try grant(under: prefix, settings))
+        return RealtimeCredentials.Key(name: name, secret: secret, grant: try settings.grant(under: prefix))
     }
 
     /// `realtime.jwt`: the HS256 secret, and one grant per `role` claim.
-    private static func realtimeTokens(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Tokens? {
+    private static func tokens(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Tokens? {
         let roles = settings.fileSections(under: "realtime.jwt.roles")
         guard let reference = settings.string("realtime.jwt.secret_file", recorded: false) else {
             guard roles.isEmpty else { throw settings.fail("realtime.jwt.secret_file", "realtime.jwt.roles needs the secret the tokens are signed with") }
             return nil
         }
-        let (path, lines) = try secretFile(reference, key: "realtime.jwt.secret_file", settings)
+        let (path, lines) = try settings.secretFile(reference, key: "realtime.jwt.secret_file")
         guard let secret = lines.first?.trimmingCharacters(in: .whitespaces), secret.utf8.count >= 32 else {
             throw settings.fail("realtime.jwt.secret_file", "\(path) must hold the HS256 secret on its first line, at least 32 characters")
         }
@@ -76,11 +77,11 @@ extension DaemonConfiguration {
         var grants: [String: AccessGrant] = [:]
         for (role, _) in roles {
             let prefix = "realtime.jwt.roles.\(role)"
-            for key in settings.fileKeys(under: prefix) where !realtimeRoleKeys.contains(where: { key == "\(prefix).\($0)" }) {
-                throw settings.fail(key, "not a role setting (known: \(realtimeRoleKeys.joined(separator: ", ")))")
+            for key in settings.fileKeys(under: prefix) where !roleSettings.contains(where: { key == "\(prefix).\($0)" }) {
+                throw settings.fail(key, "not a role setting (known: \(roleSettings.joined(separator: ", ")))")
             }
             _ = settings.fileContains(prefix)
-            grants[role] = try grant(under: prefix, settings)
+            grants[role] = try settings.grant(under: prefix)
         }
         return RealtimeCredentials.Tokens(secret: Array(secret.utf8), roles: grants)
     }

@@ -1,17 +1,22 @@
-import Configuration
+public import Configuration
 import Foundation
 import SystemPackage
 
 /// Reads settings through swift-configuration, noting for each key where its
 /// value came from and what it finally is, for errors and `check-config`.
-final class SettingsReader {
-    let sources: ConfigurationSources
+///
+/// Each output reads its own section with one (see `Output.configuration(from:)`):
+/// every read records the key, so that `check-config` prints it with its
+/// source and ``rejectUnknownKeys(allowingPrefixes:)`` refuses what no one read.
+/// Used from one task while the configuration loads, so it is not `Sendable`.
+public final class SettingsReader {
+    public let sources: ConfigurationSources
     private let reader: ConfigReader
     private let file: ConfigurationFile?
-    private(set) var effective: [EffectiveSetting] = []
+    public private(set) var effective: [EffectiveSetting] = []
     private(set) var readKeys: Set<String> = []
 
-    init(sources: ConfigurationSources) async throws(ConfigurationError) {
+    public init(sources: ConfigurationSources) async throws(ConfigurationError) {
         self.sources = sources
         var providers: [any ConfigProvider] = []
         // Flags are text like environment variables, and are converted the same way.
@@ -44,7 +49,7 @@ final class SettingsReader {
     }
 
     /// Where a key's value comes from, highest precedence first; nil when it is not set anywhere.
-    func source(of key: String) -> String? {
+    public func source(of key: String) -> String? {
         if let flag = sources.flags[key] { return flag.name }
         let variable = ConfigurationSources.environmentName(of: key)
         if sources.environment[variable] != nil { return variable }
@@ -52,7 +57,7 @@ final class SettingsReader {
     }
 
     /// Fails on the first key of the file that no setting read.
-    func rejectUnknownKeys(allowingPrefixes prefixes: [String] = []) throws(ConfigurationError) {
+    public func rejectUnknownKeys(allowingPrefixes prefixes: [String] = []) throws(ConfigurationError) {
         guard let file else { return }
         for (key, line) in file.lines.sorted(by: { $0.value < $1.value }) where !readKeys.contains(key) {
             guard !prefixes.contains(where: { key.hasPrefix($0) }) else { continue }
@@ -61,30 +66,35 @@ final class SettingsReader {
     }
 
     /// Where a setting that pgherald no longer reads is still given, if anywhere; never rejected as unknown.
-    func retired(_ key: String) -> String? {
+    public func retired(_ key: String) -> String? {
         readKeys.insert(key)
         return source(of: key)
     }
 
-    func fail(_ key: String, _ reason: String) -> ConfigurationError {
+    public func fail(_ key: String, _ reason: String) -> ConfigurationError {
         ConfigurationError(key: key, source: source(of: key) ?? "default", reason: reason)
     }
 
     /// Records the value in force, for `check-config`.
-    func record(_ key: String, _ shown: String) {
+    public func record(_ key: String, _ shown: String) {
         readKeys.insert(key)
         effective.append(EffectiveSetting(key: key, value: shown, source: source(of: key) ?? "default"))
     }
 
     /// - Parameter recorded: false when the caller records a shown form itself (a secret's redacted summary).
-    func string(_ key: String, default defaultValue: String? = nil, secret: Bool = false, recorded: Bool = true) -> String? {
+    public func string(_ key: String, default defaultValue: String? = nil, secret: Bool = false, recorded: Bool = true) -> String? {
         readKeys.insert(key)
         let value = reader.string(forKey: ConfigKey(key), isSecret: secret) ?? defaultValue
         if recorded { record(key, value.map(Self.quotedIfNeeded) ?? "(none)") }
         return value
     }
 
-    func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    /// A string with a default, so never nil.
+    public func string(_ key: String, default defaultValue: String, secret: Bool = false, recorded: Bool = true) -> String {
+        string(key, default: Optional(defaultValue), secret: secret, recorded: recorded) ?? defaultValue
+    }
+
+    public func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         readKeys.insert(key)
         guard reader.string(forKey: ConfigKey(key)) != nil else {
             record(key, String(defaultValue))
@@ -101,7 +111,7 @@ final class SettingsReader {
         return value
     }
 
-    func bool(_ key: String, default defaultValue: Bool) throws(ConfigurationError) -> Bool {
+    public func bool(_ key: String, default defaultValue: Bool) throws(ConfigurationError) -> Bool {
         readKeys.insert(key)
         guard let text = reader.string(forKey: ConfigKey(key)) else {
             record(key, String(defaultValue))
@@ -113,14 +123,14 @@ final class SettingsReader {
     }
 
     /// A list (`[a, b]`, or one `- item` per line) or a single value; nil when not set.
-    func list(_ key: String, secret: Bool = false) -> [String]? {
+    public func list(_ key: String, secret: Bool = false) -> [String]? {
         readKeys.insert(key)
         if let items = reader.stringArray(forKey: ConfigKey(key), isSecret: secret) { return items }
         return reader.string(forKey: ConfigKey(key), isSecret: secret).map { [$0] }
     }
 
     /// The names directly under `prefix` in the file (`webhooks.orders.url` gives `orders` under `webhooks`).
-    func fileSections(under prefix: String) -> [(name: String, line: Int)] {
+    public func fileSections(under prefix: String) -> [(name: String, line: Int)] {
         guard let file else { return [] }
         var sections: [String: Int] = [:]
         for (key, line) in file.lines where key.hasPrefix(prefix + ".") {
@@ -131,19 +141,19 @@ final class SettingsReader {
     }
 
     /// Whether the file sets `key` itself (a section left empty counts); marks it read.
-    func fileContains(_ key: String) -> Bool {
+    public func fileContains(_ key: String) -> Bool {
         readKeys.insert(key)
         return file?.source(of: key) != nil
     }
 
     /// The file's keys under `prefix`.
-    func fileKeys(under prefix: String) -> [String] {
+    public func fileKeys(under prefix: String) -> [String] {
         guard let file else { return [] }
         return file.lines.keys.filter { $0.hasPrefix(prefix + ".") }.sorted()
     }
 
     /// A value of a type written as text (a duration, a size, a choice); `expected` says what it should look like.
-    func value<Value: ExpressibleByConfigString>(
+    public func value<Value: ExpressibleByConfigString>(
         _ key: String, default defaultValue: Value?, expected: String
     ) throws(ConfigurationError) -> Value? {
         readKeys.insert(key)
@@ -158,7 +168,19 @@ final class SettingsReader {
         return value
     }
 
-    func choice<Choice: RawRepresentable & CaseIterable>(
+    /// A value with a default, so never nil.
+    public func value<Value: ExpressibleByConfigString>(_ key: String, default defaultValue: Value, expected: String) throws(ConfigurationError) -> Value {
+        try value(key, default: Optional(defaultValue), expected: expected) ?? defaultValue
+    }
+
+    /// A choice with a default, so never nil.
+    public func choice<Choice: RawRepresentable & CaseIterable>(
+        _ key: String, default defaultValue: Choice
+    ) throws(ConfigurationError) -> Choice where Choice.RawValue == String {
+        try choice(key, default: Optional(defaultValue)) ?? defaultValue
+    }
+
+    public func choice<Choice: RawRepresentable & CaseIterable>(
         _ key: String, default defaultValue: Choice?
     ) throws(ConfigurationError) -> Choice? where Choice.RawValue == String {
         readKeys.insert(key)
@@ -176,13 +198,4 @@ final class SettingsReader {
     private static func quotedIfNeeded(_ text: String) -> String {
         text.isEmpty || text.contains(where: { ": #'\"".contains($0) }) ? "'\(text.replacing("'", with: "''"))'" : text
     }
-}
-
-/// One setting as it is in force, and where it came from.
-public struct EffectiveSetting: Sendable, Hashable {
-    public var key: String
-    /// Shown as it would be written in the file; secrets as `(secret)`.
-    public var value: String
-    /// A flag, an environment variable, a file line, or `default`.
-    public var source: String
 }

@@ -1,7 +1,7 @@
 public import Configuration
 
 /// A duration written with a unit: `500ms`, `90s`, `30m`, `24h`, `7d`; a bare number is seconds.
-public struct HumanDuration: Sendable, Hashable, CustomStringConvertible, ExpressibleByConfigString {
+public struct HumanDuration: Sendable, Hashable, CustomStringConvertible, ExpressibleByConfigString, ExpressibleByStringLiteral {
     public let duration: Duration
     public let description: String
 
@@ -17,5 +17,11 @@ public struct HumanDuration: Sendable, Hashable, CustomStringConvertible, Expres
               let value = Double(text.dropLast(unit.suffix.count)), value.isFinite, value > 0 else { return nil }
         duration = .milliseconds(Int64((value * unit.seconds * 1000).rounded()))
         description = text
+    }
+
+    /// A default written in the source, such as `"10s" as HumanDuration`.
+    public init(stringLiteral text: String) {
+        guard let parsed = HumanDuration(configString: text) else { preconditionFailure("'\(text)' is not a duration") }
+        self = parsed
     }
 }

@@ -4,7 +4,6 @@ import Glibc
 public import Herald
 public import HeraldPostgres
 public import Prometheus
-public import HeraldWebhooks
 import Foundation
 import Synchronization
 
@@ -28,23 +27,22 @@ public final class DaemonMetrics: Sendable {
     let broker: Broker
     let listener: PostgresListener
     let maintenance: JournalMaintenance?
-    let eventLog: EventLogOutput?
-    let webhooks: WebhookService?
+    let outputs: OutputDirectory
     /// Totals already added to each counter, by counter name and labels.
     private let reported = Mutex<[String: Int64]>([:])
     private let reportedCPU = Mutex<Double>(0)
 
     /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
+    /// - Parameter outputs: filled as `serve` builds them; each adds its report's series.
     public init(
         registry: PrometheusCollectorRegistry, broker: Broker, listener: PostgresListener,
-        maintenance: JournalMaintenance?, eventLog: EventLogOutput?, webhooks: WebhookService? = nil
+        maintenance: JournalMaintenance?, outputs: OutputDirectory
     ) {
-        self.webhooks = webhooks
+        self.outputs = outputs
         self.registry = registry
         self.broker = broker
         self.listener = listener
         self.maintenance = maintenance
-        self.eventLog = eventLog
     }
 
     /// The factory to bootstrap swift-metrics with, before anything makes a metric, so what is recorded through it lands in `registry`.
@@ -105,24 +103,12 @@ public final class DaemonMetrics: Sendable {
             gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")
             advance("pgherald_journal_pruned_total", to: journal.pruned, help: "Journal rows pruned by retention.")
         }
-        if let eventLog {
-            let log = eventLog.statistics
-            advance("pgherald_event_log_written_total", to: log.written, help: "Events appended to the event log.")
-            advance("pgherald_event_log_failed_writes_total", to: log.failedWrites, help: "Batches the event log could not write (a full disk).")
-            advance("pgherald_event_log_overflows_total", to: log.overflows, help: "Times the event log fell behind and lost events.")
-            advance("pgherald_event_log_rotations_total", to: log.rotations, help: "Size rotations of the event log.")
-        }
-        if let webhooks {
-            for (name, figures) in webhooks.statistics {
-                let labels = [("endpoint", name)]
-                advance("pgherald_webhook_attempts_total", to: Int64(figures.attempts), labels: labels, help: "Webhook requests sent by this daemon.")
-                advance("pgherald_webhook_successes_total", to: Int64(figures.successes), labels: labels, help: "Webhook requests answered 2xx.")
-                advance("pgherald_webhook_failures_total", to: Int64(figures.failures), labels: labels, help: "Webhook requests that failed (retried or given up).")
-                advance("pgherald_webhook_retries_total", to: Int64(figures.retries), labels: labels, help: "Failed webhook requests that will be tried again.")
-                advance("pgherald_webhook_dead_letters_total", to: Int64(figures.deadLettered), labels: labels, help: "Webhook deliveries given up and moved to the dead letters.")
-                gauge("pgherald_webhook_in_flight", Double(figures.inFlight), labels: labels, help: "Webhook requests in flight now.")
-                gauge("pgherald_webhook_backlog", Double(figures.backlog ?? 0), labels: labels, help: "Webhook deliveries pending in the database (rows, ids in flight, the journal past the feed), for every daemon.")
-                gauge("pgherald_webhook_oldest_pending_seconds", figures.oldestPendingSeconds ?? 0, labels: labels, help: "Age of the oldest pending webhook delivery.")
+        for output in outputs.all {
+            for metric in output.report.metrics {
+                switch metric.value {
+                case .counter(let total): advance(metric.name, to: total, labels: metric.labels, help: metric.help)
+                case .gauge(let value): gauge(metric.name, value, labels: metric.labels, help: metric.help)
+                }
             }
         }
         collectProcess()

@@ -1,0 +1,16 @@
+public import HeraldOutput
+import HeraldServer
+import HeraldWebhooks
+
+extension OutputRegistry {
+    /// Every kind of output pgherald has, in the order `serve` builds them:
+    /// the Supabase endpoint before the socket that also serves it. A new
+    /// kind is one line here.
+    public static let standard = OutputRegistry([
+        OutputKind(StdoutOutput.self, logger: LogCategory.broker.logger),
+        OutputKind(EventLogOutput.self, logger: LogCategory.eventlog.logger),
+        OutputKind(WebhookService.self, logger: LogCategory.webhook.logger),
+        OutputKind(RealtimeEndpoint.self, logger: LogCategory.realtime.logger),
+        OutputKind(SocketServer.self, logger: LogCategory.socket.logger),
+    ])
+}

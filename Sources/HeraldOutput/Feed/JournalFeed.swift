@@ -1,0 +1,188 @@
+public import Herald
+public import HeraldPostgres
+import Synchronization
+
+/// A durable output's way through the journal, with a cursor of its own in
+/// `pgherald.output_cursor`, under the daemon's name and the output's.
+///
+/// The output takes a batch with ``next(limit:waiting:)``, delivers it, and
+/// then ``commit(_:)``s it, which moves the cursor past it; one batch at a
+/// time. Nothing is skipped: after a crash, a restart or a lost connection
+/// reading resumes after the last committed batch, so a batch delivered but
+/// not committed (the process was killed in between) is delivered again,
+/// with the same event ids. Events come in journal order: by transaction,
+/// and within one in the order they were written.
+///
+/// The cursor starts, on the output's first run, at what commits from then
+/// on. Journal pruning keeps what it has not passed while it is in use
+/// (moved or marked within the retention); a cursor left longer than that
+/// keeps nothing, as a webhook feed does.
+public final class JournalFeed: Sendable {
+    /// Events read past the cursor, and where the cursor stands after them.
+    public struct Batch: Sendable {
+        public var events: [Event]
+        fileprivate var position: FeedPosition
+        /// The id of the last event read, which ``JournalFeed/lastEventID`` becomes on commit.
+        public var lastEventID: UInt64?
+    }
+
+    /// How long a reading round waits for a broker event before it looks anyway.
+    static let idleInterval: Duration = .seconds(1)
+    /// Time between marks of a cursor that is not moving, so that pruning keeps what it has not read.
+    static let markInterval: Duration = .seconds(10)
+
+    public let output: String
+    public let daemon: String
+    let connection: SerialConnection
+    let broker: Broker
+    let doorbell = Doorbell()
+    private let state = Mutex(State())
+
+    private struct State {
+        var position: FeedPosition?
+        var lastEventID: UInt64?
+        var markedAt: ContinuousClock.Instant?
+    }
+
+    init(output: String, daemon: String, connection: ConnectionString, broker: Broker) {
+        self.output = output
+        self.daemon = daemon
+        self.connection = SerialConnection(connection, applicationName: "pgherald-\(output)")
+        self.broker = broker
+    }
+
+    /// The last event the output committed, when it has committed any.
+    public var lastEventID: UInt64? { state.withLock { $0.lastEventID } }
+
+    /// Loads the cursor, or starts it at what commits from now on.
+    /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`).
+    public func open() async throws(PostgresError) {
+        let (position, lastEventID) = try await connection.run { [daemon, output] connection throws(PostgresError) in
+            let installed = try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").rows.first?[0] == "t"
+            guard installed else {
+                throw PostgresError(.queryFailed, "the database has no pgherald.output_cursor, which durable outputs keep their place in; run `pgherald install` to add it")
+            }
+            try connection.execute("""
+                INSERT INTO pgherald.output_cursor (daemon, output, snapshot) VALUES ($1, $2, pg_current_snapshot())
+                ON CONFLICT (daemon, output) DO NOTHING
+                """, parameters: [daemon, output])
+            let row = try connection.execute("""
+                SELECT snapshot::text, target::text, after_txid::text, after_id::text, last_event_id::text
+                  FROM pgherald.output_cursor WHERE daemon = $1 AND output = $2
+                """, parameters: [daemon, output]).rows.first
+            guard let row, let snapshot = row[0].flatMap({ TransactionSnapshot($0) }) else {
+                throw PostgresError(.queryFailed, "the cursor of \(output) under \(daemon) cannot be read")
+            }
+            let after = row[2].flatMap { UInt64($0) }.flatMap { txid in row[3].flatMap { UInt64($0) }.map { FeedPosition.Row(transactionID: txid, id: $0) } }
+            return (FeedPosition(snapshot: snapshot, target: row[1].flatMap { TransactionSnapshot($0) }, after: after), row[4].flatMap { UInt64($0) })
+        }
+        state.withLock { state in
+            state.position = position
+            state.lastEventID = lastEventID
+            state.markedAt = .now
+        }
+    }
+
+    /// Rings the feed on each batch the broker delivers, so that a waiting
+    /// ``next(limit:waiting:)`` reads at once; until cancelled. The broker
+    /// lists it among its subscribers as `kind`.
+    public func ringOnEvents(kind: String) async {
+        while !Task.isCancelled {
+            let subscription = broker.subscribe(kind: kind)
+            do {
+                while true {
+                    let batch = try await subscription.nextBatch(limit: 65_536)
+                    if batch.isEmpty { return }
+                    doorbell.ring()
+                }
+            } catch {
+                // Fell behind: only rings are lost, and the reading round looks at the journal anyway.
+                doorbell.ring()
+            }
+        }
+    }
+
+    /// The next events past the cursor, from up to `limit` journal rows (a
+    /// row may hold a statement's batch of events).
+    /// - Parameter waiting: wait until there are events (or the task is
+    ///   cancelled, which returns an empty batch); false returns at once.
+    public func next(limit: Int, waiting: Bool = true) async throws(PostgresError) -> Batch {
+        while true {
+            guard let start = state.withLock({ $0.position }) else {
+                throw PostgresError(.queryFailed, "the cursor of \(output) was read before it was opened")
+            }
+            let batch = try await connection.run { connection throws(PostgresError) -> Batch in
+                let now = try Journal.currentSnapshot(on: connection)
+                var position = start
+                var events: [Event] = []
+                var lastEventID: UInt64?
+                var rowsLeft = limit
+                while rowsLeft > 0, let range = position.nextRange(now: now) {
+                    let page = try Journal.events(
+                        visibleIn: range.newer, notVisibleIn: range.older,
+                        after: range.after.map { ($0.transactionID, $0.id) }, limit: rowsLeft, on: connection
+                    )
+                    rowsLeft -= max(page.rows.count, 1)
+                    for row in page.rows {
+                        if let event = try? Event(payload: row.event) { events.append(event) }
+                        lastEventID = row.id
+                    }
+                    position.fed(through: page.rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }, rangeDone: page.isLast)
+                }
+                return Batch(events: events, position: position, lastEventID: lastEventID)
+            }
+            guard batch.events.isEmpty else { return batch }
+            // Only empty ranges were passed: a crash before the next commit reads them again, and finds them empty again.
+            state.withLock { $0.position = batch.position }
+            guard waiting, !Task.isCancelled else { return batch }
+            await doorbell.wait(timeout: Self.idleInterval)
+            if Task.isCancelled { return batch }
+        }
+    }
+
+    /// Moves the cursor past `batch`, which the output has delivered.
+    public func commit(_ batch: Batch) async throws(PostgresError) {
+        let lastEventID = batch.lastEventID ?? self.lastEventID
+        let position = batch.position
+        try await connection.run { [daemon, output] connection throws(PostgresError) in
+            try connection.execute("""
+                UPDATE pgherald.output_cursor
+                   SET snapshot = $3::pg_snapshot, target = $4::pg_snapshot, after_txid = $5::xid8, after_id = $6,
+                       last_event_id = $7, moved_at = now()
+                 WHERE daemon = $1 AND output = $2
+                """, parameters: [
+                    daemon, output, position.snapshot.description, position.target?.description,
+                    position.after.map { String($0.transactionID) }, position.after.map { String($0.id) }, lastEventID.map(String.init),
+                ])
+        }
+        state.withLock { state in
+            state.position = position
+            state.lastEventID = lastEventID
+            state.markedAt = .now
+        }
+    }
+
+    /// Ends a wait in ``next(limit:waiting:)`` now, as a broker event would.
+    public func wake() {
+        doorbell.ring()
+    }
+
+    /// Marks the cursor in use while it cannot move (the output's target is
+    /// failing), so that pruning keeps what it has not read; at most every ten seconds.
+    public func markInUse() async {
+        let due = state.withLock { state in
+            guard let marked = state.markedAt, ContinuousClock.now - marked < Self.markInterval else {
+                state.markedAt = .now
+                return true
+            }
+            return false
+        }
+        guard due else { return }
+        _ = try? await connection.run { [daemon, output] connection throws(PostgresError) in
+            try connection.execute(
+                "UPDATE pgherald.output_cursor SET moved_at = now() WHERE daemon = $1 AND output = $2",
+                parameters: [daemon, output]
+            )
+        }
+    }
+}

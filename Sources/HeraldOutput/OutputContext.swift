@@ -1,0 +1,48 @@
+public import Herald
+public import HeraldPostgres
+public import Logging
+
+/// What the daemon hands every output it builds.
+public struct OutputContext: Sendable {
+    public var broker: Broker
+    public var listener: PostgresListener
+    /// Key `database`: for an output's own queries (a ``JournalFeed``, the webhook tables).
+    public var database: ConnectionString
+    /// Key `name`: durable outputs keep their cursors under it.
+    public var daemonName: String
+    public var version: String
+    public var catalog: SchemaCatalog
+    public var journal: JournalReader
+    public var maintenance: JournalMaintenance
+    public var metrics: DaemonMetrics
+    /// Section `access`; nil: whoever may connect sees everything.
+    public var access: AccessPolicy?
+    /// The outputs built before this one.
+    public var outputs: OutputDirectory
+    /// Under the output's log category.
+    public var logger: Logger
+
+    public init(
+        broker: Broker, listener: PostgresListener, database: ConnectionString, daemonName: String, version: String,
+        catalog: SchemaCatalog, journal: JournalReader, maintenance: JournalMaintenance, metrics: DaemonMetrics,
+        access: AccessPolicy?, outputs: OutputDirectory, logger: Logger
+    ) {
+        self.broker = broker
+        self.listener = listener
+        self.database = database
+        self.daemonName = daemonName
+        self.version = version
+        self.catalog = catalog
+        self.journal = journal
+        self.maintenance = maintenance
+        self.metrics = metrics
+        self.access = access
+        self.outputs = outputs
+        self.logger = logger
+    }
+
+    /// The durable feed of the output `name`, with its cursor under this daemon's name.
+    public func journalFeed(named name: String) -> JournalFeed {
+        JournalFeed(output: name, daemon: daemonName, connection: database, broker: broker)
+    }
+}

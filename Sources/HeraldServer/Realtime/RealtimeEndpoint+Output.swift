@@ -1,0 +1,45 @@
+public import Herald
+public import HeraldOutput
+public import HeraldSettings
+import ServiceLifecycle
+
+extension RealtimeEndpoint: Output {
+    /// Section `realtime`. Always on: the socket serves Supabase clients, and
+    /// `realtime.listen` adds a TCP listener.
+    public static let section = "realtime"
+    public static let reloadableKeys = ["realtime.keys", "realtime.jwt"]
+
+    public static func configuration(from settings: SettingsReader) throws(ConfigurationError) -> RealtimeConfiguration? {
+        try RealtimeConfiguration(settings: settings)
+    }
+
+    public convenience init(configuration: RealtimeConfiguration, context: OutputContext) {
+        self.init(
+            configuration: configuration, broker: context.broker, listener: context.listener, catalog: context.catalog,
+            metrics: context.metrics, logger: context.logger
+        )
+    }
+
+    /// Serves TCP when `realtime.listen` says so; the socket's routes are the socket's to serve.
+    public func run() async throws {
+        guard let listen = configuration.listen else {
+            try? await gracefulShutdown()
+            return
+        }
+        guard let address = ListenAddress(listen) else {
+            throw ConfigurationError(key: "realtime.listen", source: "configuration", reason: "'\(listen)' is not HOST:PORT")
+        }
+        try await RealtimeServer(address: address, endpoint: self, listener: listener, logger: logger).run()
+    }
+
+    /// Applies changed keys and token settings to later joins and token pushes.
+    public func reload(_ configuration: RealtimeConfiguration) async {
+        guard configuration.credentials != credentials.withLock({ $0 }) else { return }
+        apply(credentials: configuration.credentials)
+        logger.info("applied the realtime keys", metadata: ["keys": "\(configuration.credentials.keys.map(\.name).joined(separator: ","))"])
+    }
+
+    public var report: OutputReport {
+        OutputReport(statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }))
+    }
+}
