@@ -8,7 +8,6 @@ let strictConcurrency: [SwiftSetting] = [
 
 let package = Package(
     name: "pgherald",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "pgherald", targets: ["pgherald"]),
         .library(name: "Herald", targets: ["Herald"]),
@@ -66,6 +65,14 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // Small helpers several modules share: probing a Unix socket, running tasks on a NIO event loop.
+        .target(
+            name: "HeraldSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         // Reading settings: the file, PGHERALD_* variables and flags, with where each value came from.
         .target(
             name: "HeraldSettings",
@@ -100,6 +107,7 @@ let package = Package(
                 "HeraldPostgres",
                 "HeraldSettings",
                 "HeraldOutput",
+                "HeraldSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,7 +136,7 @@ let package = Package(
                 "HeraldPostgres",
                 "HeraldSettings",
                 "HeraldOutput",
-                "HeraldClient",
+                "HeraldSupport",
                 "HeraldRealtime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -163,6 +171,7 @@ let package = Package(
             name: "HeraldClient",
             dependencies: [
                 "Herald",
+                "HeraldSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),

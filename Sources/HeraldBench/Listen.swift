@@ -63,9 +63,9 @@ final class BareListener: Sendable {
         let listening = DispatchSemaphore(value: 0)
         // libpq blocks, so the connection lives on a thread of its own.
         let thread = Thread { [self] in
-            let connection: PostgresConnection
+            let connection: LibpqConnection
             do {
-                connection = try PostgresConnection.connect(connectionString, applicationName: "pgherald-bench")
+                connection = try LibpqConnection.connect(connectionString, applicationName: "pgherald-bench")
                 let name = try channel ?? Journal.notificationChannel(on: connection) ?? "pgherald"
                 try connection.execute("LISTEN \(try connection.escapeIdentifier(name))")
             } catch {
@@ -83,7 +83,7 @@ final class BareListener: Sendable {
                         guard let at = EventFields.timestamp(in: UnsafeRawBufferPointer(payload)) else { return }
                         record.withLock { $0.record(count: count, at: at, now: now) }
                     }
-                } catch let error as PostgresError where error.code == .timedOut {
+                } catch let error as LibpqError where error.code == .timedOut {
                 } catch {
                     failure.withLock { $0 = "\(error)" }
                     return

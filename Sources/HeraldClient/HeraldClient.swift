@@ -1,5 +1,6 @@
 public import AsyncHTTPClient
 import Foundation
+import HeraldSupport
 public import Herald
 public import Logging
 import NIOCore

@@ -21,7 +21,6 @@ public final class DaemonMetrics: Sendable {
     ]
     /// Subscriber kinds always reported, so that a kind that drops to zero shows 0 rather than vanishing.
     static let subscriberKinds = ["sse", "ndjson", "stdout", "eventlog", "in-process"]
-    static let listenerStates = ["connecting", "catching_up", "listening", "reconnecting", "stopped"]
 
     public let registry: PrometheusCollectorRegistry
     let broker: Broker
@@ -80,14 +79,8 @@ public final class DaemonMetrics: Sendable {
         }
         advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers dropped for falling behind.")
 
-        let state = switch listener.status {
-        case .notStarted, .connecting: "connecting"
-        case .catchingUp: "catching_up"
-        case .listening: "listening"
-        case .reconnecting: "reconnecting"
-        case .stopped: "stopped"
-        }
-        for candidate in Self.listenerStates {
+        let state = listener.status.name
+        for candidate in PostgresListener.Status.names {
             gauge("pgherald_listener_state", candidate == state ? 1 : 0, labels: [("state", candidate)], help: "1 for the listener's state now.")
         }
         advance("pgherald_listener_reconnects_total", to: listener.reconnects, help: "Connections to PostgreSQL re-established after a loss.")

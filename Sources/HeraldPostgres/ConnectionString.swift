@@ -19,15 +19,15 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
     /// An empty string means "libpq defaults": everything from `PG*` variables.
     /// - Parameter password: a password kept out of the text (from a file or a
     ///   systemd credential); it overrides one in the text.
-    public init(_ text: String, password separatePassword: String? = nil) throws(PostgresError) {
+    public init(_ text: String, password separatePassword: String? = nil) throws(LibpqError) {
         self.separatePassword = separatePassword
         var errorPointer: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(text, &errorPointer) else {
             let detail = errorPointer.map { String(cString: $0) } ?? "out of memory"
             errorPointer.map { PQfreemem($0) }
-            throw PostgresError(
+            throw LibpqError(
                 .invalidConnectionString,
-                "invalid connection string: \(Self.maskingQuotedText(in: PostgresError.oneLine(detail)))"
+                "invalid connection string: \(Self.maskingQuotedText(in: LibpqError.oneLine(detail)))"
             )
         }
         defer { PQconninfoFree(options) }

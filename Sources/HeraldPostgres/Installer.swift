@@ -25,12 +25,12 @@ public enum Installer {
     /// - Returns: the tables that publish now.
     @discardableResult
     public static func install(
-        on connection: PostgresConnection,
+        on connection: LibpqConnection,
         schemas: [String] = [],
         durability: Durability? = nil,
         triggers: Triggers? = nil
-    ) throws(PostgresError) -> [WatchedTable] {
-        try connection.inTransaction { () throws(PostgresError) in
+    ) throws(LibpqError) -> [WatchedTable] {
+        try connection.inTransaction { () throws(LibpqError) in
             if let durability {
                 try connection.execute("SELECT set_config('pgherald.durability', $1, true)", parameters: [durability.rawValue])
             }
@@ -49,14 +49,14 @@ public enum Installer {
     }
 
     /// Removes every pgherald trigger and the `pgherald` schema; user data is untouched.
-    public static func uninstall(on connection: PostgresConnection) throws(PostgresError) {
-        try connection.inTransaction { () throws(PostgresError) in
+    public static func uninstall(on connection: LibpqConnection) throws(LibpqError) {
+        try connection.inTransaction { () throws(LibpqError) in
             try connection.execute(String(decoding: PackageResources.uninstall_sql, as: UTF8.self))
         }
     }
 
     /// The tables that publish now.
-    public static func watchedTables(on connection: PostgresConnection) throws(PostgresError) -> [WatchedTable] {
+    public static func watchedTables(on connection: LibpqConnection) throws(LibpqError) -> [WatchedTable] {
         let result = try connection.execute("""
             SELECT schema_name, table_name, coalesce(array_to_json(primary_key), '[]')::text
               FROM pgherald.watched_tables()

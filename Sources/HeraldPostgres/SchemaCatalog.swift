@@ -106,7 +106,7 @@ public final class SchemaCatalog: Sendable {
     /// unknown names waiting there costs one query, not one each.
     private func refreshed() async throws -> Snapshot {
         do {
-            return try await connection.run { connection throws(PostgresError) in
+            return try await connection.run { connection throws(LibpqError) in
                 let current = self.snapshot.withLock { $0 }
                 if let taken = current.taken, ContinuousClock.now - taken < self.minimumRefreshInterval {
                     return current
@@ -128,7 +128,7 @@ public final class SchemaCatalog: Sendable {
         }
     }
 
-    private static func loadColumns(on connection: PostgresConnection) throws(PostgresError) -> [TableName: [TableColumn]] {
+    private static func loadColumns(on connection: LibpqConnection) throws(LibpqError) -> [TableName: [TableColumn]] {
         // A domain is checked as its base type.
         let result = try connection.execute("""
             SELECT n.nspname, c.relname, a.attname, coalesce(b.typname, t.typname)

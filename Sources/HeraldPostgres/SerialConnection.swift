@@ -19,11 +19,11 @@ public final class SerialConnection: Sendable {
 
     /// Runs `body` with the connection on the queue.
     public func run<Value: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> Value
-    ) async throws(PostgresError) -> Value {
-        let result: Result<Value, PostgresError> = await withCheckedContinuation { continuation in
+        _ body: @escaping @Sendable (LibpqConnection) throws(LibpqError) -> Value
+    ) async throws(LibpqError) -> Value {
+        let result: Result<Value, LibpqError> = await withCheckedContinuation { continuation in
             queue.async {
-                continuation.resume(returning: Result { () throws(PostgresError) in try self.runOnQueue(body) })
+                continuation.resume(returning: Result { () throws(LibpqError) in try self.runOnQueue(body) })
             }
         }
         return try result.get()
@@ -33,7 +33,7 @@ public final class SerialConnection: Sendable {
     /// found broken (the server restarted, or the backend was terminated
     /// while idle) is replaced and `body` runs once more: every caller's body
     /// is a read, an idempotent write or one transaction, so running it twice is safe.
-    private func runOnQueue<Value>(_ body: (PostgresConnection) throws(PostgresError) -> Value) throws(PostgresError) -> Value {
+    private func runOnQueue<Value>(_ body: (LibpqConnection) throws(LibpqError) -> Value) throws(LibpqError) -> Value {
         if let open = slot.value {
             do {
                 return try body(open)
@@ -44,7 +44,7 @@ public final class SerialConnection: Sendable {
                 throw error
             }
         }
-        let connection = try PostgresConnection.connect(connectionString, timeout: .seconds(5), applicationName: applicationName)
+        let connection = try LibpqConnection.connect(connectionString, timeout: .seconds(5), applicationName: applicationName)
         slot.value = connection
         do {
             return try body(connection)
@@ -61,5 +61,5 @@ public final class SerialConnection: Sendable {
 /// written only from the owner's serial queue, so the connection is never
 /// used from two threads at once.
 private final class ConnectionSlot: @unchecked Sendable {
-    var value: PostgresConnection?
+    var value: LibpqConnection?
 }

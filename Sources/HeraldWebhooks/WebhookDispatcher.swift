@@ -1,3 +1,4 @@
+import HeraldSupport
 import DequeModule
 import Herald
 import Logging

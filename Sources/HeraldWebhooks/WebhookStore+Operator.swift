@@ -41,8 +41,8 @@ extension WebhookStore {
     }
 
     /// Every endpoint with rows in the tables.
-    public func backlogs() async throws(PostgresError) -> [String: Backlog] {
-        try await connection.run { connection throws(PostgresError) in
+    public func backlogs() async throws(LibpqError) -> [String: Backlog] {
+        try await connection.run { connection throws(LibpqError) in
             var backlogs: [String: Backlog] = [:]
             let pending = try connection.execute("""
                 SELECT endpoint, count(*),
@@ -110,8 +110,8 @@ extension WebhookStore {
     }
 
     /// Dead letters, oldest first, optionally of one endpoint.
-    public func deadLetters(endpoint: String? = nil, limit: Int = 1000) async throws(PostgresError) -> [DeadLetter] {
-        try await connection.run { connection throws(PostgresError) in
+    public func deadLetters(endpoint: String? = nil, limit: Int = 1000) async throws(LibpqError) -> [DeadLetter] {
+        try await connection.run { connection throws(LibpqError) in
             let result = try connection.execute("""
                 SELECT id, endpoint, event_id, attempts, last_status, error, response_excerpt,
                        to_char(failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), body
@@ -133,9 +133,9 @@ extension WebhookStore {
     /// Moves dead letters back to pending with fresh attempts, to be sent at
     /// once. Either `ids`, or every dead letter of `endpoint`.
     /// - Returns: how many were queued again (a letter whose event is already pending again is dropped).
-    public func replay(ids: [Int64], endpoint: String?) async throws(PostgresError) -> Int {
-        try await connection.run { connection throws(PostgresError) in
-            try connection.inTransaction { () throws(PostgresError) -> Int in
+    public func replay(ids: [Int64], endpoint: String?) async throws(LibpqError) -> Int {
+        try await connection.run { connection throws(LibpqError) in
+            try connection.inTransaction { () throws(LibpqError) -> Int in
                 let result = try connection.execute("""
                     WITH revived AS (
                         DELETE FROM pgherald.webhook_dead_letter

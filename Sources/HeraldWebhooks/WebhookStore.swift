@@ -16,19 +16,19 @@ public final class WebhookStore: Sendable {
     }
 
     /// Fails with a message that says what to run when the database has no webhook tables.
-    public func checkInstalled() async throws(PostgresError) {
-        let installed = try await connection.run { connection throws(PostgresError) in
+    public func checkInstalled() async throws(LibpqError) {
+        let installed = try await connection.run { connection throws(LibpqError) in
             try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t"
         }
         guard installed else {
-            throw PostgresError(.queryFailed, "the database has no webhook tables (pgherald.webhook_in_flight); run `pgherald install` to upgrade the publisher to version 4")
+            throw LibpqError(.queryFailed, "the database has no webhook tables (pgherald.webhook_in_flight); run `pgherald install` to upgrade the publisher to version 4")
         }
     }
 
     /// Starts feeding each endpoint that has no feed yet from now on; events
     /// committed before its first start are not sent to it.
-    public func startFeeds(_ endpoints: [String]) async throws(PostgresError) {
-        try await connection.run { connection throws(PostgresError) in
+    public func startFeeds(_ endpoints: [String]) async throws(LibpqError) {
+        try await connection.run { connection throws(LibpqError) in
             try connection.execute("""
                 INSERT INTO pgherald.webhook_feed (endpoint, snapshot)
                 SELECT name, pg_current_snapshot() FROM unnest($1::text[]) name
@@ -38,9 +38,9 @@ public final class WebhookStore: Sendable {
     }
 
     /// Marks these feeds as served now (`fed_at`), whether or not they were fed.
-    public func markFeedsAlive(_ endpoints: [String]) async throws(PostgresError) {
+    public func markFeedsAlive(_ endpoints: [String]) async throws(LibpqError) {
         guard !endpoints.isEmpty else { return }
-        _ = try await connection.run { connection throws(PostgresError) in
+        _ = try await connection.run { connection throws(LibpqError) in
             try connection.execute(
                 "UPDATE pgherald.webhook_feed SET fed_at = now() WHERE endpoint = ANY($1::text[])",
                 parameters: [Self.array(endpoints)]
@@ -51,8 +51,8 @@ public final class WebhookStore: Sendable {
     /// Deliveries this daemon name leased before it last stopped (it was killed
     /// mid-flight) become due now instead of when their lease runs out.
     @discardableResult
-    public func releaseLeases() async throws(PostgresError) -> Int {
-        try await connection.run { [daemon] connection throws(PostgresError) in
+    public func releaseLeases() async throws(LibpqError) -> Int {
+        try await connection.run { [daemon] connection throws(LibpqError) in
             try connection.execute("""
                 UPDATE pgherald.webhook_delivery SET leased_by = NULL, next_attempt_at = now()
                  WHERE leased_by = $1 AND next_attempt_at > now()
@@ -89,10 +89,10 @@ public final class WebhookStore: Sendable {
         _ endpoints: [WebhookEndpoint],
         room: [String: Int] = [:],
         pageSize: Int = 1000
-    ) async throws(PostgresError) -> Feed {
+    ) async throws(LibpqError) -> Feed {
         guard !endpoints.isEmpty else { return Feed() }
-        return try await connection.run { [daemon] connection throws(PostgresError) in
-            try connection.inTransaction { () throws(PostgresError) -> Feed in
+        return try await connection.run { [daemon] connection throws(LibpqError) in
+            try connection.inTransaction { () throws(LibpqError) -> Feed in
                 let locked = try connection.execute("""
                     SELECT endpoint, snapshot::text, target::text, after_txid::text, after_id::text FROM pgherald.webhook_feed
                      WHERE endpoint = ANY($1::text[]) FOR UPDATE SKIP LOCKED
@@ -201,7 +201,7 @@ public final class WebhookStore: Sendable {
         }
     }
 
-    private static func events(in range: FeedPosition.Range, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> Journal.Page {
+    private static func events(in range: FeedPosition.Range, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
         try Journal.events(
             visibleIn: range.newer, notVisibleIn: range.older,
             after: range.after.map { ($0.transactionID, $0.id) }, limit: limit, on: connection
@@ -209,9 +209,9 @@ public final class WebhookStore: Sendable {
     }
 
     /// Queues live events (notify-only mode, where there is no journal to feed from).
-    public func queue(_ deliveries: [(endpoint: String, event: Event)]) async throws(PostgresError) {
+    public func queue(_ deliveries: [(endpoint: String, event: Event)]) async throws(LibpqError) {
         guard !deliveries.isEmpty else { return }
-        try await connection.run { connection throws(PostgresError) in
+        try await connection.run { connection throws(LibpqError) in
             try Self.insert(
                 names: deliveries.map(\.endpoint), ids: deliveries.map(\.event.id), bodies: deliveries.map(\.event.jsonText),
                 on: connection
@@ -219,7 +219,7 @@ public final class WebhookStore: Sendable {
         }
     }
 
-    private static func insert(names: [String], ids: [String], bodies: [String], on connection: PostgresConnection) throws(PostgresError) {
+    private static func insert(names: [String], ids: [String], bodies: [String], on connection: LibpqConnection) throws(LibpqError) {
         try connection.execute("""
             INSERT INTO pgherald.webhook_delivery (endpoint, event_id, body)
             SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
@@ -232,7 +232,7 @@ public final class WebhookStore: Sendable {
     /// Unordered endpoints take due rows that no other daemon is leasing
     /// (`FOR UPDATE SKIP LOCKED`). Ordered ones take only the oldest row, and
     /// only once it is due, so nothing overtakes an event being retried.
-    public func lease(_ endpoint: WebhookEndpoint, limit: Int) async throws(PostgresError) -> [PendingDelivery] {
+    public func lease(_ endpoint: WebhookEndpoint, limit: Int) async throws(LibpqError) -> [PendingDelivery] {
         let candidates = endpoint.ordered
             ? """
               SELECT seq FROM (SELECT seq, next_attempt_at FROM pgherald.webhook_delivery
@@ -257,7 +257,7 @@ public final class WebhookStore: Sendable {
             """
         var parameters: [String?] = [endpoint.name, daemon, String(endpoint.lease / .seconds(1))]
         if !endpoint.ordered { parameters.append(String(limit)) }
-        let result = try await connection.run { [parameters] connection throws(PostgresError) in
+        let result = try await connection.run { [parameters] connection throws(LibpqError) in
             try connection.execute(sql, parameters: parameters)
         }
         return result.rows.compactMap { row -> (seq: Int64, delivery: PendingDelivery)? in
@@ -276,14 +276,14 @@ public final class WebhookStore: Sendable {
     /// by this daemon, and is then retried or dead-lettered like any row, in
     /// the transaction that takes its id out of the in-flight row: it is
     /// queued before its id goes, never after.
-    public func complete(_ completions: [CompletedDelivery], endpoint: WebhookEndpoint) async throws(PostgresError) {
+    public func complete(_ completions: [CompletedDelivery], endpoint: WebhookEndpoint) async throws(LibpqError) {
         guard !completions.isEmpty else { return }
         let handedOver = completions.filter { $0.delivery.source == .handedOver }
         let undelivered = handedOver.filter { $0.decision != .done }
         let queued = completions.filter { $0.delivery.source != .handedOver }
-        try await connection.run { [daemon] connection throws(PostgresError) in
+        try await connection.run { [daemon] connection throws(LibpqError) in
             guard !handedOver.isEmpty else { return try Self.writeBack(queued, daemon: daemon, on: connection) }
-            let settle = { () throws(PostgresError) in
+            let settle = { () throws(LibpqError) in
                 _ = try connection.execute("""
                     UPDATE pgherald.webhook_in_flight
                        SET event_ids = ARRAY(SELECT id FROM unnest(event_ids) id WHERE id <> ALL($3::bigint[])),
@@ -298,7 +298,7 @@ public final class WebhookStore: Sendable {
                 try Self.writeBack(queued, daemon: daemon, on: connection)
                 return try settle()
             }
-            try connection.inTransaction { () throws(PostgresError) in
+            try connection.inTransaction { () throws(LibpqError) in
                 let rows = try Self.queueLeased(undelivered, endpoint: endpoint, daemon: daemon, on: connection)
                 try Self.writeBack(queued + rows, daemon: daemon, on: connection)
                 try settle()
@@ -310,8 +310,8 @@ public final class WebhookStore: Sendable {
     /// their completions as completions of those rows. One that already has a
     /// row (another daemon queued it again) is left to that row.
     private static func queueLeased(
-        _ completions: [CompletedDelivery], endpoint: WebhookEndpoint, daemon: String, on connection: PostgresConnection
-    ) throws(PostgresError) -> [CompletedDelivery] {
+        _ completions: [CompletedDelivery], endpoint: WebhookEndpoint, daemon: String, on connection: LibpqConnection
+    ) throws(LibpqError) -> [CompletedDelivery] {
         let deliveries = completions.map(\.delivery)
         let inserted = try connection.execute("""
             INSERT INTO pgherald.webhook_delivery
@@ -337,7 +337,7 @@ public final class WebhookStore: Sendable {
     }
 
     /// Writes back outcomes of leased rows.
-    private static func writeBack(_ completions: [CompletedDelivery], daemon: String, on connection: PostgresConnection) throws(PostgresError) {
+    private static func writeBack(_ completions: [CompletedDelivery], daemon: String, on connection: LibpqConnection) throws(LibpqError) {
         var done: [String] = []
         var retries: (seqs: [String], delays: [String], statuses: [String?], errors: [String?]) = ([], [], [], [])
         var dead: (seqs: [String], statuses: [String?], excerpts: [String?], errors: [String]) = ([], [], [], [])
@@ -394,10 +394,10 @@ public final class WebhookStore: Sendable {
     /// (`own: true`), or other daemons' whose lease has run out.
     /// - Returns: the endpoints that got rows, and how many.
     @discardableResult
-    public func requeueInFlight(own: Bool, endpoints: [String]) async throws(PostgresError) -> [String: Int] {
+    public func requeueInFlight(own: Bool, endpoints: [String]) async throws(LibpqError) -> [String: Int] {
         guard !endpoints.isEmpty else { return [:] }
-        return try await connection.run { [daemon] connection throws(PostgresError) in
-            try connection.inTransaction { () throws(PostgresError) -> [String: Int] in
+        return try await connection.run { [daemon] connection throws(LibpqError) in
+            try connection.inTransaction { () throws(LibpqError) -> [String: Int] in
                 let abandoned = try connection.execute("""
                     SELECT endpoint, daemon, event_ids::text FROM pgherald.webhook_in_flight
                      WHERE endpoint = ANY($2::text[]) AND cardinality(event_ids) > 0

@@ -11,13 +11,13 @@ extension IntegrationTests {
     @Suite
     struct ApplicationRoleTests {
         /// A role and a connection as it.
-        private func role(in database: TestDatabase, grants: String) throws -> (name: String, connection: PostgresConnection) {
+        private func role(in database: TestDatabase, grants: String) throws -> (name: String, connection: LibpqConnection) {
             let name = "role_\(UInt32.random(in: 0...UInt32.max))"
             try database.execute("CREATE ROLE \(name) LOGIN; \(grants.replacingOccurrences(of: "ROLE", with: name))")
-            return (name, try PostgresConnection.connect(ConnectionString("\(database.connInfo) user=\(name)")))
+            return (name, try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(name)")))
         }
 
-        private func refusal(_ body: () throws(PostgresError) -> Void) -> String? {
+        private func refusal(_ body: () throws(LibpqError) -> Void) -> String? {
             do {
                 try body()
                 return nil
@@ -51,7 +51,7 @@ extension IntegrationTests {
                 "INSERT INTO pgherald.journal (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
                 "CREATE TEMP TABLE mine (id int); CREATE TRIGGER forged AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION pgherald.publish_row()",
             ] {
-                let message = refusal { () throws(PostgresError) in try application.execute(statement) }
+                let message = refusal { () throws(LibpqError) in try application.execute(statement) }
                 #expect(message?.contains("permission denied") == true, "\(statement): \(message ?? "allowed")")
             }
             // The channel appears in no function's source, which every role may read.
@@ -122,7 +122,7 @@ extension IntegrationTests {
         }
 
         /// The whole message a refused statement gets, with its context.
-        private func fullRefusal(on connection: PostgresConnection, _ statement: String) -> String {
+        private func fullRefusal(on connection: LibpqConnection, _ statement: String) -> String {
             do {
                 try connection.execute(statement)
                 return "allowed"

@@ -170,7 +170,7 @@ extension IntegrationTests {
 
 /// Listens on the install's channel beside the daemon, counting notifications.
 private final class Eavesdropper {
-    let connection: PostgresConnection
+    let connection: LibpqConnection
 
     init(database: TestDatabase) throws {
         connection = try database.connect()
@@ -185,7 +185,7 @@ private final class Eavesdropper {
         while true {
             seen += connection.takeNotifications { _, _, _ in }
             if seen >= wanted || ContinuousClock.now >= deadline { return seen }
-            do throws(PostgresError) {
+            do throws(LibpqError) {
                 try connection.awaitInput(until: deadline)
             } catch {
                 return seen

@@ -41,7 +41,7 @@ extension IntegrationTests {
             }
             let primary = try environment("\(root)/primary")
             let standby = try environment("\(root)/standby")
-            let admin = try PostgresConnection.connect(ConnectionString("host=\(primary.host) port=\(primary.port) user=postgres dbname=postgres"))
+            let admin = try LibpqConnection.connect(ConnectionString("host=\(primary.host) port=\(primary.port) user=postgres dbname=postgres"))
             try admin.execute("CREATE DATABASE failover")
             let database = TestDatabase(
                 name: "failover",
@@ -66,7 +66,7 @@ extension IntegrationTests {
             // Everything committed has reached the standby; then the primary dies and the standby takes over.
             // The insert position, not the write position: with synchronous_commit off (--fast) a commit
             // record can wait in WAL buffers past pg_current_wal_lsn(), and dies with the primary.
-            let standbyAdmin = try PostgresConnection.connect(ConnectionString("host=\(standby.host) port=\(standby.port) user=postgres dbname=postgres"))
+            let standbyAdmin = try LibpqConnection.connect(ConnectionString("host=\(standby.host) port=\(standby.port) user=postgres dbname=postgres"))
             let target = try #require(try admin.execute("SELECT pg_current_wal_insert_lsn()::text").rows.first?[0] ?? nil)
             try await waitFor {
                 try standbyAdmin.execute("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", parameters: [target]).rows.first?[0] == "t"

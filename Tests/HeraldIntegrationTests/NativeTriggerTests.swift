@@ -103,7 +103,7 @@ extension IntegrationTests {
             let role = "owner_\(UInt32.random(in: 0...UInt32.max))"
             try database.execute("CREATE ROLE \(role) LOGIN NOSUPERUSER; ALTER DATABASE \(database.name) OWNER TO \(role)")
             let asOwner = "\(database.connInfo) user=\(role)"
-            try PostgresConnection.connect(ConnectionString(asOwner)).execute("CREATE SCHEMA app; CREATE TABLE app.note (id int PRIMARY KEY)")
+            try LibpqConnection.connect(ConnectionString(asOwner)).execute("CREATE SCHEMA app; CREATE TABLE app.note (id int PRIMARY KEY)")
 
             let native = try await DaemonProcess(["install", "--db", asOwner, "--schema", "app", "--triggers", "native"]).finish()
             #expect(native.status != 0)

@@ -19,7 +19,7 @@ extension IntegrationTests {
             let admin = try database.connect()
             let script = try String(contentsOf: TestDatabase.repositoryRoot.appending(
                 path: "Tests/HeraldIntegrationTests/Fixtures/earlier-installs/install-v\(version).sql"), encoding: .utf8)
-            try admin.inTransaction { () throws(PostgresError) in try admin.execute(script) }
+            try admin.inTransaction { () throws(LibpqError) in try admin.execute(script) }
             #expect(try Journal.publisherVersion(on: admin) == version)
             let hasJournal = try exists("pgherald.journal", on: admin)
             try admin.execute("SELECT pgherald.exclude('enrols_in'::regclass)")
@@ -75,14 +75,14 @@ extension IntegrationTests {
             try await daemon.stop()
         }
 
-        private func exists(_ table: String, on connection: PostgresConnection) throws -> Bool {
+        private func exists(_ table: String, on connection: LibpqConnection) throws -> Bool {
             try connection.execute("SELECT to_regclass($1) IS NOT NULL", parameters: [table]).rows == [["t"]]
         }
 
         /// Every row of every table of the pgherald schema, by table, sorted; with
         /// `columnsOf`, only the tables and columns those contents had, so that
         /// columns an upgrade adds do not count as a change.
-        private func contents(on connection: PostgresConnection, columnsOf earlier: [String: Table]? = nil) throws -> [String: Table] {
+        private func contents(on connection: LibpqConnection, columnsOf earlier: [String: Table]? = nil) throws -> [String: Table] {
             let tables = try connection.execute("""
                 SELECT c.relname, string_agg(a.attname, chr(31) ORDER BY a.attnum)
                   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped

@@ -25,13 +25,13 @@ import Testing
         #expect {
             try ConnectionString(text)
         } throws: { error in
-            guard let error = error as? PostgresError else { return false }
+            guard let error = error as? LibpqError else { return false }
             return error.code == .invalidConnectionString && !error.message.contains("s3cret") && !error.message.contains("\n")
         }
     }
 
     @Test func anUnknownOptionIsNamedSoTheTypoCanBeFound() {
-        #expect(throws: PostgresError(.invalidConnectionString, #"invalid connection string: invalid connection option "hots""#)) {
+        #expect(throws: LibpqError(.invalidConnectionString, #"invalid connection string: invalid connection option "hots""#)) {
             try ConnectionString("hots=db password=s3cret")
         }
     }
@@ -47,6 +47,6 @@ import Testing
     }
 
     @Test func libpqMessagesBecomeOneLine() {
-        #expect(PostgresError.oneLine("connection failed: refused\n\tIs the server running?\n") == "connection failed: refused; Is the server running?")
+        #expect(LibpqError.oneLine("connection failed: refused\n\tIs the server running?\n") == "connection failed: refused; Is the server running?")
     }
 }

@@ -2,7 +2,7 @@
 public struct DaemonStatistics: Codable, Sendable, Hashable {
     /// The listener's connection state.
     public struct Listener: Codable, Sendable, Hashable {
-        /// `connecting`, `listening`, `reconnecting` or `stopped`.
+        /// `connecting`, `catching_up`, `listening`, `reconnecting` or `stopped`: the same spelling as logs and metrics.
         public var state: String
         /// Why the listener is not listening, when it is not.
         public var reason: String?

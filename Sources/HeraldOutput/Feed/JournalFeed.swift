@@ -56,11 +56,11 @@ public final class JournalFeed: Sendable {
 
     /// Loads the cursor, or starts it at what commits from now on.
     /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`).
-    public func open() async throws(PostgresError) {
-        let (position, lastEventID) = try await connection.run { [daemon, output] connection throws(PostgresError) in
+    public func open() async throws(LibpqError) {
+        let (position, lastEventID) = try await connection.run { [daemon, output] connection throws(LibpqError) in
             let installed = try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").rows.first?[0] == "t"
             guard installed else {
-                throw PostgresError(.queryFailed, "the database has no pgherald.output_cursor, which durable outputs keep their place in; run `pgherald install` to add it")
+                throw LibpqError(.queryFailed, "the database has no pgherald.output_cursor, which durable outputs keep their place in; run `pgherald install` to add it")
             }
             try connection.execute("""
                 INSERT INTO pgherald.output_cursor (daemon, output, snapshot) VALUES ($1, $2, pg_current_snapshot())
@@ -71,7 +71,7 @@ public final class JournalFeed: Sendable {
                   FROM pgherald.output_cursor WHERE daemon = $1 AND output = $2
                 """, parameters: [daemon, output]).rows.first
             guard let row, let snapshot = row[0].flatMap({ TransactionSnapshot($0) }) else {
-                throw PostgresError(.queryFailed, "the cursor of \(output) under \(daemon) cannot be read")
+                throw LibpqError(.queryFailed, "the cursor of \(output) under \(daemon) cannot be read")
             }
             let after = row[2].flatMap { UInt64($0) }.flatMap { txid in row[3].flatMap { UInt64($0) }.map { FeedPosition.Row(transactionID: txid, id: $0) } }
             return (FeedPosition(snapshot: snapshot, target: row[1].flatMap { TransactionSnapshot($0) }, after: after), row[4].flatMap { UInt64($0) })
@@ -106,12 +106,12 @@ public final class JournalFeed: Sendable {
     /// row may hold a statement's batch of events).
     /// - Parameter waiting: wait until there are events (or the task is
     ///   cancelled, which returns an empty batch); false returns at once.
-    public func next(limit: Int, waiting: Bool = true) async throws(PostgresError) -> Batch {
+    public func next(limit: Int, waiting: Bool = true) async throws(LibpqError) -> Batch {
         while true {
             guard let start = state.withLock({ $0.position }) else {
-                throw PostgresError(.queryFailed, "the cursor of \(output) was read before it was opened")
+                throw LibpqError(.queryFailed, "the cursor of \(output) was read before it was opened")
             }
-            let batch = try await connection.run { connection throws(PostgresError) -> Batch in
+            let batch = try await connection.run { connection throws(LibpqError) -> Batch in
                 let now = try Journal.currentSnapshot(on: connection)
                 var position = start
                 var events: [Event] = []
@@ -141,10 +141,10 @@ public final class JournalFeed: Sendable {
     }
 
     /// Moves the cursor past `batch`, which the output has delivered.
-    public func commit(_ batch: Batch) async throws(PostgresError) {
+    public func commit(_ batch: Batch) async throws(LibpqError) {
         let lastEventID = batch.lastEventID ?? self.lastEventID
         let position = batch.position
-        try await connection.run { [daemon, output] connection throws(PostgresError) in
+        try await connection.run { [daemon, output] connection throws(LibpqError) in
             try connection.execute("""
                 UPDATE pgherald.output_cursor
                    SET snapshot = $3::pg_snapshot, target = $4::pg_snapshot, after_txid = $5::xid8, after_id = $6,
@@ -178,7 +178,7 @@ public final class JournalFeed: Sendable {
             return false
         }
         guard due else { return }
-        _ = try? await connection.run { [daemon, output] connection throws(PostgresError) in
+        _ = try? await connection.run { [daemon, output] connection throws(LibpqError) in
             try connection.execute(
                 "UPDATE pgherald.output_cursor SET moved_at = now() WHERE daemon = $1 AND output = $2",
                 parameters: [daemon, output]

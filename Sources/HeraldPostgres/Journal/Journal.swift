@@ -34,7 +34,7 @@ public enum Journal {
     }
 
     /// What the database was installed with; `nil` before version 2 of the publisher.
-    public static func installedDurability(on connection: PostgresConnection) throws(PostgresError) -> Durability? {
+    public static func installedDurability(on connection: LibpqConnection) throws(LibpqError) -> Durability? {
         // Asked apart from the call: a statement naming pgherald.durability() fails to parse without the schema.
         let installed = try connection.execute("""
             SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -50,7 +50,7 @@ public enum Journal {
     /// The channel the triggers notify on, which the install chose at random
     /// and only roles that may read `pgherald.setting` learn; `nil` where
     /// pgherald is not installed, or was installed before version 7.
-    public static func notificationChannel(on connection: PostgresConnection) throws(PostgresError) -> String? {
+    public static func notificationChannel(on connection: LibpqConnection) throws(LibpqError) -> String? {
         // Asked apart from the read: a statement naming pgherald.setting fails to parse without it.
         let installed = try connection.execute("SELECT to_regclass('pgherald.setting') IS NOT NULL")
         guard installed.rows.first?[0] == "t" else { return nil }
@@ -58,16 +58,16 @@ public enum Journal {
     }
 
     /// `pgherald.version()` of the installed publisher.
-    public static func publisherVersion(on connection: PostgresConnection) throws(PostgresError) -> Int? {
+    public static func publisherVersion(on connection: LibpqConnection) throws(LibpqError) -> Int? {
         try connection.execute("SELECT pgherald.version()").rows.first?[0].flatMap { Int($0) }
     }
 
-    public static func currentSnapshot(on connection: PostgresConnection) throws(PostgresError) -> TransactionSnapshot {
+    public static func currentSnapshot(on connection: LibpqConnection) throws(LibpqError) -> TransactionSnapshot {
         try snapshot(connection.execute("SELECT pg_current_snapshot()::text").rows.first?[0])
     }
 
     /// The newest checkpoint of `daemon`, if it ever recorded one.
-    public static func latestCheckpoint(of daemon: String, on connection: PostgresConnection) throws(PostgresError) -> Checkpoint? {
+    public static func latestCheckpoint(of daemon: String, on connection: LibpqConnection) throws(LibpqError) -> Checkpoint? {
         let result = try connection.execute("""
             SELECT snapshot::text, last_event_id FROM pgherald.checkpoint
              WHERE daemon = $1 ORDER BY seq DESC LIMIT 1
@@ -81,8 +81,8 @@ public enum Journal {
         of daemon: String,
         _ snapshot: TransactionSnapshot,
         lastEventID: UInt64? = nil,
-        on connection: PostgresConnection
-    ) throws(PostgresError) {
+        on connection: LibpqConnection
+    ) throws(LibpqError) {
         try connection.execute(
             "INSERT INTO pgherald.checkpoint (daemon, snapshot, last_event_id) VALUES ($1, $2::pg_snapshot, $3)",
             parameters: [daemon, snapshot.description, lastEventID.map(String.init)]
@@ -102,8 +102,8 @@ public enum Journal {
         notVisibleIn older: TransactionSnapshot,
         after: (transactionID: UInt64, id: UInt64)? = nil,
         limit: Int = 1000,
-        on connection: PostgresConnection
-    ) throws(PostgresError) -> Page {
+        on connection: LibpqConnection
+    ) throws(LibpqError) -> Page {
         let result = try connection.execute("""
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax($2::pg_snapshot)
@@ -130,8 +130,8 @@ public enum Journal {
         after covered: TransactionSnapshot,
         upTo target: TransactionSnapshot? = nil,
         limit: Int,
-        on connection: PostgresConnection
-    ) throws(PostgresError) -> (snapshot: TransactionSnapshot, page: Page) {
+        on connection: LibpqConnection
+    ) throws(LibpqError) -> (snapshot: TransactionSnapshot, page: Page) {
         // pg_current_snapshot() is the statement's snapshot, the one the journal is read in.
         let result = try connection.execute("""
             WITH target AS (SELECT coalesce($2::pg_snapshot, pg_current_snapshot()) AS s)
@@ -152,7 +152,7 @@ public enum Journal {
 
     /// The events with the given ids, for notifications that carried only a
     /// reference and for deliveries handed over before a restart.
-    public static func events(ids: [UInt64], on connection: PostgresConnection) throws(PostgresError) -> [Row] {
+    public static func events(ids: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [Row] {
         guard !ids.isEmpty else { return [] }
         let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
         let result = try connection.execute("""
@@ -168,8 +168,8 @@ public enum Journal {
 
     /// The events one statement wrote, from `first` through `last`, in id order.
     public static func events(
-        transactionID: UInt64, from first: UInt64, through last: UInt64, on connection: PostgresConnection
-    ) throws(PostgresError) -> [Row] {
+        transactionID: UInt64, from first: UInt64, through last: UInt64, on connection: LibpqConnection
+    ) throws(LibpqError) -> [Row] {
         let result = try connection.execute("""
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid = $1::xid8 AND id BETWEEN $2 AND $3 ORDER BY id
@@ -178,12 +178,12 @@ public enum Journal {
     }
 
     /// Takes batches apart: each event in one carries its id first, as the trigger writes it.
-    private static func events(_ found: [[String?]]) throws(PostgresError) -> [Row] {
+    private static func events(_ found: [[String?]]) throws(LibpqError) -> [Row] {
         var rows: [Row] = []
         rows.reserveCapacity(found.count)
         for row in found {
             guard let txid = row[0].flatMap({ UInt64($0) }), let id = row[1].flatMap({ UInt64($0) }), let event = row[3] else {
-                throw PostgresError(.queryFailed, "unexpected journal row")
+                throw LibpqError(.queryFailed, "unexpected journal row")
             }
             guard row[2] != nil else {
                 rows.append(Row(transactionID: txid, id: id, event: event))
@@ -192,7 +192,7 @@ public enum Journal {
             for part in event.utf8.split(separator: batchSeparator) {
                 let text = String(Substring(part))
                 guard let partID = leadingEventID(text) else {
-                    throw PostgresError(.queryFailed, "a journal batch from event \(id) holds an event without its id first")
+                    throw LibpqError(.queryFailed, "a journal batch from event \(id) holds an event without its id first")
                 }
                 rows.append(Row(transactionID: txid, id: partID, event: text))
             }
@@ -210,9 +210,9 @@ public enum Journal {
         return UInt64(Substring(utf8[..<end]))
     }
 
-    private static func snapshot(_ text: String??) throws(PostgresError) -> TransactionSnapshot {
+    private static func snapshot(_ text: String??) throws(LibpqError) -> TransactionSnapshot {
         guard let text = text ?? nil, let snapshot = TransactionSnapshot(text) else {
-            throw PostgresError(.queryFailed, "unexpected snapshot \(String(describing: text ?? nil))")
+            throw LibpqError(.queryFailed, "unexpected snapshot \(String(describing: text ?? nil))")
         }
         return snapshot
     }

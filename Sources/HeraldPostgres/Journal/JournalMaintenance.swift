@@ -77,7 +77,7 @@ public final class JournalMaintenance: Service, Sendable {
     @discardableResult
     public func runOnce() async -> Int {
         do {
-            let pruned = try await connection.run { [self] connection throws(PostgresError) in
+            let pruned = try await connection.run { [self] connection throws(LibpqError) in
                 try prune(on: connection)
             }
             let total = prunedTotal.add(Int64(pruned), ordering: .relaxed).newValue
@@ -96,7 +96,7 @@ public final class JournalMaintenance: Service, Sendable {
         configuration.retention / .seconds(1)
     }
 
-    private func prune(on connection: PostgresConnection) throws(PostgresError) -> Int {
+    private func prune(on connection: LibpqConnection) throws(LibpqError) -> Int {
         guard let checkpoint = try Journal.latestCheckpoint(of: daemon, on: connection) else { return 0 }
         // Webhook feeds read their backlog from the journal, and events handed to a
         // dispatcher are read again if it dies before settling them. A feed not
@@ -156,8 +156,8 @@ public final class JournalMaintenance: Service, Sendable {
         return pruned
     }
 
-    private func measure(pruned: Int64) async throws(PostgresError) {
-        let statistics = try await connection.run { [self] connection throws(PostgresError) in
+    private func measure(pruned: Int64) async throws(LibpqError) {
+        let statistics = try await connection.run { [self] connection throws(LibpqError) in
             try measure(on: connection, pruned: pruned)
         }
         measured.withLock { $0 = (statistics, .now) }
@@ -166,7 +166,7 @@ public final class JournalMaintenance: Service, Sendable {
     /// Events are counted exactly in up to this many rows; beyond, the planner's estimate of rows stands.
     static let exactCountLimit = 100_000
 
-    private func measure(on connection: PostgresConnection, pruned: Int64) throws(PostgresError) -> DaemonStatistics.Journal {
+    private func measure(on connection: LibpqConnection, pruned: Int64) throws(LibpqError) -> DaemonStatistics.Journal {
         let result = try connection.execute("""
             SELECT (SELECT CASE WHEN counted < \(Self.exactCountLimit) THEN events
                                 ELSE greatest(events, (SELECT reltuples::bigint FROM pg_class WHERE oid = 'pgherald.journal'::regclass)) END

@@ -40,8 +40,8 @@ public final class JournalReader: Sendable {
     /// The replay starts at the last checkpoint recorded before the event's
     /// transaction committed, so nothing is skipped; events between that
     /// checkpoint and `eventID` may be repeated (with their ids).
-    public func replay(after eventID: UInt64) async throws(PostgresError) -> Replay {
-        try await connection.run { [daemon] connection throws(PostgresError) in
+    public func replay(after eventID: UInt64) async throws(LibpqError) -> Replay {
+        try await connection.run { [daemon] connection throws(LibpqError) in
             let now = try Journal.currentSnapshot(on: connection)
             guard let transactionID = try Journal.events(ids: [eventID], on: connection).first?.transactionID else {
                 return .reset(reason: "event \(eventID) is not in the journal (older than retention, or unknown)")
@@ -60,9 +60,9 @@ public final class JournalReader: Sendable {
 
     /// The next page of a replay that `filter` matches; may be empty even
     /// before the end. Sets `isFinished` after the last page.
-    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(PostgresError) -> [Event] {
+    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
         let current = cursor
-        let (events, after, finished) = try await connection.run { [pageSize] connection throws(PostgresError) in
+        let (events, after, finished) = try await connection.run { [pageSize] connection throws(LibpqError) in
             let page = try Journal.events(
                 visibleIn: current.covering, notVisibleIn: current.since, after: current.after,
                 limit: pageSize, on: connection

@@ -8,7 +8,7 @@ extension PostgresListener {
     /// Decides the durability on the first connection and, in durable mode,
     /// loads this daemon's checkpoint.
     /// - Returns: the delivery cursor in durable mode, `nil` in notify-only mode.
-    func prepareDurability(on connection: PostgresConnection) throws(PostgresError) -> DeliveryCursor? {
+    func prepareDurability(on connection: LibpqConnection) throws(LibpqError) -> DeliveryCursor? {
         let installed = try Journal.installedDurability(on: connection)
         let durability: Durability
         switch (configuration.durability, installed) {
@@ -22,7 +22,7 @@ extension PostgresListener {
         case (.notifyOnly?, nil):
             durability = .notifyOnly
         case (let wanted?, let installed) where wanted != installed:
-            throw PostgresError(
+            throw LibpqError(
                 .incompatibleInstall,
                 "the database is installed \(installed.map { "for \($0.rawValue)" } ?? "without the publisher"), "
                     + "but --durability \(wanted.rawValue) was asked for; run pgherald install --durability \(wanted.rawValue), "
@@ -32,7 +32,7 @@ extension PostgresListener {
             durability = wanted
         }
         if installed != nil, let version = try Journal.publisherVersion(on: connection), version < Journal.requiredPublisherVersion {
-            throw PostgresError(
+            throw LibpqError(
                 .incompatibleInstall,
                 "the pgherald publisher in this database is version \(version), and this pgherald reads version "
                     + "\(Journal.requiredPublisherVersion): run pgherald install --db '\(connection.endpointDescription)' "
@@ -56,7 +56,7 @@ extension PostgresListener {
     /// checkpoint that covers exactly what was delivered.
     func finalCheckpoint(receiver: inout Receiver, cursor: inout DeliveryCursor) {
         receiver.connection.ignoreWakeSignal()
-        do throws(PostgresError) {
+        do throws(LibpqError) {
             // The stop may have come during a sweep.
             try receiver.connection.discardInterruptedQuery(until: .now + .seconds(5))
             try receiver.finish(cursor: &cursor)

@@ -5,8 +5,8 @@ extension PostgresListener {
     /// The listener thread's body. Returns the startup error if the first connection failed.
     func runLoop() -> Result<Void, any Error> {
         var machine = ReconnectStateMachine(backoff: configuration.backoff)
-        var connection: PostgresConnection?
-        var lastError = PostgresError(.connectionFailed, "not connected")
+        var connection: LibpqConnection?
+        var lastError = LibpqError(.connectionFailed, "not connected")
         // Set at the first connection in durable mode; kept across reconnects.
         var cursor: DeliveryCursor?
         var firstConnection = true
@@ -76,9 +76,9 @@ extension PostgresListener {
     }
 
     /// Connects and subscribes to the install's channel and to this daemon's ticks.
-    private func openConnection() throws(PostgresError) -> PostgresConnection {
+    private func openConnection() throws(LibpqError) -> LibpqConnection {
         let deadline = ContinuousClock.now + configuration.connectTimeout
-        let connection = try PostgresConnection.connect(
+        let connection = try LibpqConnection.connect(
             configuration.connection,
             timeout: configuration.connectTimeout,
             applicationName: "pgherald",
@@ -101,11 +101,11 @@ extension PostgresListener {
     }
 
     /// Catches up (in durable mode), then receives until the connection fails or the listener is stopped.
-    private func listen(on connection: PostgresConnection, cursor: inout DeliveryCursor?, firstConnection: Bool) -> PostgresError {
+    private func listen(on connection: LibpqConnection, cursor: inout DeliveryCursor?, firstConnection: Bool) -> LibpqError {
         var receiver = Receiver(listener: self, connection: connection, durable: cursor != nil, resumable: !firstConnection)
         if cursor != nil {
             setStatus(.catchingUp)
-            do throws(PostgresError) {
+            do throws(LibpqError) {
                 try receiver.catchUp(cursor: &cursor!)
             } catch {
                 return error

@@ -7,7 +7,7 @@ extension PostgresListener {
     /// the second one is refused with the first one's host and pid. The claim
     /// is a session advisory lock: PostgreSQL releases it when the holder's
     /// connection ends, so a killed daemon never blocks its successor.
-    func claimName(on connection: PostgresConnection) throws(PostgresError) {
+    func claimName(on connection: LibpqConnection) throws(LibpqError) {
         let name = configuration.name
         var claimed = try tryLock(name, on: connection)
         if !claimed, let stale = try ownStaleSession(holding: name, on: connection) {
@@ -20,7 +20,7 @@ extension PostgresListener {
             }
         }
         guard claimed else {
-            throw PostgresError(
+            throw LibpqError(
                 .nameInUse,
                 "another pgherald serve runs under --name \(name) on this database (\(try holder(of: name, on: connection))); "
                     + "stop it, or give this one another --name"
@@ -34,18 +34,18 @@ extension PostgresListener {
             """, parameters: [name, ProcessInfo.processInfo.hostName, String(getpid())])
     }
 
-    private func daemonTableExists(on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    private func daemonTableExists(on connection: LibpqConnection) throws(LibpqError) -> Bool {
         try connection.execute("SELECT to_regclass('pgherald.daemon') IS NOT NULL").rows.first?[0] == "t"
     }
 
-    private func tryLock(_ name: String, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    private func tryLock(_ name: String, on connection: LibpqConnection) throws(LibpqError) -> Bool {
         try connection.execute(
             "SELECT pg_try_advisory_lock(hashtext('pgherald.daemon'), hashtext($1))", parameters: [name]
         ).rows.first?[0] == "t"
     }
 
     /// The backend of a session that this very process opened earlier and that still holds `name`.
-    private func ownStaleSession(holding name: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
+    private func ownStaleSession(holding name: String, on connection: LibpqConnection) throws(LibpqError) -> String? {
         guard try daemonTableExists(on: connection) else { return nil }
         return try connection.execute("""
             SELECT backend_pid FROM pgherald.daemon
@@ -54,7 +54,7 @@ extension PostgresListener {
     }
 
     /// Describes the process holding `name`: its host and pid when recorded, else its server session.
-    private func holder(of name: String, on connection: PostgresConnection) throws(PostgresError) -> String {
+    private func holder(of name: String, on connection: LibpqConnection) throws(LibpqError) -> String {
         let holder = try connection.execute("""
             SELECT l.pid, coalesce(host(a.client_addr), 'local socket'), a.backend_start
               FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid

@@ -9,7 +9,7 @@ extension PostgresListener {
     /// records checkpoints in durable mode.
     struct Receiver {
         let listener: PostgresListener
-        let connection: PostgresConnection
+        let connection: LibpqConnection
         private let backendPID: Int32
         /// Ticks of every daemon on this database arrive here; only our own count.
         private let tickChannel: [CChar]
@@ -41,7 +41,7 @@ extension PostgresListener {
         /// Due at once: the first probe proves the LISTEN just made.
         private var lastProbe: ContinuousClock.Instant = .now - .seconds(86_400)
 
-        init(listener: PostgresListener, connection: PostgresConnection, durable: Bool, resumable: Bool) {
+        init(listener: PostgresListener, connection: LibpqConnection, durable: Bool, resumable: Bool) {
             self.listener = listener
             self.connection = connection
             self.resumable = resumable
@@ -58,10 +58,10 @@ extension PostgresListener {
         }
 
         /// Runs until the connection fails or the listener is stopped.
-        mutating func run(cursor: inout DeliveryCursor?) -> PostgresError {
+        mutating func run(cursor: inout DeliveryCursor?) -> LibpqError {
             while true {
                 listener.recordProgress()
-                do throws(PostgresError) {
+                do throws(LibpqError) {
                     // Queries (sweeps, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
                     if let probeSentAt, ContinuousClock.now >= probeSentAt + listener.configuration.connectTimeout {
@@ -118,7 +118,7 @@ extension PostgresListener {
         }
 
         /// Records how far the journal has been delivered, at most once per checkpoint interval.
-        private mutating func saveCheckpointIfDue(cursor: inout DeliveryCursor) throws(PostgresError) -> Bool {
+        private mutating func saveCheckpointIfDue(cursor: inout DeliveryCursor) throws(LibpqError) -> Bool {
             guard cursor.needsCheckpoint, ContinuousClock.now >= lastCheckpoint + listener.configuration.checkpointInterval,
                   let covered = cursor.covered else { return false }
             lastCheckpoint = .now
@@ -137,7 +137,7 @@ extension PostgresListener {
         }
 
         /// Marks this daemon parked (writers ring the doorbell) or reading (they do not).
-        mutating func mark(parked: Bool) throws(PostgresError) {
+        mutating func mark(parked: Bool) throws(LibpqError) {
             let result = try connection.execute(
                 "SELECT pgherald.park($1, $2)", parameters: [listener.configuration.name, parked ? "true" : "false"],
                 timeout: listener.configuration.connectTimeout
@@ -150,7 +150,7 @@ extension PostgresListener {
         /// what no notification brought.
         /// - Returns: how many events it delivered.
         @discardableResult
-        mutating func sweep(cursor: inout DeliveryCursor, upTo tick: TransactionSnapshot? = nil) throws(PostgresError) -> Int {
+        mutating func sweep(cursor: inout DeliveryCursor, upTo tick: TransactionSnapshot? = nil) throws(LibpqError) -> Int {
             guard let covered = cursor.covered else {
                 // A first start begins now.
                 cursor.swept(to: try Journal.currentSnapshot(on: connection))
@@ -202,7 +202,7 @@ extension PostgresListener {
         }
 
         /// Notifies ourselves on the tick channel: the probe comes back the way events do, or the path is broken.
-        private mutating func sendProbe() throws(PostgresError) {
+        private mutating func sendProbe() throws(LibpqError) {
             probesSent += 1
             lastProbe = .now
             probeSentAt = lastProbe
@@ -218,9 +218,9 @@ extension PostgresListener {
         }
 
         /// Counts a lost probe and says why the connection is given up.
-        private func probeFailed(_ reason: String) -> PostgresError {
+        private func probeFailed(_ reason: String) -> LibpqError {
             listener.recordProbeFailure()
-            return PostgresError(.connectionLost, "notifications stopped arriving: \(reason)")
+            return LibpqError(.connectionLost, "notifications stopped arriving: \(reason)")
         }
 
         static let probePrefix = "probe "
@@ -232,7 +232,7 @@ extension PostgresListener {
         /// events, so subscribers wake once per batch; batches never exceed
         /// ``PostgresListener/maximumBatch`` notifications (one notification
         /// may carry a statement's events).
-        mutating func drain(cursor: inout DeliveryCursor?) throws(PostgresError) {
+        mutating func drain(cursor: inout DeliveryCursor?) throws(LibpqError) {
             while true {
                 let room = PostgresListener.maximumBatch - batch.count
                 if take(limit: room) == room {
@@ -306,7 +306,7 @@ extension PostgresListener {
             }
         }
 
-        private mutating func publish(cursor: inout DeliveryCursor?) throws(PostgresError) {
+        private mutating func publish(cursor: inout DeliveryCursor?) throws(LibpqError) {
             if !batch.isEmpty {
                 for arrival in batch {
                     switch arrival {
@@ -348,7 +348,7 @@ extension PostgresListener {
 
         /// Reads from the journal the events a notification referred to: one
         /// too large to notify, or a statement's too many.
-        private mutating func read(_ reference: JournalReference, cursor: DeliveryCursor?) throws(PostgresError) {
+        private mutating func read(_ reference: JournalReference, cursor: DeliveryCursor?) throws(LibpqError) {
             let rows = try Journal.events(
                 transactionID: reference.transactionID, from: reference.id, through: reference.lastID, on: connection
             )
@@ -370,7 +370,7 @@ extension PostgresListener {
         }
 
         /// Takes a snapshot and notifies ourselves with it in one statement.
-        private mutating func sendTick(cursor: inout DeliveryCursor) throws(PostgresError) {
+        private mutating func sendTick(cursor: inout DeliveryCursor) throws(LibpqError) {
             lastTick = .now
             // The tick arrives in libpq's buffer while this runs; the next drain takes it.
             let result = try connection.execute(
@@ -378,7 +378,7 @@ extension PostgresListener {
                 parameters: [listener.tickChannel], timeout: listener.configuration.connectTimeout
             )
             guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text) else {
-                throw PostgresError(.queryFailed, "unexpected snapshot from a tick")
+                throw LibpqError(.queryFailed, "unexpected snapshot from a tick")
             }
             cursor.tickSent(snapshot: snapshot)
         }
@@ -386,7 +386,7 @@ extension PostgresListener {
         /// After LISTEN: marks this daemon reading, delivers from the journal
         /// everything committed since the last checkpoint that has not been
         /// delivered, and records the checkpoint.
-        mutating func catchUp(cursor: inout DeliveryCursor) throws(PostgresError) {
+        mutating func catchUp(cursor: inout DeliveryCursor) throws(LibpqError) {
             try mark(parked: false)
             let from = cursor.covered
             let delivered = try sweep(cursor: &cursor)
@@ -405,7 +405,7 @@ extension PostgresListener {
         /// committed so far, and records a checkpoint that covers exactly what
         /// was delivered, naming the last event, so that the next start
         /// neither repeats nor skips one.
-        mutating func finish(cursor: inout DeliveryCursor) throws(PostgresError) {
+        mutating func finish(cursor: inout DeliveryCursor) throws(LibpqError) {
             try mark(parked: false)
             cursor.unparked()
             try sweep(cursor: &cursor)

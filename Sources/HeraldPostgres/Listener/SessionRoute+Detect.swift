@@ -4,19 +4,19 @@ extension SessionRoute {
     /// `connection` sits idle: a pooler that shares sessions hands it the same
     /// server session (PgBouncer gives back the session it was handed last).
     static func detect(
-        on connection: PostgresConnection, conninfo: ConnectionString, timeout: Duration, wake: WakeSignal?
-    ) throws(PostgresError) -> (route: SessionRoute, serverPID: Int32) {
+        on connection: LibpqConnection, conninfo: ConnectionString, timeout: Duration, wake: WakeSignal?
+    ) throws(LibpqError) -> (route: SessionRoute, serverPID: Int32) {
         let serverPID = try backendPID(seenBy: connection)
         guard serverPID != connection.backendPID else { return (.direct, serverPID) }
-        let other = try PostgresConnection.connect(conninfo, timeout: timeout, applicationName: "pgherald-probe", wake: wake)
+        let other = try LibpqConnection.connect(conninfo, timeout: timeout, applicationName: "pgherald-probe", wake: wake)
         var seen: [Int32] = []
         for _ in 0..<3 { seen.append(try backendPID(seenBy: other)) }
         return (classify(reportedPID: connection.backendPID, serverPID: serverPID, otherClientServerPIDs: seen), serverPID)
     }
 
     /// Connects with `conninfo` as the listener would and says how it reaches PostgreSQL, for `check-config --connect`.
-    public static func detect(_ conninfo: ConnectionString, timeout: Duration) throws(PostgresError) -> (route: SessionRoute, serverPID: Int32) {
-        let connection = try PostgresConnection.connect(conninfo, timeout: timeout, applicationName: "pgherald-check")
+    public static func detect(_ conninfo: ConnectionString, timeout: Duration) throws(LibpqError) -> (route: SessionRoute, serverPID: Int32) {
+        let connection = try LibpqConnection.connect(conninfo, timeout: timeout, applicationName: "pgherald-check")
         return try detect(on: connection, conninfo: conninfo, timeout: timeout, wake: nil)
     }
 
@@ -29,7 +29,7 @@ extension SessionRoute {
             + "--listen-db on the command line) while the other queries go through the pool"
     }
 
-    private static func backendPID(seenBy connection: PostgresConnection) throws(PostgresError) -> Int32 {
+    private static func backendPID(seenBy connection: LibpqConnection) throws(LibpqError) -> Int32 {
         Int32(try connection.execute("SELECT pg_backend_pid()").rows.first?[0] ?? "") ?? 0
     }
 }

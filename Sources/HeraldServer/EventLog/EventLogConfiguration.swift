@@ -28,7 +28,7 @@ public struct EventLogConfiguration: Sendable, Hashable {
     /// Live feed only: events the log may fall behind (a slow or full disk)
     /// before it drops its backlog, logs how many events were lost and
     /// carries on. Default 65,536.
-    public var buffer: Int
+    public var mailboxCapacity: Int
 
     public init(
         path: String,
@@ -37,7 +37,7 @@ public struct EventLogConfiguration: Sendable, Hashable {
         maximumSize: Int64? = nil,
         keep: Int = 5,
         feed: OutputStatistics.Feed = .live,
-        buffer: Int = 65_536
+        mailboxCapacity: Int = 65_536
     ) {
         self.feed = feed
         self.path = path
@@ -45,6 +45,6 @@ public struct EventLogConfiguration: Sendable, Hashable {
         self.syncInterval = syncInterval
         self.maximumSize = maximumSize
         self.keep = keep
-        self.buffer = buffer
+        self.mailboxCapacity = mailboxCapacity
     }
 }

@@ -60,7 +60,7 @@ public final class EventLogOutput: Sendable {
         self.journal = journal
         wantedFeed = configuration.feed
         file = QueueConfinedFile(try EventLogFile(configuration: configuration))
-        subscription = Mutex(configuration.feed == .durable ? nil : broker.subscribe(capacity: configuration.buffer, kind: "eventlog"))
+        subscription = Mutex(configuration.feed == .durable ? nil : broker.subscribe(capacity: configuration.mailboxCapacity, kind: "eventlog"))
     }
 
     public var statistics: Statistics { counters.withLock { $0 } }

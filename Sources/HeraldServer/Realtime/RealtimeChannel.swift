@@ -1,6 +1,6 @@
+import HeraldSupport
 import Herald
 import HeraldRealtime
-import HeraldWebhooks
 import NIOCore
 import Synchronization
 

@@ -30,7 +30,7 @@ extension RealtimeConfiguration {
             throw settings.fail("realtime.listen", "TCP clients must present a key, and none is configured: add realtime.keys or realtime.jwt (listen: \(listen))")
         }
         self.init(
-            listen: listen, credentials: credentials, channelBuffer: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration
+            listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration
         )
     }
 

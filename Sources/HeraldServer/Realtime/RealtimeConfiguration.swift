@@ -12,7 +12,7 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public var credentials: RealtimeCredentials
     /// Events a channel may fall behind before it is ended with `phx_error`
     /// (clients then rejoin). Default 4096.
-    public var channelBuffer: Int
+    public var mailboxCapacity: Int
     /// Largest message a client may send. Default 1 MiB.
     public var maximumMessageSize: Int
     /// Channels open at once across all sockets; a join beyond gets an error reply. Default 10,000.
@@ -27,7 +27,7 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public init(
         listen: String? = nil,
         credentials: RealtimeCredentials = .init(),
-        channelBuffer: Int = 4096,
+        mailboxCapacity: Int = 4096,
         maximumMessageSize: Int = 1 << 20,
         maximumChannels: Int = 10_000,
         maximumConnections: Int = 10_128,
@@ -35,7 +35,7 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     ) {
         self.listen = listen
         self.credentials = credentials
-        self.channelBuffer = channelBuffer
+        self.mailboxCapacity = mailboxCapacity
         self.maximumMessageSize = maximumMessageSize
         self.maximumChannels = maximumChannels
         self.maximumConnections = maximumConnections

@@ -1,7 +1,6 @@
 import Foundation
 import Herald
 import HeraldRealtime
-import HeraldWebhooks
 import HummingbirdWebSocket
 import Logging
 import NIOCore

@@ -39,7 +39,7 @@ extension RealtimeEndpoint {
             let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
             let newest = broker.lastResumableEventID
             let (subscription, replay) = broker.subscribe(
-                Self.coarseFilter(join.bindings), resumingAfter: resumeFrom, capacity: configuration.channelBuffer, kind: "realtime"
+                Self.coarseFilter(join.bindings), resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
             )
             channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
             if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }

@@ -1,6 +1,6 @@
+import HeraldSupport
 import HTTPTypes
 import Herald
-import HeraldWebhooks
 import HummingbirdCore
 import NIOCore
 import NIOHTTPTypes

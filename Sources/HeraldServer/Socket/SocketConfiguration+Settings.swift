@@ -25,7 +25,7 @@ extension SocketConfiguration {
         guard enabled else { return nil }
         return SocketConfiguration(
             path: path, mode: mode, group: group, maximumSubscribers: maximum, maximumConnections: connections,
-            idleTimeout: idleTimeout.duration, subscriberBuffer: buffer,
+            idleTimeout: idleTimeout.duration, mailboxCapacity: buffer,
             heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate
         )
     }

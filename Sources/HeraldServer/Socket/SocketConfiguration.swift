@@ -20,7 +20,7 @@ public struct SocketConfiguration: Sendable, Equatable {
     /// clients); open streams are never idle. Default 10 s.
     public var idleTimeout: Duration
     /// Events a stream may fall behind before it gets `event: overflow` and is closed. Default 4096.
-    public var subscriberBuffer: Int
+    public var mailboxCapacity: Int
     /// How often idle streams get a heartbeat comment. Default 15 s.
     public var heartbeatInterval: Duration
     /// Writes per second the socket aims to spend on all streams together. Default 50,000.
@@ -40,7 +40,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         maximumSubscribers: Int = 10_000,
         maximumConnections: Int? = nil,
         idleTimeout: Duration = .seconds(10),
-        subscriberBuffer: Int = 4096,
+        mailboxCapacity: Int = 4096,
         heartbeatInterval: Duration = .seconds(15),
         writeRate: Int? = 50_000
     ) {
@@ -50,7 +50,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.maximumSubscribers = maximumSubscribers
         self.maximumConnections = maximumConnections ?? maximumSubscribers + 128
         self.idleTimeout = idleTimeout
-        self.subscriberBuffer = subscriberBuffer
+        self.mailboxCapacity = mailboxCapacity
         self.heartbeatInterval = heartbeatInterval
         self.writeRate = writeRate
     }

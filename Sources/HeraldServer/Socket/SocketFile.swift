@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import HeraldClient
+import HeraldSupport
 
 /// Why the socket file cannot be used.
 public struct SocketFileError: Error, Hashable, CustomStringConvertible {

@@ -44,14 +44,15 @@ extension SocketServer {
     }
 
     func listenerState() -> DaemonStatistics.Listener {
-        switch listener.status {
-        case .notStarted, .connecting: return .init(state: "connecting", reason: "connecting to PostgreSQL")
-        case .catchingUp: return .init(state: "catching-up", reason: "replaying events committed while not listening")
-        case .listening: return .init(state: "listening")
-        case .reconnecting(let attempt, let lastError):
-            return .init(state: "reconnecting", reason: "attempt \(attempt): \(lastError)")
-        case .stopped: return .init(state: "stopped", reason: "the listener has stopped")
+        let status = listener.status
+        let reason: String? = switch status {
+        case .notStarted, .connecting: "connecting to PostgreSQL"
+        case .catchingUp: "replaying events committed while not listening"
+        case .listening: nil
+        case .reconnecting(let attempt, let lastError): "attempt \(attempt): \(lastError)"
+        case .stopped: "the listener has stopped"
         }
+        return .init(state: status.name, reason: reason)
     }
 
     func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {

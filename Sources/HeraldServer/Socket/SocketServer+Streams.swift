@@ -85,7 +85,7 @@ extension SocketServer {
         let (subscription, history) = broker.subscribe(
             filter,
             resumingAfter: parsed.resumeFrom.map(String.init),
-            capacity: configuration.subscriberBuffer,
+            capacity: configuration.mailboxCapacity,
             kind: parsed.format.rawValue,
             wantsHeartbeats: true,
             onOverflow: {

@@ -98,12 +98,9 @@ public final class SystemdService: Service, Sendable {
     /// its lock, so a deadlocked broker stops this loop and the pings with it.
     func status() -> String {
         let statistics = broker.statistics
-        let listenerState: String = switch listener.status {
-        case .listening: "listening"
-        case .catchingUp: "catching up"
+        let listenerState = switch listener.status {
         case .reconnecting(let attempt, let error): "reconnecting (attempt \(attempt): \(error.prefix(120)))"
-        case .notStarted, .connecting: "connecting"
-        case .stopped: "stopped"
+        default: listener.status.name
         }
         let subscribers = statistics.subscribersByKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         return "\(listenerState); \(statistics.changeCount) changes; subscribers: \(subscribers.isEmpty ? "none" : subscribers.joined(separator: ", "))"

@@ -36,7 +36,7 @@ struct Install: ParsableCommand {
     var triggers: Installer.Triggers?
 
     func run() throws {
-        let connection = try PostgresConnection.connect(database.connectionStringWarningOnStderr())
+        let connection = try LibpqConnection.connect(database.connectionStringWarningOnStderr())
         let tables = try Installer.install(on: connection, schemas: schemas, durability: durability, triggers: triggers)
         for notice in connection.takeNotices() where notice.severity == "WARNING" {
             FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))

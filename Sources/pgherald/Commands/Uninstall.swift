@@ -9,7 +9,7 @@ struct Uninstall: ParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() throws {
-        let connection = try PostgresConnection.connect(database.connectionStringWarningOnStderr())
+        let connection = try LibpqConnection.connect(database.connectionStringWarningOnStderr())
         try Installer.uninstall(on: connection)
         print("pgherald publisher removed (\(connection.endpointDescription))")
     }

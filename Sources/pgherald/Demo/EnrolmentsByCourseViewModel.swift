@@ -27,9 +27,9 @@ final class EnrolmentsByCourseViewModel: RefreshableViewModel {
     func refresh() async {
         let connectionString = self.connectionString
         // libpq blocks; run it off the main actor and the async runtime.
-        let result: Result<[Row], PostgresError> = await withCheckedContinuation { continuation in
+        let result: Result<[Row], LibpqError> = await withCheckedContinuation { continuation in
             queue.async {
-                continuation.resume(returning: Result { () throws(PostgresError) in
+                continuation.resume(returning: Result { () throws(LibpqError) in
                     try Self.load(connectionString)
                 })
             }
@@ -45,8 +45,8 @@ final class EnrolmentsByCourseViewModel: RefreshableViewModel {
         onChange(self)
     }
 
-    private nonisolated static func load(_ connectionString: ConnectionString) throws(PostgresError) -> [Row] {
-        let connection = try PostgresConnection.connect(connectionString, timeout: .seconds(5), applicationName: "pgherald-demo")
+    private nonisolated static func load(_ connectionString: ConnectionString) throws(LibpqError) -> [Row] {
+        let connection = try LibpqConnection.connect(connectionString, timeout: .seconds(5), applicationName: "pgherald-demo")
         let result = try connection.execute("""
             SELECT c.short_code, c.name, count(e.student_id)
               FROM course c LEFT JOIN enrols_in e ON e.course_id = c.id

@@ -19,8 +19,8 @@ final class CorpusRun {
     let cell: TriggerCell
     let database: TestDatabase
     /// A superuser session with the writer's settings, which shape the rows' JSON.
-    private let checker: PostgresConnection
-    private let writers: [String: PostgresConnection]
+    private let checker: LibpqConnection
+    private let writers: [String: LibpqConnection]
     private let channel: String
     private var lastJournalID = "0"
     let role: String
@@ -65,9 +65,9 @@ final class CorpusRun {
         checker = admin
         try checker.execute(Self.sessionSettings)
         try checker.execute("LISTEN \(try checker.escapeIdentifier(channel))")
-        var writers: [String: PostgresConnection] = [:]
+        var writers: [String: LibpqConnection] = [:]
         for schema in schemas {
-            let writer = try PostgresConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
+            let writer = try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
             try writer.execute("\(Self.sessionSettings); SET search_path = hijack, pg_catalog, \(try writer.escapeIdentifier(schema)), ext, pg_temp")
             writers[schema] = writer
         }
@@ -75,7 +75,7 @@ final class CorpusRun {
     }
 
     /// What an application role gets: its tables and sequences, nothing of pgherald.
-    private static func grantApplicationPrivileges(to role: String, on admin: PostgresConnection) throws {
+    private static func grantApplicationPrivileges(to role: String, on admin: LibpqConnection) throws {
         for schema in [Self.watched, Self.plain, "ext", "hijack"] {
             let name = try admin.escapeIdentifier(schema)
             try admin.execute("""

@@ -49,10 +49,10 @@ final class SteadyWriter: Sendable {
             try connection.execute("INSERT INTO fault_row (writer, payload) VALUES (-1, 'long, second')")
             try connection.execute(round % 4 == 3 ? "ROLLBACK" : "COMMIT")
         }
-        func start(name: String, _ body: @escaping @Sendable (PostgresConnection, Int) throws -> Void) {
+        func start(name: String, _ body: @escaping @Sendable (LibpqConnection, Int) throws -> Void) {
             let control = self.control
             let thread = Thread {
-                var connection: PostgresConnection?
+                var connection: LibpqConnection?
                 var round = 0
                 while control.running.load(ordering: .relaxed) {
                     if control.paused.load(ordering: .relaxed) {

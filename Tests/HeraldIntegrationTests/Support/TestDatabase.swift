@@ -25,7 +25,7 @@ struct TestDatabase {
     ) throws -> TestDatabase {
         let cluster = try #require(cluster?.connInfo ?? clusterConnInfo, "PGHERALD_TEST_CONNINFO is not set; run scripts/test")
         let name = "herald_\(UInt32.random(in: 0...UInt32.max))"
-        let admin = try PostgresConnection.connect(ConnectionString(cluster))
+        let admin = try LibpqConnection.connect(ConnectionString(cluster))
         try admin.execute("CREATE DATABASE \(name)")
         let database = TestDatabase(name: name, connInfo: "\(cluster) dbname=\(name)")
         let connection = try database.connect()
@@ -36,13 +36,13 @@ struct TestDatabase {
         return database
     }
 
-    func connect() throws -> PostgresConnection {
-        try PostgresConnection.connect(ConnectionString(connInfo))
+    func connect() throws -> LibpqConnection {
+        try LibpqConnection.connect(ConnectionString(connInfo))
     }
 
     /// Runs statements on a new connection.
     @discardableResult
-    func execute(_ sql: String, parameters: [String?] = []) throws -> PostgresConnection.QueryResult {
+    func execute(_ sql: String, parameters: [String?] = []) throws -> LibpqConnection.QueryResult {
         try connect().execute(sql, parameters: parameters)
     }
 }

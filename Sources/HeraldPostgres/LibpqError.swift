@@ -1,5 +1,5 @@
 /// A PostgreSQL failure, with a one-line message that never contains a password.
-public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct LibpqError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable {
         /// The conninfo string or URI could not be parsed. Fix `--db`.
         case invalidConnectionString

@@ -3,7 +3,7 @@ import CLibPQ
 import Glibc
 #endif
 
-extension PostgresConnection {
+extension LibpqConnection {
     /// A notification as libpq holds it; the pointers are valid only during the callback.
     public typealias NotificationHandler = (
         _ channel: UnsafePointer<CChar>, _ payload: UnsafeBufferPointer<UInt8>, _ senderPID: Int32
@@ -17,19 +17,19 @@ extension PostgresConnection {
     public func receiveNotifications(
         until deadline: ContinuousClock.Instant? = nil,
         _ body: NotificationHandler
-    ) throws(PostgresError) {
+    ) throws(LibpqError) {
         try awaitInput(until: deadline)
         takeNotifications(body)
     }
 
     /// Waits until the server has sent something, then reads it into libpq's buffer.
-    public func awaitInput(until deadline: ContinuousClock.Instant? = nil) throws(PostgresError) {
+    public func awaitInput(until deadline: ContinuousClock.Instant? = nil) throws(LibpqError) {
         try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for notifications")
         try readInput()
     }
 
     /// Reads whatever the server has sent, without waiting.
-    func readInput() throws(PostgresError) {
+    func readInput() throws(LibpqError) {
         guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
             throw failure(.connectionLost, prefix: "connection lost")
         }

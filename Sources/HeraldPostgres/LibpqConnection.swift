@@ -7,7 +7,7 @@ import Glibc
 ///
 /// Every wait is a `poll()` that also watches an optional ``WakeSignal``, so
 /// a shutting-down daemon never hangs in connect or in a query.
-public final class PostgresConnection {
+public final class LibpqConnection {
     let handle: OpaquePointer
     let connectionString: ConnectionString
     private var wake: WakeSignal?
@@ -65,17 +65,17 @@ public final class PostgresConnection {
         _ connectionString: ConnectionString,
         timeout: Duration = .seconds(10),
         applicationName: String = "pgherald-admin"
-    ) throws(PostgresError) -> PostgresConnection {
+    ) throws(LibpqError) -> LibpqConnection {
         try connect(connectionString, timeout: timeout, applicationName: applicationName, wake: nil)
     }
 
-    /// Opens a connection whose waits end with ``PostgresError/Code/stopped`` when `wake` fires.
+    /// Opens a connection whose waits end with ``LibpqError/Code/stopped`` when `wake` fires.
     static func connect(
         _ connectionString: ConnectionString,
         timeout: Duration,
         applicationName: String,
         wake: WakeSignal?
-    ) throws(PostgresError) -> PostgresConnection {
+    ) throws(LibpqError) -> LibpqConnection {
         // Later entries override what the expanded conninfo in dbname set.
         let parameters = defaultParameters + [
             ("fallback_application_name", applicationName),
@@ -86,13 +86,13 @@ public final class PostgresConnection {
                 PQconnectStartParams(keywords, values, 1)
             }
         }
-        guard let handle else { throw PostgresError(.connectionFailed, "libpq could not allocate a connection") }
-        let connection = PostgresConnection(handle: handle, connectionString: connectionString, wake: wake)
+        guard let handle else { throw LibpqError(.connectionFailed, "libpq could not allocate a connection") }
+        let connection = LibpqConnection(handle: handle, connectionString: connectionString, wake: wake)
         try connection.completeConnect(deadline: .now + timeout)
         return connection
     }
 
-    private func completeConnect(deadline: ContinuousClock.Instant) throws(PostgresError) {
+    private func completeConnect(deadline: ContinuousClock.Instant) throws(LibpqError) {
         guard PQstatus(handle) != CONNECTION_BAD else { throw failure(.connectionFailed, prefix: "cannot connect") }
         var polling = PGRES_POLLING_WRITING
         while true {
@@ -117,7 +117,7 @@ public final class PostgresConnection {
         _ sql: String,
         parameters: [String?] = [],
         timeout: Duration? = nil
-    ) throws(PostgresError) -> QueryResult {
+    ) throws(LibpqError) -> QueryResult {
         let sent: Int32
         if parameters.isEmpty {
             sent = PQsendQuery(handle, sql)
@@ -133,7 +133,7 @@ public final class PostgresConnection {
             guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
         }
         var last: QueryResult?
-        var firstError: PostgresError?
+        var firstError: LibpqError?
         while let result = PQgetResult(handle) {
             defer { PQclear(result) }
             switch PQresultStatus(result) {
@@ -149,7 +149,7 @@ public final class PostgresConnection {
         }
         if let firstError {
             // libpq reports a connection the server closed as a failed query; it is a lost connection.
-            if PQstatus(handle) == CONNECTION_BAD { throw PostgresError(.connectionLost, firstError.message, sqlState: firstError.sqlState) }
+            if PQstatus(handle) == CONNECTION_BAD { throw LibpqError(.connectionLost, firstError.message, sqlState: firstError.sqlState) }
             throw firstError
         }
         return last ?? QueryResult(columns: [], rows: [], affectedRows: nil)
@@ -183,7 +183,7 @@ public final class PostgresConnection {
 
     /// Waits for the results of a query that the wake signal interrupted and
     /// discards them, so that the connection can run another.
-    func discardInterruptedQuery(until deadline: ContinuousClock.Instant) throws(PostgresError) {
+    func discardInterruptedQuery(until deadline: ContinuousClock.Instant) throws(LibpqError) {
         while true {
             while PQisBusy(handle) == 1 {
                 try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "finishing an interrupted query")
@@ -195,7 +195,7 @@ public final class PostgresConnection {
     }
 
     /// Quotes a name for use as an SQL identifier, with libpq's rules.
-    public func escapeIdentifier(_ name: String) throws(PostgresError) -> String {
+    public func escapeIdentifier(_ name: String) throws(LibpqError) -> String {
         guard let escaped = PQescapeIdentifier(handle, name, name.utf8.count) else {
             throw failure(.queryFailed, prefix: "cannot quote identifier")
         }
@@ -203,31 +203,31 @@ public final class PostgresConnection {
         return String(cString: escaped)
     }
 
-    func waitForSocket(events: Int16, deadline: ContinuousClock.Instant?, action: String) throws(PostgresError) {
+    func waitForSocket(events: Int16, deadline: ContinuousClock.Instant?, action: String) throws(LibpqError) {
         let outcome = WakeSignal.wait(for: socket, events: events, wake: wake, until: deadline)
         switch outcome {
         case .ready: return
-        case .woken: throw PostgresError(.stopped, "stopped while \(action)")
-        case .timedOut: throw PostgresError(.timedOut, "timed out while \(action) (\(connectionString))")
+        case .woken: throw LibpqError(.stopped, "stopped while \(action)")
+        case .timedOut: throw LibpqError(.timedOut, "timed out while \(action) (\(connectionString))")
         }
     }
 
-    func failure(_ code: PostgresError.Code, prefix: String) -> PostgresError {
+    func failure(_ code: LibpqError.Code, prefix: String) -> LibpqError {
         let detail = PQerrorMessage(handle).map { String(cString: $0) } ?? ""
-        let message = PostgresError.oneLine(connectionString.redact(detail))
-        return PostgresError(code, message.isEmpty ? "\(prefix) (\(connectionString))" : "\(prefix) (\(connectionString)): \(message)")
+        let message = LibpqError.oneLine(connectionString.redact(detail))
+        return LibpqError(code, message.isEmpty ? "\(prefix) (\(connectionString))" : "\(prefix) (\(connectionString)): \(message)")
     }
 
-    private func queryError(_ result: OpaquePointer) -> PostgresError {
+    private func queryError(_ result: OpaquePointer) -> LibpqError {
         let field = { (code: UInt8) in PQresultErrorField(result, Int32(code)).map { String(cString: $0) } }
         var message = field(UInt8(ascii: "M")) ?? "query failed"
         if let detail = field(UInt8(ascii: "D")) { message += " (\(detail))" }
         if let hint = field(UInt8(ascii: "H")) { message += "; hint: \(hint)" }
-        return PostgresError(
+        return LibpqError(
             .queryFailed,
-            PostgresError.oneLine(connectionString.redact(message)),
+            LibpqError.oneLine(connectionString.redact(message)),
             sqlState: field(UInt8(ascii: "C")),
-            context: field(UInt8(ascii: "W")).map { PostgresError.oneLine(connectionString.redact($0)) }
+            context: field(UInt8(ascii: "W")).map { LibpqError.oneLine(connectionString.redact($0)) }
         )
     }
 
@@ -246,7 +246,7 @@ public final class PostgresConnection {
 
 /// Collects notices from libpq's C callback; touched only on the connection's thread.
 private final class NoticeBuffer {
-    var notices: [PostgresConnection.Notice] = []
+    var notices: [LibpqConnection.Notice] = []
 }
 
 private func withOptionalCStrings<Result>(
