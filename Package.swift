@@ -58,9 +58,20 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            exclude: ["SQL/examples"],
+            // sql/install.sql is the parts joined, for psql; the daemon embeds the parts.
+            exclude: ["SQL/examples", "SQL/install.sql"],
             resources: [
-                .embedInCode("SQL/install.sql"),
+                .embedInCode("SQL/install/part01-schema.sql"),
+                .embedInCode("SQL/install/part02-settings.sql"),
+                .embedInCode("SQL/install/part03-journal.sql"),
+                .embedInCode("SQL/install/part04-webhooks.sql"),
+                .embedInCode("SQL/install/part05-output-cursors.sql"),
+                .embedInCode("SQL/install/part06-row-triggers.sql"),
+                .embedInCode("SQL/install/part07-statement-triggers.sql"),
+                .embedInCode("SQL/install/part08-attach.sql"),
+                .embedInCode("SQL/install/part09-native.sql"),
+                .embedInCode("SQL/install/part10-event-trigger.sql"),
+                .embedInCode("SQL/install/part11-access.sql"),
                 .embedInCode("SQL/uninstall.sql"),
             ],
             swiftSettings: strictConcurrency

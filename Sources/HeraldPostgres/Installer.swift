@@ -14,6 +14,28 @@ public enum Installer {
         }
     }
 
+    /// The publisher's SQL by object (`sql/install/`), in the order it is
+    /// applied. Each part is idempotent and upgrades its objects in place, so
+    /// the whole is both the install and the upgrade from any earlier version.
+    public static let installParts: [(file: String, sql: [UInt8])] = [
+        ("part01-schema.sql", PackageResources.part01_schema_sql),
+        ("part02-settings.sql", PackageResources.part02_settings_sql),
+        ("part03-journal.sql", PackageResources.part03_journal_sql),
+        ("part04-webhooks.sql", PackageResources.part04_webhooks_sql),
+        ("part05-output-cursors.sql", PackageResources.part05_output_cursors_sql),
+        ("part06-row-triggers.sql", PackageResources.part06_row_triggers_sql),
+        ("part07-statement-triggers.sql", PackageResources.part07_statement_triggers_sql),
+        ("part08-attach.sql", PackageResources.part08_attach_sql),
+        ("part09-native.sql", PackageResources.part09_native_sql),
+        ("part10-event-trigger.sql", PackageResources.part10_event_trigger_sql),
+        ("part11-access.sql", PackageResources.part11_access_sql),
+    ]
+
+    /// What `install` applies: the parts joined, byte for byte `sql/install.sql`.
+    public static var installScript: String {
+        String(decoding: installParts.flatMap(\.sql), as: UTF8.self)
+    }
+
     /// Installs or upgrades the publisher in one transaction and watches `schemas`
     /// (default: `public` on a first install, else whatever was watched before).
     ///
@@ -43,7 +65,7 @@ public enum Installer {
                 let list = String(decoding: writer.bytes, as: UTF8.self)
                 try connection.execute("SELECT set_config('pgherald.schemas', $1, true)", parameters: [list])
             }
-            try connection.execute(String(decoding: PackageResources.install_sql, as: UTF8.self))
+            try connection.execute(installScript)
         }
         return try watchedTables(on: connection)
     }

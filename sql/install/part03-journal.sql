@@ -1,0 +1,86 @@
+-- Durable mode: every event, written in the same transaction as the change it
+-- describes. The daemon reads it after any gap in LISTEN, and for rows too
+-- large for a notification. Catch-up selects by transaction id against
+-- snapshots (see the daemon's Journal), so commit order never hides a row.
+CREATE TABLE IF NOT EXISTS pgherald.journal (
+    id bigint PRIMARY KEY,
+    txid xid8 NOT NULL,
+    event text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS journal_txid_id ON pgherald.journal (txid, id);
+
+-- A statement's events go into the journal in batches (version 6): one row
+-- holds up to 100 events (about 1 MB), from `id` through `last_id`, separated
+-- by U+001E, which JSON text never contains, and counts them in
+-- `event_count`. A single event's row has neither. Fewer, larger rows are what let a 100,000-row statement pay
+-- little more than its own writes; lz4, where the server has it, keeps
+-- compressing them cheap.
+ALTER TABLE pgherald.journal
+    ADD COLUMN IF NOT EXISTS last_id bigint,
+    ADD COLUMN IF NOT EXISTS event_count int;
+DO $compression$
+BEGIN
+    ALTER TABLE pgherald.journal ALTER COLUMN event SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported OR syntax_error OR invalid_parameter_value THEN
+    NULL;
+END
+$compression$;
+-- Finds the batch that holds an event, for a client resuming from it.
+CREATE INDEX IF NOT EXISTS journal_batch_ids ON pgherald.journal
+    USING gist (int8range(id, last_id, '[]')) WHERE last_id IS NOT NULL;
+
+-- Each daemon's progress, by `--name`: every journal event whose transaction
+-- is visible in the latest snapshot has reached that daemon's subscribers.
+-- `last_event_id` is the last event delivered before a graceful shutdown.
+CREATE TABLE IF NOT EXISTS pgherald.checkpoint (
+    daemon text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    snapshot pg_snapshot NOT NULL,
+    last_event_id bigint,
+    taken_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (daemon, seq)
+);
+
+-- Who runs each daemon name. `serve` holds a session advisory lock on its
+-- name while connected and refuses to start when another process holds it;
+-- this row lets the refused one say which host and process that is.
+CREATE TABLE IF NOT EXISTS pgherald.daemon (
+    name text PRIMARY KEY,
+    host text NOT NULL,
+    pid int NOT NULL,
+    backend_pid int NOT NULL,
+    since timestamptz NOT NULL DEFAULT now()
+);
+
+-- The doorbell (version 8). In durable mode the journal is the source of
+-- truth, and a daemon that is reading it needs no notification: the durable
+-- triggers notify only while some daemon is parked, waiting for one. Its
+-- value is the number of parked daemons whose session is alive. A sequence,
+-- because writers read it without a snapshot: a writer sees a park at once,
+-- in any isolation level, and the daemon needs that to close the window
+-- between a writer reading "awake" and committing (see the daemon's
+-- DeliveryCursor). Only pgherald.park() sets it.
+CREATE SEQUENCE IF NOT EXISTS pgherald.doorbell AS bigint MINVALUE 0 START 0;
+ALTER TABLE pgherald.daemon ADD COLUMN IF NOT EXISTS parked boolean NOT NULL DEFAULT false;
+
+-- Marks the daemon `daemon_name` parked or reading, and returns how many
+-- daemons are parked. Not durable: a daemon sets its state again at every
+-- connection, so its commit does not wait for a flush.
+CREATE OR REPLACE FUNCTION pgherald.park(daemon_name text, is_parked boolean) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    waiting bigint;
+BEGIN
+    PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
+    -- Daemons change it one at a time, each counting what the others committed.
+    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pgherald.doorbell'));
+    UPDATE pgherald.daemon SET parked = is_parked WHERE name = daemon_name;
+    -- A daemon that died parked stops counting once its session is gone.
+    SELECT pg_catalog.count(*) INTO waiting FROM pgherald.daemon AS d
+     WHERE d.parked AND EXISTS (SELECT FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = d.backend_pid);
+    PERFORM pg_catalog.setval('pgherald.doorbell', waiting);
+    RETURN waiting;
+END
+$fn$;
+
