@@ -266,17 +266,21 @@ struct MarkdownReport {
         )
     }
 
-    /// The same full-speed load with and without the event log, side by side.
+    /// The same full-speed load without the event log, and with it durable and live, side by side.
     private mutating func eventLog() {
-        guard let logged = results.runs("eventlog").first else { return }
+        let logged = results.runs("eventlog")
+        guard let first = logged.first else { return }
         line("### g. Event log: the same load with and without it")
         line()
-        line("Full-speed writer, \(logged.result.subscribers) SSE subscribers; the event log with `sync: interval` (1 s).")
+        line("Full-speed writer, \(first.result.subscribers) SSE subscribers; the event log with `sync: interval` (1 s), durable (its own journal cursor, the default) and live.")
         line()
-        let without = run("throughput", subscribers: logged.result.subscribers)
+        let without = run("throughput", subscribers: first.result.subscribers)
+        let named = [(without, "without the event log")] + logged.map { run -> (BenchResults.Run?, String) in
+            (run, run.result.label.contains("live") ? "with the event log, live" : "with the event log, durable")
+        }
         table(
             ["run", "committed", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "pgherald CPU s / 1000 deliveries", "lines in the log"],
-            [(without, "without the event log"), (logged, "with the event log")].compactMap { run, name in
+            named.compactMap { run, name in
                 run.map { run in
                     [
                         name, "\(run.committed)", format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",

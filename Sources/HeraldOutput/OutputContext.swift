@@ -43,6 +43,6 @@ public struct OutputContext: Sendable {
 
     /// The durable feed of the output `name`, with its cursor under this daemon's name.
     public func journalFeed(named name: String) -> JournalFeed {
-        JournalFeed(output: name, daemon: daemonName, connection: database, broker: broker)
+        JournalFeed(output: name, daemon: daemonName, connection: database, broker: broker, listener: listener)
     }
 }

@@ -163,6 +163,49 @@ extension IntegrationTests {
             #expect(files.count > 4, "the 8K limit rotated too: \(files)")
         }
 
+        /// By default the event log reads the journal behind the listener, and
+        /// each line carries the count the broker gave its event, with
+        /// writers committing concurrently.
+        @Test func theEventLogIsDurableByDefaultWithTheBrokersCounts() async throws {
+            let database = try TestDatabase.create()
+            let path = "\(temporaryDirectory())/events.jsonl"
+            let daemon = try await SocketDaemon(database: database, arguments: ["--event-log", path])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask { try insertCourses(database, (0..<20).map { "W\(writer)-\($0)" }) }
+                }
+                try await group.waitForAll()
+            }
+            try await waitFor { events(in: path).count == 80 }
+            let statistics = try await daemon.statistics()
+            #expect(statistics.outputs?["event_log"]?.feed == .durable)
+            #expect(statistics.outputs?["event_log"]?.delivered == 80)
+            let logged = events(in: path)
+            #expect(Set(logged.map(\.count)) == Set(1...80), "every line has the count the broker gave it")
+            #expect(Set(logged.map(\.id)).count == 80)
+            _ = try await daemon.stop()
+        }
+
+        /// On an install without a journal the default event log is live and
+        /// says so; a durable feed asked for in so many words stops serve.
+        @Test func onANotifyOnlyInstallTheDefaultEventLogIsLive() async throws {
+            let database = try TestDatabase.create(durability: .notifyOnly)
+            let path = "\(temporaryDirectory())/events.jsonl"
+            let daemon = try await SocketDaemon(database: database, arguments: ["--event-log", path])
+            try await waitFor { try await daemon.statistics().outputs?["event_log"]?.feed == .live }
+            try insertCourses(database, ["LIVE"])
+            try await waitFor { events(in: path).map(\.count) == [1] }
+            let stopped = try await daemon.stop()
+            #expect(stopped.stderr.contains("the event log is live"), "\(stopped.stderr)")
+
+            let refused = try await DaemonProcess(
+                ["serve", "--db", database.connInfo, "--no-socket", "--event-log", path],
+                environment: ["PGHERALD_EVENT_LOG_FEED": "durable"]
+            ).finish()
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("installed notify-only and keeps no journal"), "\(refused.stderr)")
+        }
+
         /// The event log on a full filesystem (a small tmpfs, mounted for the
         /// test): writing fails, the log says so in `/stats`, and once there is
         /// room every event arrives, once and in order, from the journal.

@@ -22,6 +22,16 @@ import Testing
         #expect(broker.subscribe(resumingAfter: "8").replay?.isEmpty == true)
     }
 
+    @Test func eventsReadAgainFromTheJournalTakeTheCountsTheyWereDeliveredWith() {
+        let broker = Broker(configuration: .init(historyCapacity: 3))
+        broker.publish([makeEvent(1), makeEvent(2)])
+        broker.publish([makeEvent(9), makeEvent(4)], resumable: false)
+        // As the journal gives them: count 0. Event 1 is no longer held, and 6 was never delivered here.
+        let stamped = broker.stampedAsDelivered([1, 2, 9, 4, 6].map { makeEvent($0) })
+        #expect(stamped.map(\.count) == [0, 2, 3, 4, 0])
+        #expect(String(decoding: stamped[1].jsonBytes, as: UTF8.self).contains("\"count\":2"))
+    }
+
     @Test func filtersTheReplay() throws {
         let broker = Broker(configuration: .init(historyCapacity: 10))
         broker.publish([makeEvent(1), makeEvent(2, table: "student"), makeEvent(3)])

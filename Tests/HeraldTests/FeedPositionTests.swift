@@ -12,6 +12,30 @@ import Testing
         #expect(!position.isBehind(now))
     }
 
+    @Test func aBoundThatLagsBehindWhatWasFedHasNothingToReadAndMovesNothingBack() throws {
+        // A durable output that follows the listener can be ahead of it after a restart.
+        var position = FeedPosition(snapshot: now)
+        #expect(position.nextRange(now: start) == nil)
+        #expect(position.snapshot == now)
+        let laterBound = TransactionSnapshot(xmin: 118, xmax: 125, inProgress: [118])
+        // 118 was in progress in the bound and had finished by `now`: the bound does not include `now`.
+        #expect(position.nextRange(now: laterBound) == nil)
+        let caughtUp = TransactionSnapshot(xmin: 121, xmax: 125)
+        let next = position.nextRange(now: caughtUp)
+        let range = try #require(next)
+        #expect(range.newer == caughtUp && range.older == now)
+    }
+
+    @Test func aSnapshotIncludesThoseTakenBeforeIt() {
+        let earlier = TransactionSnapshot(xmin: 100, xmax: 110, inProgress: [103, 107])
+        #expect(TransactionSnapshot(xmin: 107, xmax: 112, inProgress: [107, 111]).includes(earlier))
+        #expect(earlier.includes(earlier))
+        // 105 finished before `earlier`, so a snapshot showing it in progress was taken before.
+        #expect(!TransactionSnapshot(xmin: 105, xmax: 112, inProgress: [105]).includes(earlier))
+        #expect(!TransactionSnapshot(xmin: 100, xmax: 108).includes(earlier))
+        #expect(!earlier.includes(TransactionSnapshot(xmin: 111, xmax: 111)))
+    }
+
     @Test func aRangeReadWholeMovesTheSnapshotUp() throws {
         var position = FeedPosition(snapshot: start)
         let first = position.nextRange(now: now)

@@ -130,6 +130,16 @@ public final class Broker: Sendable {
         state.withLock { $0.history.previousRunLastEventID = eventID }
     }
 
+    /// `events` as this broker delivered them, each with the change count it
+    /// was given, for an output that reads them again from the journal. An
+    /// event the history no longer holds, or that an earlier run of the
+    /// daemon delivered, keeps the count it has (0 from the journal).
+    public func stampedAsDelivered(_ events: [Event]) -> [Event] {
+        state.withLock { state in
+            events.map { event in state.history.changeCount(of: event.id).map { event.stamped(count: $0) } ?? event }
+        }
+    }
+
     func unsubscribe(id: UInt64) {
         let removed = state.withLock { state in state.remove(id: id) }
         removed?.mailbox.finish()

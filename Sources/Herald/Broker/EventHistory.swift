@@ -9,6 +9,8 @@ struct EventHistory {
     private var events: Deque<Event> = []
     /// Event id → change count, for every event held.
     private var counts: [String: UInt64] = [:]
+    /// Events held that a client may not resume from (see ``append(_:resumable:)``).
+    private var notResumable: Set<String> = []
     private var bytes = 0
     private var hasEvicted = false
     /// The last event a previous run of the daemon delivered before the first one held here.
@@ -26,15 +28,19 @@ struct EventHistory {
     mutating func append(_ event: Event, resumable: Bool = true) {
         guard capacity > 0 else { return }
         events.append(event)
+        counts[event.id] = event.count
         if resumable {
-            counts[event.id] = event.count
+            notResumable.remove(event.id)
         } else {
-            counts[event.id] = nil
+            notResumable.insert(event.id)
         }
         bytes += event.jsonBytes.count
         while events.count > capacity || (bytes > byteLimit && events.count > 1) {
             let evicted = events.removeFirst()
-            if counts[evicted.id] == evicted.count { counts[evicted.id] = nil }
+            if counts[evicted.id] == evicted.count {
+                counts[evicted.id] = nil
+                notResumable.remove(evicted.id)
+            }
             bytes -= evicted.jsonBytes.count
             hasEvicted = true
         }
@@ -44,7 +50,7 @@ struct EventHistory {
     /// `nil` when the history does not reach back that far.
     func events(after id: String, matching filter: EventFilter) -> [Event]? {
         let start: Int
-        if let count = counts[id], let first = events.first {
+        if let count = counts[id], !notResumable.contains(id), let first = events.first {
             start = Int(count - first.count) + 1
         } else if id == previousRunLastEventID, !hasEvicted {
             start = 0
@@ -52,6 +58,11 @@ struct EventHistory {
             return nil
         }
         return events[start...].filter { filter.matches($0) }
+    }
+
+    /// The change count the event `id` was delivered with, while it is held.
+    func changeCount(of id: String) -> UInt64? {
+        counts[id]
     }
 
     var count: Int { events.count }

@@ -40,7 +40,8 @@ public struct FeedPosition: Sendable, Hashable {
     /// done; `nil` when everything visible in `now` has been fed.
     public mutating func nextRange(now: TransactionSnapshot) -> Range? {
         if target == nil {
-            guard snapshot != now else { return nil }
+            // A `now` from before what was fed (a bound that lags behind the database) has nothing new.
+            guard snapshot != now, now.includes(snapshot) else { return nil }
             target = now
             after = nil
         }

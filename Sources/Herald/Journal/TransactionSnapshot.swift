@@ -37,6 +37,14 @@ public struct TransactionSnapshot: Sendable, Hashable, CustomStringConvertible {
         return !inProgress.contains(transactionID)
     }
 
+    /// Whether every transaction visible in `other` is visible here too: this
+    /// snapshot was taken no earlier. Conservative: false when `other` reaches
+    /// past `xmax`, even if what lies beyond was all in progress there.
+    public func includes(_ other: TransactionSnapshot) -> Bool {
+        guard other.xmax <= xmax else { return false }
+        return inProgress.allSatisfy { !other.isVisible($0) }
+    }
+
     /// The text form PostgreSQL reads back as `pg_snapshot`.
     public var description: String {
         "\(xmin):\(xmax):" + inProgress.sorted().map(String.init).joined(separator: ",")

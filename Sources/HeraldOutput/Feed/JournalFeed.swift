@@ -13,6 +13,11 @@ import Synchronization
 /// with the same event ids. Events come in journal order: by transaction,
 /// and within one in the order they were written.
 ///
+/// It reads only what the listener has already delivered to the broker
+/// (``PostgresListener/deliveredSnapshot``), so its events carry the change
+/// counts the broker gave them, as a live output's do; those that an earlier
+/// run delivered, or that the broker's history no longer holds, carry 0.
+///
 /// The cursor starts, on the output's first run, at what commits from then
 /// on. Journal pruning keeps what it has not passed while it is in use
 /// (moved or marked within the retention); a cursor left longer than that
@@ -35,6 +40,7 @@ public final class JournalFeed: Sendable {
     public let daemon: String
     let connection: SerialConnection
     let broker: Broker
+    let listener: PostgresListener
     let doorbell = Doorbell()
     private let state = Mutex(State())
 
@@ -44,11 +50,13 @@ public final class JournalFeed: Sendable {
         var markedAt: ContinuousClock.Instant?
     }
 
-    init(output: String, daemon: String, connection: ConnectionString, broker: Broker) {
+    init(output: String, daemon: String, connection: ConnectionString, broker: Broker, listener: PostgresListener) {
         self.output = output
         self.daemon = daemon
         self.connection = SerialConnection(connection, applicationName: "pgherald-\(output)")
         self.broker = broker
+        self.listener = listener
+        listener.onDelivered { [doorbell] in doorbell.ring() }
     }
 
     /// The last event the output committed, when it has committed any.
@@ -111,32 +119,43 @@ public final class JournalFeed: Sendable {
             guard let start = state.withLock({ $0.position }) else {
                 throw LibpqError(.queryFailed, "the cursor of \(output) was read before it was opened")
             }
-            let batch = try await connection.run { connection throws(LibpqError) -> Batch in
-                let now = try Journal.currentSnapshot(on: connection)
-                var position = start
-                var events: [Event] = []
-                var lastEventID: UInt64?
-                var rowsLeft = limit
-                while rowsLeft > 0, let range = position.nextRange(now: now) {
-                    let page = try Journal.events(
-                        visibleIn: range.newer, notVisibleIn: range.older,
-                        after: range.after.map { ($0.transactionID, $0.id) }, limit: rowsLeft, on: connection
-                    )
-                    rowsLeft -= max(page.rows.count, 1)
-                    for row in page.rows {
-                        if let event = try? Event(payload: row.event) { events.append(event) }
-                        lastEventID = row.id
-                    }
-                    position.fed(through: page.rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }, rangeDone: page.isLast)
-                }
-                return Batch(events: events, position: position, lastEventID: lastEventID)
+            // Nothing is read before the listener's first sweep.
+            var batch = Batch(events: [], position: start)
+            if let delivered = listener.deliveredSnapshot {
+                batch = try await read(after: start, upTo: delivered, limit: limit)
             }
-            guard batch.events.isEmpty else { return batch }
+            if !batch.events.isEmpty {
+                batch.events = broker.stampedAsDelivered(batch.events)
+                return batch
+            }
             // Only empty ranges were passed: a crash before the next commit reads them again, and finds them empty again.
             state.withLock { $0.position = batch.position }
             guard waiting, !Task.isCancelled else { return batch }
             await doorbell.wait(timeout: Self.idleInterval)
             if Task.isCancelled { return batch }
+        }
+    }
+
+    /// The events of up to `limit` journal rows past `start` whose transactions `now` shows.
+    private func read(after start: FeedPosition, upTo now: TransactionSnapshot, limit: Int) async throws(LibpqError) -> Batch {
+        try await connection.run { connection throws(LibpqError) -> Batch in
+            var position = start
+            var events: [Event] = []
+            var lastEventID: UInt64?
+            var rowsLeft = limit
+            while rowsLeft > 0, let range = position.nextRange(now: now) {
+                let page = try Journal.events(
+                    visibleIn: range.newer, notVisibleIn: range.older,
+                    after: range.after.map { ($0.transactionID, $0.id) }, limit: rowsLeft, on: connection
+                )
+                rowsLeft -= max(page.rows.count, 1)
+                for row in page.rows {
+                    if let event = try? Event(payload: row.event) { events.append(event) }
+                    lastEventID = row.id
+                }
+                position.fed(through: page.rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }, rangeDone: page.isLast)
+            }
+            return Batch(events: events, position: position, lastEventID: lastEventID)
         }
     }
 

@@ -59,6 +59,8 @@ extension PostgresListener {
 
         /// Runs until the connection fails or the listener is stopped.
         mutating func run(cursor: inout DeliveryCursor?) -> LibpqError {
+            // What the checkpoint it starts from covers was delivered by an earlier run.
+            listener.recordDelivered(through: cursor?.covered)
             while true {
                 listener.recordProgress()
                 do throws(LibpqError) {
@@ -154,6 +156,7 @@ extension PostgresListener {
             guard let covered = cursor.covered else {
                 // A first start begins now.
                 cursor.swept(to: try Journal.currentSnapshot(on: connection))
+                listener.recordDelivered(through: cursor.covered)
                 parking?.swept(found: 0, full: false, unrung: false, now: .now)
                 return 0
             }
@@ -191,6 +194,7 @@ extension PostgresListener {
             } else {
                 cursor.swept(to: snapshot)
             }
+            listener.recordDelivered(through: cursor.covered)
             parking?.swept(found: delivered, full: pages > 1, unrung: !cursor.unrung.isEmpty, now: .now)
             recordBackstop(backstopped, upTo: snapshot)
             return delivered

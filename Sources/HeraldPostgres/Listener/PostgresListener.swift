@@ -83,6 +83,8 @@ public final class PostgresListener: Service, Sendable {
         var durability: Durability?
         /// The channel the triggers notify on, read from the install at each connection.
         var channel = PostgresListener.uninstalledChannel
+        var deliveredSnapshot: TransactionSnapshot?
+        var deliveryObservers: [@Sendable () -> Void] = []
     }
 
     public let configuration: Configuration
@@ -169,6 +171,26 @@ public final class PostgresListener: Service, Sendable {
 
     /// The durability in force, once the first connection has found it.
     public var durability: Durability? { state.withLock { $0.durability } }
+
+    /// Durable mode: every journal event whose transaction is visible here has
+    /// reached the broker, in this run or (visible in the checkpoint it
+    /// started from) an earlier one; nil before the first sweep. Never moves back.
+    public var deliveredSnapshot: TransactionSnapshot? { state.withLock { $0.deliveredSnapshot } }
+
+    /// Calls `observer` each time ``deliveredSnapshot`` moves on, from the listener's thread: keep it short.
+    public func onDelivered(_ observer: @escaping @Sendable () -> Void) {
+        state.withLock { $0.deliveryObservers.append(observer) }
+    }
+
+    func recordDelivered(through snapshot: TransactionSnapshot?) {
+        guard let snapshot else { return }
+        let observers = state.withLock { state -> [@Sendable () -> Void] in
+            guard state.deliveredSnapshot != snapshot, state.deliveredSnapshot.map({ snapshot.includes($0) }) ?? true else { return [] }
+            state.deliveredSnapshot = snapshot
+            return state.deliveryObservers
+        }
+        for observer in observers { observer() }
+    }
 
     /// Runs until shutdown. Throws if the first connection fails.
     public func run() async throws {

@@ -22,9 +22,13 @@ public struct EventLogConfiguration: Sendable, Hashable {
     public var maximumSize: Int64?
     /// Rotated files kept (`.1` … `.keep`); older ones are removed. Default 5.
     public var keep: Int
-    /// Where its events come from. Default ``OutputStatistics/Feed/live``;
-    /// ``OutputStatistics/Feed/durable`` needs a durable install.
+    /// Where its events come from. Default ``OutputStatistics/Feed/durable``,
+    /// which needs a durable install.
     public var feed: OutputStatistics.Feed
+    /// Whether `feed` was set rather than defaulted. A durable feed that was
+    /// set fails on an install without a journal; the default falls back to
+    /// live there, and says so.
+    public var feedIsSet: Bool
     /// Live feed only: events the log may fall behind (a slow or full disk)
     /// before it drops its backlog, logs how many events were lost and
     /// carries on. Default 65,536.
@@ -36,10 +40,12 @@ public struct EventLogConfiguration: Sendable, Hashable {
         syncInterval: Duration = .seconds(1),
         maximumSize: Int64? = nil,
         keep: Int = 5,
-        feed: OutputStatistics.Feed = .live,
+        feed: OutputStatistics.Feed = .durable,
+        feedIsSet: Bool = false,
         mailboxCapacity: Int = 65_536
     ) {
         self.feed = feed
+        self.feedIsSet = feedIsSet
         self.path = path
         self.sync = sync
         self.syncInterval = syncInterval

@@ -15,7 +15,7 @@ extension EventLogOutput: Output {
         let interval = try settings.value("event_log.sync_interval", default: "1s" as HumanDuration, expected: "a duration such as 1s or 500ms")
         let maximumSize = try settings.value("event_log.max_size", default: ByteSize?.none, expected: "a size such as 100M, 1G or a number of bytes")
         let keep = try settings.int("event_log.keep", default: 5, in: 1...1000)
-        let feed = try settings.choice("event_log.feed", default: OutputStatistics.Feed.live)
+        let feed = try settings.choice("event_log.feed", default: OutputStatistics.Feed.durable)
         guard let path else { return nil }
         let directory = (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
@@ -25,7 +25,9 @@ extension EventLogOutput: Output {
         if let maximumSize, maximumSize.bytes < 4096 {
             throw settings.fail("event_log.max_size", "\(maximumSize) is too small to hold an event; use at least 4K")
         }
-        return EventLogConfiguration(path: path, sync: sync, syncInterval: interval.duration, maximumSize: maximumSize?.bytes, keep: keep, feed: feed)
+        return EventLogConfiguration(path: path, sync: sync, syncInterval: interval.duration, maximumSize: maximumSize?.bytes, keep: keep, feed: feed,
+            feedIsSet: settings.source(of: "event_log.feed") != nil
+        )
     }
 
     public convenience init(configuration: EventLogConfiguration, context: OutputContext) throws {

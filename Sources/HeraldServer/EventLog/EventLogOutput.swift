@@ -8,14 +8,16 @@ import Synchronization
 
 /// Appends every event to the event log as one JSON line.
 ///
-/// Durable with `feed: durable` (``EventLogConfiguration/feed``): it reads
-/// the journal through a cursor of its own and moves the cursor only once a
-/// batch is written, so a SIGKILL, a full disk, a PostgreSQL restart or a
-/// slow disk loses nothing; after a SIGKILL the lines written since the last
-/// move appear again, with the same ids. Its lines carry no change count
-/// (`count` is 0): the counter is the live broker's. Live (the default), it
-/// is a broker subscriber: if it falls ``EventLogConfiguration/buffer``
-/// events behind, it loses those events, says how many, and carries on.
+/// Durable (the default, ``EventLogConfiguration/feed``): it reads the
+/// journal through a cursor of its own, behind the listener, and moves the
+/// cursor only once a batch is written, so a SIGKILL, a full disk, a
+/// PostgreSQL restart or a slow disk loses nothing; after a SIGKILL the lines
+/// written since the last move appear again, with the same ids. Lines carry
+/// the change count the broker gave each event (0 for events an earlier run
+/// delivered). Live (`feed: live`, or the default on an install without a
+/// journal), it is a broker subscriber: if it falls
+/// ``EventLogConfiguration/mailboxCapacity`` events behind, it loses those
+/// events, says how many, and carries on.
 ///
 /// Writes happen on a queue of its own, so a slow disk stalls only the log.
 /// A batch that cannot be written is cut back to a whole line; durable, it
@@ -42,10 +44,11 @@ public final class EventLogOutput: Sendable {
     let listener: PostgresListener
     let logger: Logger
     let wantedFeed: OutputStatistics.Feed
+    let feedIsSet: Bool
     let journal: JournalFeed
-    /// The live subscription, taken at once so that a live log misses
-    /// nothing after start; dropped when the log turns out durable, and
-    /// replaced after an overflow.
+    /// The live subscription, taken at once so that a live log (chosen, or
+    /// the default's fallback) misses nothing after start; dropped when the
+    /// log turns out durable, and replaced after an overflow.
     let subscription: Mutex<Subscription?>
     let stopping = Mutex(false)
     private let queue = DispatchQueue(label: "pgherald.eventlog")
@@ -59,8 +62,10 @@ public final class EventLogOutput: Sendable {
         self.logger = logger
         self.journal = journal
         wantedFeed = configuration.feed
+        feedIsSet = configuration.feedIsSet
         file = QueueConfinedFile(try EventLogFile(configuration: configuration))
-        subscription = Mutex(configuration.feed == .durable ? nil : broker.subscribe(capacity: configuration.mailboxCapacity, kind: "eventlog"))
+        let surelyDurable = configuration.feed == .durable && configuration.feedIsSet
+        subscription = Mutex(surelyDurable ? nil : broker.subscribe(capacity: configuration.mailboxCapacity, kind: "eventlog"))
     }
 
     public var statistics: Statistics { counters.withLock { $0 } }
@@ -108,19 +113,25 @@ public final class EventLogOutput: Sendable {
         }
     }
 
-    /// As configured; durable needs the journal of a durable install.
+    /// Durable where the install keeps a journal (the cursor is open then);
+    /// live where it was asked for, or where the default cannot be durable.
     private func chooseFeed() async throws -> OutputStatistics.Feed {
         guard wantedFeed == .durable, await listener.waitUntilConnected() else { return .live }
-        guard listener.durability != .notifyOnly else {
-            throw EventLogError(description: "event_log.feed is durable, but the database was installed notify-only and keeps no journal; use feed: live, or install durable")
+        do {
+            guard listener.durability != .notifyOnly else {
+                throw EventLogError(description: "event_log.feed is durable, but the database was installed notify-only and keeps no journal; use feed: live, or install durable")
+            }
+            try await openCursor()
+            return .durable
+        } catch where !feedIsSet {
+            logger.notice("the event log is live: a live log loses events when it falls behind; install durable (or again, to add pgherald.output_cursor) for one that loses nothing", metadata: ["reason": "\(error)"])
+            return .live
         }
-        return .durable
     }
 
     private var isStopping: Bool { stopping.withLock { $0 } }
 
     private func writeFromJournal() async throws {
-        try await openCursor()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await self.journal.ringOnEvents(kind: "eventlog") }
             defer { group.cancelAll() }

@@ -118,7 +118,7 @@ struct Serve: AsyncParsableCommand {
     var writeRate: Int?
 
     @Option(help: ArgumentHelp(
-        "Append every event to this file as one JSON line. Default: off. Key: event_log.path (with event_log.sync, sync_interval, max_size, keep and feed in the file; feed: durable reads the journal through its own cursor and loses nothing).",
+        "Append every event to this file as one JSON line. Default: off. Key: event_log.path (with event_log.sync, sync_interval, max_size, keep and feed in the file; feed: durable, the default, reads the journal through its own cursor and loses nothing; feed: live is a broker subscriber).",
         valueName: "path"
     ))
     var eventLog: String?
