@@ -1,5 +1,4 @@
 import HeraldSupport
-import DequeModule
 import Herald
 import Logging
 import Metrics
@@ -12,10 +11,6 @@ import Synchronization
 /// It runs on its own tasks and its own HTTP connection pool, and waits only
 /// on the database and its own receiver, so a hanging endpoint delays nothing else.
 final class WebhookDispatcher: Sendable {
-    /// Time between looks for due rows that no doorbell announces: retries
-    /// from other daemons and leases that ran out.
-    static let pollInterval: Duration = .seconds(1)
-
     let endpoint: WebhookEndpoint
     private let store: WebhookStore
     private let sender: WebhookSender
@@ -23,29 +18,7 @@ final class WebhookDispatcher: Sendable {
     private let doorbell = Doorbell()
     private let logger: Logger
     private let latency: Metrics.Timer
-    private let state: Mutex<State>
-
-    private struct State {
-        var gate: EndpointGate
-        var inFlight = 0
-        /// Handed over by the feed and not yet sent.
-        var handedOver: Deque<PendingDelivery> = []
-        /// Room promised to a feeding round that has not handed its deliveries over yet.
-        var reserved = 0
-        /// Events wait in the journal until there is room for them.
-        var heldBack = false
-        /// The receiver is failing, the gate lets a probe through and no row
-        /// is due: the next feeding round hands over one event to probe with.
-        var probeWanted = false
-        var completions: [CompletedDelivery] = []
-        /// Rows may be due: the feed queued some, a retry's time came, or it is time to poll.
-        var rowsMayBeDue = true
-        var lastLease: ContinuousClock.Instant?
-        /// The earliest retry this daemon scheduled and has not yet looked for.
-        var nextRetry: ContinuousClock.Instant?
-        var stopping = false
-        var counters = DaemonStatistics.Webhook()
-    }
+    private let state: Mutex<DispatchStateMachine>
 
     /// Rung when room frees up while events wait in the journal.
     private let feedDoorbell: Doorbell
@@ -60,70 +33,36 @@ final class WebhookDispatcher: Sendable {
         logger[metadataKey: "endpoint"] = "\(endpoint.name)"
         self.logger = logger
         latency = Metrics.Timer(label: "pgherald_webhook_latency_seconds", dimensions: [("endpoint", endpoint.name)])
-        state = Mutex(State(gate: EndpointGate(concurrency: endpoint.effectiveConcurrency, schedule: schedule)))
+        state = Mutex(DispatchStateMachine(concurrency: endpoint.effectiveConcurrency, ordered: endpoint.ordered, schedule: schedule))
     }
 
     /// New rows may be due.
     func wake() {
-        state.withLock { $0.rowsMayBeDue = true }
+        state.withLock { $0.rowsQueued() }
         doorbell.ring()
     }
 
-    /// Deliveries held in memory at most, in flight or about to be: enough
-    /// to keep `concurrency` requests going between two feeding rounds. The
-    /// backlog beyond waits in the journal.
-    var capacity: Int { 4 * endpoint.effectiveConcurrency }
-
-    /// Promises room for deliveries handed over by the next feeding round, or
-    /// `nil` when this endpoint's events are to be queued as rows: for an
-    /// ordered endpoint (whose rows keep the order), or while stopping.
-    /// Each promise is ended by ``handOver(_:reserved:heldBack:)`` or ``releaseRoom(_:)``.
-    ///
-    /// Less room than half the capacity counts as none, so that a busy
-    /// endpoint is fed in rounds of many events rather than many rounds of a
-    /// few; once that much room is free again, the dispatcher asks for a round.
-    ///
-    /// While the receiver fails, the backlog waits in the journal at no cost
-    /// to anyone else, and only an event to probe with is handed over, when
-    /// the gate lets a probe through and no row is due to probe with.
+    /// Promises room for deliveries handed over by the next feeding round
+    /// (``DispatchStateMachine/reserveRoom()``). Each promise is ended by
+    /// ``handOver(_:reserved:heldBack:)`` or ``releaseRoom(_:)``.
     func reserveRoom() -> Int? {
-        state.withLock { state in
-            guard !endpoint.ordered, !state.stopping else { return nil }
-            if state.gate.isFailing {
-                state.heldBack = true
-                guard state.probeWanted, state.inFlight == 0, state.handedOver.isEmpty, state.reserved == 0 else { return 0 }
-                state.probeWanted = false
-                state.reserved = 1
-                return 1
-            }
-            let room = capacity - state.inFlight - state.handedOver.count - state.reserved
-            guard room >= capacity / 2 else {
-                state.heldBack = true
-                return 0
-            }
-            state.reserved += room
-            return room
-        }
+        state.withLock { $0.reserveRoom() }
     }
 
     /// - Parameter heldBack: whether events wait in the journal for room; if
     ///   so, freed room asks the feed for a round.
     func handOver(_ deliveries: [PendingDelivery], reserved: Int, heldBack: Bool) {
-        state.withLock { state in
-            state.reserved -= reserved
-            state.handedOver.append(contentsOf: deliveries)
-            state.heldBack = heldBack
-        }
+        state.withLock { $0.handOver(deliveries, reserved: reserved, heldBack: heldBack) }
         doorbell.ring()
     }
 
     func releaseRoom(_ reserved: Int) {
-        state.withLock { $0.reserved -= reserved }
+        state.withLock { $0.releaseRoom(reserved) }
     }
 
     /// Stops leasing; requests in flight run to their answer or timeout, then `run` returns.
     func stop() {
-        state.withLock { $0.stopping = true }
+        state.withLock { $0.stop() }
         doorbell.ring()
     }
 
@@ -143,60 +82,30 @@ final class WebhookDispatcher: Sendable {
         await sender.shutdown()
     }
 
+    /// Rounds of: write outcomes back, then do what the state machine says.
     private func dispatch() async {
         await withDiscardingTaskGroup { group in
             while true {
-                let completions = state.withLock { state in
-                    defer { state.completions = [] }
-                    return state.completions
-                }
+                let completions = state.withLock { $0.takeCompletions() }
                 var databaseDown = false
                 if !completions.isEmpty {
                     do {
                         try await store.complete(completions, endpoint: endpoint)
                     } catch {
-                        // Kept for the next round; until then the rows stay leased, so no other daemon sends them twice.
-                        state.withLock { $0.completions.insert(contentsOf: completions, at: 0) }
+                        state.withLock { $0.completionsNotRecorded(completions) }
                         logger.warning("cannot record webhook outcomes; retrying", metadata: ["error": "\(error)"])
                         databaseDown = true
                     }
                 }
-                let now = ContinuousClock.now
-                let (permit, generation, stopping, settled, spilled) = state.withLock { state in
-                    // Unsent handed-over events wait as rows while the receiver fails or the daemon stops.
-                    var spilled = 0
-                    if state.stopping || state.gate.isFailing, !state.handedOver.isEmpty {
-                        spilled = state.handedOver.count
-                        state.completions.append(contentsOf: state.handedOver.map(CompletedDelivery.unsent))
-                        state.handedOver.removeAll()
-                    }
-                    if let nextRetry = state.nextRetry, nextRetry <= now {
-                        state.nextRetry = nil
-                        state.rowsMayBeDue = true
-                    }
-                    if let lastLease = state.lastLease, now - lastLease >= Self.pollInterval { state.rowsMayBeDue = true }
-                    return (
-                        state.gate.permit(now: now, inFlight: state.inFlight), state.gate.generation, state.stopping,
-                        state.inFlight == 0 && state.reserved == 0 && (state.completions.isEmpty || databaseDown), spilled
-                    )
-                }
-                if spilled > 0 { continue }
-                if stopping {
-                    // What is not recorded stays leased, and is sent again after the next start.
-                    if settled { break }
-                    await doorbell.wait(timeout: Self.pollInterval)
+                switch state.withLock({ $0.nextRound(now: .now, databaseDown: databaseDown) }) {
+                case .recordUnsent:
                     continue
-                }
-                var timeout = state.withLock { state in
-                    state.nextRetry.map { min(Self.pollInterval, max(.zero, $0 - now)) } ?? Self.pollInterval
-                }
-                switch permit {
-                case .send(let slots) where !databaseDown:
-                    // Due rows first, so that retries are not starved by a steady stream of new events.
-                    let leaseRows = state.withLock { state in
-                        if state.rowsMayBeDue { state.lastLease = now }
-                        return state.rowsMayBeDue
-                    }
+                case .stopped:
+                    // What is not recorded stays leased, and is sent again after the next start.
+                    return
+                case .wait(let timeout):
+                    await doorbell.wait(timeout: timeout)
+                case .send(let slots, let generation, let leaseRows):
                     var leased: [PendingDelivery] = []
                     var leaseFailed = false
                     if leaseRows {
@@ -205,30 +114,15 @@ final class WebhookDispatcher: Sendable {
                         } catch {
                             leaseFailed = true
                             logger.warning("cannot lease webhook deliveries; retrying", metadata: ["error": "\(error)"])
-                            timeout = .seconds(1)
                         }
                     }
-                    let (handedOver, probeWanted) = state.withLock { state in
-                        if leaseRows, !leaseFailed, leased.count < slots { state.rowsMayBeDue = false }
-                        let taken = Array(state.handedOver.prefix(max(0, slots - leased.count)))
-                        state.handedOver.removeFirst(taken.count)
-                        state.inFlight += leased.count + taken.count
-                        let probeWanted = state.gate.isFailing && leaseRows && !leaseFailed && state.inFlight == 0 && state.reserved == 0
-                        if probeWanted { state.probeWanted = true }
-                        return (taken, probeWanted)
-                    }
-                    if probeWanted { feedDoorbell.ring() }
-                    for delivery in leased + handedOver {
+                    let sending = state.withLock { $0.leased(leased.count, slots: slots, leaseRows: leaseRows, leaseFailed: leaseFailed) }
+                    if sending.askFeedForProbe { feedDoorbell.ring() }
+                    for delivery in leased + sending.handedOver {
                         group.addTask { await self.attempt(delivery, generation: generation) }
                     }
-                    // More may be due at once.
-                    if leased.count == slots { continue }
-                case .wait(let until):
-                    timeout = min(timeout, max(.zero, until - now))
-                case .send, .full:
-                    break
+                    if let timeout = sending.thenWait { await doorbell.wait(timeout: timeout) }
                 }
-                await doorbell.wait(timeout: timeout)
             }
         }
     }
@@ -257,33 +151,10 @@ final class WebhookDispatcher: Sendable {
             delivery: delivery, decision: decision, status: result.outcome.status, error: result.outcome.error,
             responseExcerpt: result.excerpt
         )
-        let (askForMore, next) = state.withLock { state in
-            state.inFlight -= 1
-            state.gate.record(result.outcome, sentIn: generation, now: finished, jitter: .random(in: 0..<1))
-            state.completions.append(completion)
-            state.counters.attempts += 1
-            state.counters.lastStatus = result.outcome.status
-            state.counters.lastError = result.outcome.error
-            switch decision {
-            case .done:
-                state.counters.successes += 1
-            case .retry(let after):
-                state.counters.failures += 1
-                state.counters.retries += 1
-                state.nextRetry = min(state.nextRetry ?? finished + after, finished + after)
-            case .deadLetter:
-                state.counters.failures += 1
-                state.counters.deadLettered += 1
-            }
-            var next: (PendingDelivery, Int)?
-            if !state.stopping, !state.handedOver.isEmpty, case .send = state.gate.permit(now: finished, inFlight: state.inFlight) {
-                next = (state.handedOver.removeFirst(), state.gate.generation)
-                state.inFlight += 1
-            }
-            let room = capacity - state.inFlight - state.handedOver.count - state.reserved
-            return (state.heldBack && room >= capacity / 2, next)
+        let after = state.withLock {
+            $0.attemptFinished(completion, outcome: result.outcome, generation: generation, now: finished, jitter: .random(in: 0..<1))
         }
-        if askForMore { feedDoorbell.ring() }
+        if after.askFeedForMore { feedDoorbell.ring() }
         switch decision {
         case .done:
             logger.debug("delivered", metadata: ["event": "\(delivery.eventID)", "attempt": "\(delivery.attempts)"])
@@ -298,6 +169,6 @@ final class WebhookDispatcher: Sendable {
             ])
         }
         doorbell.ring()
-        return next
+        return after.next.map { ($0, after.generation) }
     }
 }

@@ -67,7 +67,7 @@ extension IntegrationTests {
             // The durable event log must come through the same faults with nothing lost.
             let eventLog = FileManager.default.temporaryDirectory.appending(path: "pgherald-faults-\(UUID().uuidString.prefix(8)).jsonl").path
             defer { try? FileManager.default.removeItem(atPath: eventLog) }
-            var daemon = try await SocketDaemon(database: database, arguments: ["--event-log", eventLog], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
+            var daemon = try await SocketDaemon(database: database, arguments: ["--event-log", eventLog])
             let subscriber = ResumingSubscriber(socketPath: daemon.socketPath, table: "fault_row")
             try await daemon.waitForSubscribers(1, kind: "sse")
             let writer = SteadyWriter(database: database)
@@ -98,12 +98,12 @@ extension IntegrationTests {
             daemon.process.signal(SIGKILL)
             _ = try await daemon.process.finish()
             try await Task.sleep(for: .milliseconds(500))
-            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--event-log", eventLog], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--event-log", eventLog])
             try spanning.execute("COMMIT")
             try await Task.sleep(for: .seconds(1))
             daemon.process.signal(SIGKILL)
             _ = try await daemon.process.finish()
-            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--event-log", eventLog], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--event-log", eventLog])
             try await Task.sleep(for: .seconds(1))
             await writer.stop()
 

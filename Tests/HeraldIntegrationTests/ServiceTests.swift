@@ -219,7 +219,7 @@ extension IntegrationTests {
             let filler = "\(directory)/filler"
             FileManager.default.createFile(atPath: filler, contents: Data(count: 248 * 1024))
             let path = "\(directory)/events.jsonl"
-            let daemon = try await SocketDaemon(database: database, arguments: ["--event-log", path], environment: ["PGHERALD_EVENT_LOG_FEED": "durable"])
+            let daemon = try await SocketDaemon(database: database, arguments: ["--event-log", path])
             let codes = (0..<200).map { "F\($0)" }
             try insertCourses(database, codes)
             try await waitFor(seconds: 20) {
