@@ -18,6 +18,6 @@ extension Installer {
 
     /// Whether the installed statement triggers call the native library.
     public static func usesNativeTriggers(on connection: LibpqConnection) throws(LibpqError) -> Bool {
-        try connection.execute("SELECT pgherald.native_triggers()").rows.first?[0] == "t"
+        try connection.execute("SELECT pgherald.native_triggers()").scalar == "t"
     }
 }

@@ -80,16 +80,21 @@ public enum Installer {
     /// The tables that publish now.
     public static func watchedTables(on connection: LibpqConnection) throws(LibpqError) -> [WatchedTable] {
         let result = try connection.execute("""
-            SELECT schema_name, table_name, coalesce(array_to_json(primary_key), '[]')::text
+            SELECT schema_name, table_name, coalesce(array_to_json(primary_key), '[]')::text AS primary_key
               FROM pgherald.watched_tables()
             """)
-        return result.rows.map { row in
-            let columns = (try? JSONParser.parse(row[2] ?? "[]"))
-                .flatMap { value -> [String]? in
-                    guard case .array(let names) = value else { return nil }
-                    return names.compactMap(\.stringValue)
-                } ?? []
-            return WatchedTable(table: TableName(schema: row[0] ?? "", name: row[1] ?? ""), primaryKey: columns)
-        }
+        return try result.decode(WatchedTable.self)
+    }
+}
+
+extension Installer.WatchedTable: RowDecodable {
+    /// From a row of `pgherald.watched_tables()`, with `primary_key` as a JSON array.
+    public init(row: ResultRow) throws(LibpqError) {
+        let key = (try? JSONParser.parse(try row.text("primary_key") ?? "[]"))
+            .flatMap { value -> [String]? in
+                guard case .array(let names) = value else { return nil }
+                return names.compactMap(\.stringValue)
+            } ?? []
+        self.init(table: TableName(schema: try row.value("schema_name"), name: try row.value("table_name")), primaryKey: key)
     }
 }

@@ -131,7 +131,7 @@ public final class SchemaCatalog: Sendable {
     private static func loadColumns(on connection: LibpqConnection) throws(LibpqError) -> [TableName: [TableColumn]] {
         // A domain is checked as its base type.
         let result = try connection.execute("""
-            SELECT n.nspname, c.relname, a.attname, coalesce(b.typname, t.typname)
+            SELECT n.nspname, c.relname, a.attname, coalesce(b.typname, t.typname) AS typname
               FROM pg_class c
               JOIN pg_namespace n ON n.oid = c.relnamespace
               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -143,9 +143,9 @@ public final class SchemaCatalog: Sendable {
              ORDER BY c.oid, a.attnum
             """, timeout: .seconds(10))
         var columns: [TableName: [TableColumn]] = [:]
-        for row in result.rows {
-            guard let schema = row[0], let table = row[1], let column = row[2], let type = row[3] else { continue }
-            columns[TableName(schema: schema, name: table), default: []].append(TableColumn(name: column, type: ColumnType(name: type)))
+        for row in result.namedRows {
+            let table = TableName(schema: try row.value("nspname"), name: try row.value("relname"))
+            columns[table, default: []].append(TableColumn(name: try row.value("attname"), type: ColumnType(name: try row.value("typname"))))
         }
         return columns
     }

@@ -45,37 +45,33 @@ extension WebhookStore {
         try await connection.run { connection throws(LibpqError) in
             var backlogs: [String: Backlog] = [:]
             let pending = try connection.execute("""
-                SELECT endpoint, count(*),
-                       count(*) FILTER (WHERE leased_by IS NOT NULL AND next_attempt_at > now()),
-                       count(*) FILTER (WHERE attempts > 0 AND leased_by IS NULL),
-                       extract(epoch FROM now() - min(created_at))::float8,
-                       (array_agg(last_status ORDER BY last_attempt_at DESC NULLS LAST))[1],
-                       (array_agg(last_error ORDER BY last_attempt_at DESC NULLS LAST))[1],
+                SELECT endpoint, count(*) AS pending,
+                       count(*) FILTER (WHERE leased_by IS NOT NULL AND next_attempt_at > now()) AS in_flight,
+                       count(*) FILTER (WHERE attempts > 0 AND leased_by IS NULL) AS failing,
+                       extract(epoch FROM now() - min(created_at))::float8 AS oldest_seconds,
+                       (array_agg(last_status ORDER BY last_attempt_at DESC NULLS LAST))[1] AS last_status,
+                       (array_agg(last_error ORDER BY last_attempt_at DESC NULLS LAST))[1] AS last_error,
                        (array_agg(event_id::text || CASE WHEN attempts > 0 AND leased_by IS NULL
                                    THEN ' (attempt ' || attempts || ' failed: ' || coalesce(last_error, '?') || ')' ELSE '' END
-                                  ORDER BY seq))[1]
+                                  ORDER BY seq))[1] AS held_by
                   FROM pgherald.webhook_delivery GROUP BY endpoint
                 """)
-            for row in pending.rows {
-                guard let name = row[0] else { continue }
-                var backlog = Backlog(
-                    pending: row[1].flatMap { Int($0) } ?? 0,
-                    inFlight: row[2].flatMap { Int($0) } ?? 0,
-                    failing: row[3].flatMap { Int($0) } ?? 0
-                )
-                backlog.oldestPendingSeconds = row[4].flatMap { Double($0) }
-                backlog.lastStatus = row[5].flatMap { Int($0) }
-                backlog.lastError = row[6] ?? nil
-                backlog.heldBy = row[7] ?? nil
-                backlogs[name] = backlog
+            for row in pending.namedRows {
+                var backlog = Backlog(pending: try row.value("pending"), inFlight: try row.value("in_flight"), failing: try row.value("failing"))
+                backlog.oldestPendingSeconds = try row.optional("oldest_seconds")
+                backlog.lastStatus = try row.optional("last_status")
+                backlog.lastError = try row.text("last_error")
+                backlog.heldBy = try row.text("held_by")
+                backlogs[try row.value("endpoint")] = backlog
             }
             // Handed-over events are pending and in flight, without rows of their own.
             let handedOver = try connection.execute("""
-                SELECT endpoint, sum(cardinality(event_ids)) FROM pgherald.webhook_in_flight
+                SELECT endpoint, sum(cardinality(event_ids)) AS events FROM pgherald.webhook_in_flight
                  WHERE cardinality(event_ids) > 0 GROUP BY endpoint
                 """)
-            for row in handedOver.rows {
-                guard let name = row[0], let count = row[1].flatMap({ Int($0) }) else { continue }
+            for row in handedOver.namedRows {
+                let name: String = try row.value("endpoint")
+                let count: Int = try row.value("events")
                 backlogs[name, default: Backlog()].pending += count
                 backlogs[name, default: Backlog()].inFlight += count
             }
@@ -83,8 +79,8 @@ extension WebhookStore {
             // the feed stopped inside counts whole (it holds at most 100 events).
             let waiting = try connection.execute("""
                 SELECT f.endpoint,
-                       sum(coalesce(j.event_count, 1)),
-                       extract(epoch FROM now() - min(j.created_at))::float8
+                       sum(coalesce(j.event_count, 1)) AS events,
+                       extract(epoch FROM now() - min(j.created_at))::float8 AS oldest_seconds
                   FROM pgherald.webhook_feed f
                   JOIN pgherald.journal j
                     ON j.txid >= pg_snapshot_xmin(f.snapshot) AND NOT pg_visible_in_snapshot(j.txid, f.snapshot)
@@ -92,18 +88,19 @@ extension WebhookStore {
                                     AND (j.txid, coalesce(j.last_id, j.id)) <= (f.after_txid, f.after_id), false)
                  GROUP BY f.endpoint
                 """)
-            for row in waiting.rows {
-                guard let name = row[0], let count = row[1].flatMap({ Int($0) }), count > 0 else { continue }
+            for row in waiting.namedRows {
+                let name: String = try row.value("endpoint")
+                let count: Int = try row.value("events")
+                guard count > 0 else { continue }
                 backlogs[name, default: Backlog()].pending += count
                 backlogs[name, default: Backlog()].inJournal = count
-                if let age = row[2].flatMap({ Double($0) }) {
+                if let age = try row.optional("oldest_seconds", as: Double.self) {
                     backlogs[name, default: Backlog()].oldestPendingSeconds = max(backlogs[name]?.oldestPendingSeconds ?? 0, age)
                 }
             }
-            let dead = try connection.execute("SELECT endpoint, count(*) FROM pgherald.webhook_dead_letter GROUP BY endpoint")
-            for row in dead.rows {
-                guard let name = row[0] else { continue }
-                backlogs[name, default: Backlog()].dead = row[1].flatMap { Int($0) } ?? 0
+            let dead = try connection.execute("SELECT endpoint, count(*) AS dead FROM pgherald.webhook_dead_letter GROUP BY endpoint")
+            for row in dead.namedRows {
+                backlogs[try row.value("endpoint"), default: Backlog()].dead = try row.value("dead")
             }
             return backlogs
         }
@@ -114,19 +111,12 @@ extension WebhookStore {
         try await connection.run { connection throws(LibpqError) in
             let result = try connection.execute("""
                 SELECT id, endpoint, event_id, attempts, last_status, error, response_excerpt,
-                       to_char(failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), body
+                       to_char(failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS failed_at, body
                   FROM pgherald.webhook_dead_letter
                  WHERE $1::text IS NULL OR endpoint = $1
                  ORDER BY id LIMIT \(limit)
                 """, parameters: [endpoint])
-            return result.rows.compactMap { row in
-                guard let id = row[0].flatMap({ Int64($0) }), let endpoint = row[1], let event = row[2] else { return nil }
-                return DeadLetter(
-                    id: id, endpoint: endpoint, eventID: event, attempts: row[3].flatMap { Int($0) } ?? 0,
-                    lastStatus: row[4].flatMap { Int($0) }, error: row[5] ?? "", responseExcerpt: row[6] ?? nil,
-                    failedAt: row[7] ?? "", body: row[8] ?? ""
-                )
-            }
+            return try result.decode(DeadLetter.self)
         }
     }
 
@@ -149,5 +139,16 @@ extension WebhookStore {
                 return result.affectedRows ?? 0
             }
         }
+    }
+}
+
+extension WebhookStore.DeadLetter: RowDecodable {
+    /// From a row of `pgherald.webhook_dead_letter`, with `failed_at` as ISO 8601 text.
+    public init(row: ResultRow) throws(LibpqError) {
+        self.init(
+            id: try row.value("id"), endpoint: try row.value("endpoint"), eventID: try row.value("event_id"),
+            attempts: try row.value("attempts"), lastStatus: try row.optional("last_status"), error: try row.text("error") ?? "",
+            responseExcerpt: try row.text("response_excerpt"), failedAt: try row.value("failed_at"), body: try row.value("body")
+        )
     }
 }

@@ -18,7 +18,7 @@ public final class WebhookStore: Sendable {
     /// Fails with a message that says what to run when the database has no webhook tables.
     public func checkInstalled() async throws(LibpqError) {
         let installed = try await connection.run { connection throws(LibpqError) in
-            try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t"
+            try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").scalar == "t"
         }
         guard installed else {
             throw LibpqError(.queryFailed, "the database has no webhook tables (pgherald.webhook_in_flight); run `pgherald install` to upgrade the publisher to version 4")
@@ -103,12 +103,10 @@ public final class WebhookStore: Sendable {
                 let wallClock = Int64(Date().timeIntervalSince1970 * 1e9)
                 let byName = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
                 var positions: [String: FeedPosition] = [:]
-                for row in locked.rows {
-                    guard let name = row[0], byName[name] != nil, let snapshot = row[1].flatMap({ TransactionSnapshot($0) }) else { continue }
-                    let after = row[3].flatMap { txid in row[4].flatMap { id in
-                        UInt64(txid).flatMap { txid in UInt64(id).map { FeedPosition.Row(transactionID: txid, id: $0) } }
-                    } }
-                    positions[name] = FeedPosition(snapshot: snapshot, target: row[2].flatMap { TransactionSnapshot($0) }, after: after)
+                for row in locked.namedRows {
+                    let name: String = try row.value("endpoint")
+                    guard byName[name] != nil else { continue }
+                    positions[name] = try FeedPosition(row: row)
                 }
                 // Endpoints that queue rows and stand at the same place read the journal once;
                 // each endpoint that hands over reads on its own, as far as its room goes.
@@ -253,18 +251,14 @@ public final class WebhookStore: Sendable {
                    next_attempt_at = now() + make_interval(secs => $3::float8)
               FROM c
              WHERE d.seq = c.seq
-            RETURNING d.seq, d.event_id, d.attempts, extract(epoch FROM now() - d.created_at)::float8, d.body
+            RETURNING d.seq, d.event_id, d.attempts, extract(epoch FROM now() - d.created_at)::float8 AS age_seconds, d.body
             """
         var parameters: [String?] = [endpoint.name, daemon, String(endpoint.lease / .seconds(1))]
         if !endpoint.ordered { parameters.append(String(limit)) }
         let result = try await connection.run { [parameters] connection throws(LibpqError) in
             try connection.execute(sql, parameters: parameters)
         }
-        return result.rows.compactMap { row -> (seq: Int64, delivery: PendingDelivery)? in
-            guard let seq = row[0].flatMap({ Int64($0) }), let id = row[1], let attempts = row[2].flatMap({ Int($0) }),
-                  let age = row[3].flatMap({ Double($0) }), let body = row[4] else { return nil }
-            return (seq, PendingDelivery(source: .queued(seq: seq), eventID: id, body: Array(body.utf8), attempts: attempts, age: .seconds(age)))
-        }.sorted { $0.seq < $1.seq }.map(\.delivery)
+        return try result.decode(LeasedDelivery.self).sorted { $0.seq < $1.seq }.map(\.delivery)
     }
 
     /// Writes back one endpoint's outcomes: delivered rows go, retries wait,
@@ -326,8 +320,10 @@ public final class WebhookStore: Sendable {
                 array(deliveries.map { String($0.age / .seconds(1)) }), daemon, String(endpoint.lease / .seconds(1)),
                 array(deliveries.map { String($0.attempts) }),
             ])
-        let seqs = Dictionary(inserted.rows.compactMap { row in row[0].flatMap { id in row[1].flatMap { Int64($0) }.map { (id, $0) } } },
-                              uniquingKeysWith: { first, _ in first })
+        var seqs: [String: Int64] = [:]
+        for row in inserted.namedRows {
+            seqs[try row.value("event_id")] = try row.value("seq")
+        }
         return completions.compactMap { completion in
             guard let seq = seqs[completion.delivery.eventID] else { return nil }
             var completion = completion
@@ -405,8 +401,10 @@ public final class WebhookStore: Sendable {
                      FOR UPDATE SKIP LOCKED
                     """, parameters: [daemon, Self.array(endpoints)])
                 var requeued: [String: Int] = [:]
-                for row in abandoned.rows {
-                    guard let endpoint = row[0], let owner = row[1], let ids = row[2] else { continue }
+                for row in abandoned.namedRows {
+                    let endpoint: String = try row.value("endpoint")
+                    let owner: String = try row.value("daemon")
+                    let ids: String = try row.value("event_ids")
                     let wanted = ids.dropFirst().dropLast().split(separator: ",").compactMap { UInt64($0) }
                     // As old as its write, like every handed-over event.
                     let wallClock = Int64(Date().timeIntervalSince1970 * 1e9)
@@ -450,5 +448,19 @@ public final class WebhookStore: Sendable {
 
     static func array(_ values: [String]) -> String {
         array(values.map(Optional.some))
+    }
+}
+
+/// A row `lease` took: its feeding order, and the delivery it holds.
+private struct LeasedDelivery: RowDecodable {
+    var seq: Int64
+    var delivery: PendingDelivery
+
+    init(row: ResultRow) throws(LibpqError) {
+        seq = try row.value("seq")
+        delivery = PendingDelivery(
+            source: .queued(seq: seq), eventID: try row.value("event_id"), body: Array(try row.value("body", as: String.self).utf8),
+            attempts: try row.value("attempts"), age: .seconds(try row.value("age_seconds", as: Double.self))
+        )
     }
 }

@@ -66,7 +66,7 @@ public final class JournalFeed: Sendable {
     /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`).
     public func open() async throws(LibpqError) {
         let (position, lastEventID) = try await connection.run { [daemon, output] connection throws(LibpqError) in
-            let installed = try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").rows.first?[0] == "t"
+            let installed = try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").scalar == "t"
             guard installed else {
                 throw LibpqError(.queryFailed, "the database has no pgherald.output_cursor, which durable outputs keep their place in; run `pgherald install` to add it")
             }
@@ -77,12 +77,11 @@ public final class JournalFeed: Sendable {
             let row = try connection.execute("""
                 SELECT snapshot::text, target::text, after_txid::text, after_id::text, last_event_id::text
                   FROM pgherald.output_cursor WHERE daemon = $1 AND output = $2
-                """, parameters: [daemon, output]).rows.first
-            guard let row, let snapshot = row[0].flatMap({ TransactionSnapshot($0) }) else {
+                """, parameters: [daemon, output]).namedRows.first
+            guard let row else {
                 throw LibpqError(.queryFailed, "the cursor of \(output) under \(daemon) cannot be read")
             }
-            let after = row[2].flatMap { UInt64($0) }.flatMap { txid in row[3].flatMap { UInt64($0) }.map { FeedPosition.Row(transactionID: txid, id: $0) } }
-            return (FeedPosition(snapshot: snapshot, target: row[1].flatMap { TransactionSnapshot($0) }, after: after), row[4].flatMap { UInt64($0) })
+            return (try FeedPosition(row: row), try row.optional("last_event_id", as: UInt64.self))
         }
         state.withLock { state in
             state.position = position

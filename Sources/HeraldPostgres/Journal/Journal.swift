@@ -40,8 +40,8 @@ public enum Journal {
             SELECT EXISTS (SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
                             WHERE n.nspname = 'pgherald' AND p.proname = 'durability')
             """)
-        guard installed.rows.first?[0] == "t" else { return nil }
-        return try connection.execute("SELECT pgherald.durability()").rows.first?[0].flatMap { Durability(rawValue: $0) }
+        guard installed.scalar == "t" else { return nil }
+        return try connection.execute("SELECT pgherald.durability()").scalar.flatMap { Durability(rawValue: $0) }
     }
 
     /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell).
@@ -53,17 +53,17 @@ public enum Journal {
     public static func notificationChannel(on connection: LibpqConnection) throws(LibpqError) -> String? {
         // Asked apart from the read: a statement naming pgherald.setting fails to parse without it.
         let installed = try connection.execute("SELECT to_regclass('pgherald.setting') IS NOT NULL")
-        guard installed.rows.first?[0] == "t" else { return nil }
-        return try connection.execute("SELECT value FROM pgherald.setting WHERE name = 'channel'").rows.first?[0] ?? nil
+        guard installed.scalar == "t" else { return nil }
+        return try connection.execute("SELECT value FROM pgherald.setting WHERE name = 'channel'").scalar ?? nil
     }
 
     /// `pgherald.version()` of the installed publisher.
     public static func publisherVersion(on connection: LibpqConnection) throws(LibpqError) -> Int? {
-        try connection.execute("SELECT pgherald.version()").rows.first?[0].flatMap { Int($0) }
+        try connection.execute("SELECT pgherald.version()").scalar.flatMap { Int($0) }
     }
 
     public static func currentSnapshot(on connection: LibpqConnection) throws(LibpqError) -> TransactionSnapshot {
-        try snapshot(connection.execute("SELECT pg_current_snapshot()::text").rows.first?[0])
+        try snapshot(connection.execute("SELECT pg_current_snapshot()::text").scalar)
     }
 
     /// The newest checkpoint of `daemon`, if it ever recorded one.
@@ -72,8 +72,8 @@ public enum Journal {
             SELECT snapshot::text, last_event_id FROM pgherald.checkpoint
              WHERE daemon = $1 ORDER BY seq DESC LIMIT 1
             """, parameters: [daemon])
-        guard let row = result.rows.first else { return nil }
-        return Checkpoint(snapshot: try snapshot(row[0]), lastEventID: row[1].flatMap { UInt64($0) })
+        guard let row = result.namedRows.first else { return nil }
+        return Checkpoint(snapshot: try row.value("snapshot"), lastEventID: try row.optional("last_event_id"))
     }
 
     /// Records that everything visible in `snapshot` has been delivered.
@@ -116,7 +116,7 @@ public enum Journal {
                 older.description, newer.description,
                 String(after?.transactionID ?? 0), String(after?.id ?? 0),
             ])
-        var rows = try events(result.rows)
+        var rows = try events(result.namedRows)
         if let after {
             rows.removeAll { ($0.transactionID, $0.id) <= (after.transactionID, after.id) }
         }
@@ -135,7 +135,7 @@ public enum Journal {
         // pg_current_snapshot() is the statement's snapshot, the one the journal is read in.
         let result = try connection.execute("""
             WITH target AS (SELECT coalesce($2::pg_snapshot, pg_current_snapshot()) AS s)
-            SELECT j.txid::text, j.id, j.last_id, j.event, target.s::text
+            SELECT j.txid::text, j.id, j.last_id, j.event, target.s::text AS snapshot
               FROM target LEFT JOIN LATERAL (
                 SELECT txid, id, last_id, event FROM pgherald.journal
                  WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax(target.s)
@@ -145,8 +145,10 @@ public enum Journal {
                  LIMIT \(limit)
               ) AS j ON true
             """, parameters: [covered.description, target?.description])
-        let snapshot = try snapshot(result.rows.first?[4])
-        let found = result.rows.first?[0] == nil ? [] : result.rows
+        let rows = result.namedRows
+        let snapshot = try snapshot(rows.first?.text("snapshot"))
+        // The outer join answers an empty journal with one row of NULLs.
+        let found = try rows.first?.text("txid") == nil ? [] : rows
         return (snapshot, Page(rows: try events(found), isLast: found.count < limit))
     }
 
@@ -163,7 +165,7 @@ public enum Journal {
                             JOIN pgherald.journal b ON b.last_id IS NOT NULL AND int8range(b.id, b.last_id, '[]') @> wanted.id)
             """, parameters: [list])
         let wanted = Set(ids)
-        return try events(result.rows).filter { wanted.contains($0.id) }
+        return try events(result.namedRows).filter { wanted.contains($0.id) }
     }
 
     /// The events one statement wrote, from `first` through `last`, in id order.
@@ -174,18 +176,18 @@ public enum Journal {
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid = $1::xid8 AND id BETWEEN $2 AND $3 ORDER BY id
             """, parameters: [String(transactionID), String(first), String(last)])
-        return try events(result.rows)
+        return try events(result.namedRows)
     }
 
     /// Takes batches apart: each event in one carries its id first, as the trigger writes it.
-    private static func events(_ found: [[String?]]) throws(LibpqError) -> [Row] {
+    private static func events(_ found: [ResultRow]) throws(LibpqError) -> [Row] {
         var rows: [Row] = []
         rows.reserveCapacity(found.count)
         for row in found {
-            guard let txid = row[0].flatMap({ UInt64($0) }), let id = row[1].flatMap({ UInt64($0) }), let event = row[3] else {
-                throw LibpqError(.queryFailed, "unexpected journal row")
-            }
-            guard row[2] != nil else {
+            let txid: UInt64 = try row.value("txid")
+            let id: UInt64 = try row.value("id")
+            let event: String = try row.value("event")
+            guard try row.text("last_id") != nil else {
                 rows.append(Row(transactionID: txid, id: id, event: event))
                 continue
             }

@@ -105,38 +105,44 @@ public final class JournalMaintenance: Service, Sendable {
         // retention from outrunning a late mark.
         var handedOver: Set<UInt64> = []
         var feeds: [TransactionSnapshot] = []
-        if try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").rows.first?[0] == "t" {
-            handedOver = Set(try connection.execute(
-                "SELECT DISTINCT unnest(event_ids)::text FROM pgherald.webhook_in_flight"
-            ).rows.compactMap { $0[0].flatMap { UInt64($0) } })
-            feeds = try connection.execute("""
+        if try connection.execute("SELECT to_regclass('pgherald.webhook_in_flight') IS NOT NULL").scalar == "t" {
+            for row in try connection.execute("SELECT DISTINCT unnest(event_ids) AS id FROM pgherald.webhook_in_flight").namedRows {
+                handedOver.insert(try row.value("id"))
+            }
+            for row in try connection.execute("""
                 SELECT snapshot::text FROM pgherald.webhook_feed
                  WHERE fed_at > now() - greatest(make_interval(secs => $1::float8), interval '1 minute')
-                """, parameters: [String(retentionSeconds)]).rows.compactMap { $0[0].flatMap { TransactionSnapshot($0) } }
+                """, parameters: [String(retentionSeconds)]).namedRows {
+                feeds.append(try row.value("snapshot"))
+            }
         }
         // Durable outputs' cursors keep what they have not read, by the same rule.
-        if try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").rows.first?[0] == "t" {
-            feeds += try connection.execute("""
+        if try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").scalar == "t" {
+            for row in try connection.execute("""
                 SELECT snapshot::text FROM pgherald.output_cursor
                  WHERE moved_at > now() - greatest(make_interval(secs => $1::float8), interval '1 minute')
-                """, parameters: [String(retentionSeconds)]).rows.compactMap { $0[0].flatMap { TransactionSnapshot($0) } }
+                """, parameters: [String(retentionSeconds)]).namedRows {
+                feeds.append(try row.value("snapshot"))
+            }
         }
         var pruned = 0
         while true {
             let oldest = try connection.execute("""
-                SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8), coalesce(last_id, id),
-                       coalesce(event_count, 1)
+                SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8) AS expired,
+                       coalesce(last_id, id) AS last_id, coalesce(event_count, 1) AS events
                   FROM pgherald.journal ORDER BY id LIMIT \(configuration.batchSize)
                 """, parameters: [String(retentionSeconds)])
             var events = 0
-            let doomed = oldest.rows.compactMap { row -> String? in
-                guard row[2] == "t", let txid = row[1].flatMap({ UInt64($0) }), checkpoint.snapshot.isVisible(txid),
-                      feeds.allSatisfy({ $0.isVisible(txid) }), let id = row[0].flatMap({ UInt64($0) }),
-                      let last = row[3].flatMap({ UInt64($0) }) else { return nil }
+            var doomed: [String] = []
+            for row in oldest.namedRows {
+                let txid: UInt64 = try row.value("txid")
+                guard try row.value("expired", as: Bool.self), checkpoint.snapshot.isVisible(txid), feeds.allSatisfy({ $0.isVisible(txid) }) else { continue }
+                let id: UInt64 = try row.value("id")
+                let last: UInt64 = try row.value("last_id")
                 // A batch stays while any id in its range is handed over.
-                guard id == last ? !handedOver.contains(id) : !handedOver.contains(where: { (id...last).contains($0) }) else { return nil }
-                events += row[4].flatMap { Int($0) } ?? 1
-                return String(id)
+                guard id == last ? !handedOver.contains(id) : !handedOver.contains(where: { (id...last).contains($0) }) else { continue }
+                events += try row.value("events", as: Int.self)
+                doomed.append(String(id))
             }
             guard !doomed.isEmpty else { break }
             try connection.execute(
@@ -145,7 +151,7 @@ public final class JournalMaintenance: Service, Sendable {
             )
             pruned += events
             // Rows come in id order, which is roughly age order: past the first young row, the rest are younger.
-            guard oldest.rows.count == configuration.batchSize, oldest.rows.last?[2] == "t" else { break }
+            guard oldest.rows.count == configuration.batchSize, try oldest.namedRows.last?.value("expired", as: Bool.self) == true else { break }
         }
         // A resuming client needs the last checkpoint from before its event; keep an hour's margin.
         try connection.execute("""
@@ -171,19 +177,19 @@ public final class JournalMaintenance: Service, Sendable {
             SELECT (SELECT CASE WHEN counted < \(Self.exactCountLimit) THEN events
                                 ELSE greatest(events, (SELECT reltuples::bigint FROM pg_class WHERE oid = 'pgherald.journal'::regclass)) END
                       FROM (SELECT count(*) AS counted, coalesce(sum(coalesce(event_count, 1)), 0) AS events
-                              FROM (SELECT event_count FROM pgherald.journal LIMIT \(Self.exactCountLimit)) AS capped) AS c),
-                   pg_total_relation_size('pgherald.journal'),
-                   oldest.id,
-                   to_char(oldest.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                              FROM (SELECT event_count FROM pgherald.journal LIMIT \(Self.exactCountLimit)) AS capped) AS c) AS events,
+                   pg_total_relation_size('pgherald.journal') AS bytes,
+                   oldest.id::text AS oldest_id,
+                   to_char(oldest.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS oldest_at
               FROM (SELECT 1) AS one
               LEFT JOIN (SELECT id, created_at FROM pgherald.journal ORDER BY id LIMIT 1) AS oldest ON true
             """)
-        let row = result.rows.first ?? []
+        let row = result.namedRows.first
         return DaemonStatistics.Journal(
-            rows: row.first.flatMap { $0.flatMap { Int64($0) } } ?? 0,
-            bytes: row.dropFirst().first.flatMap { $0.flatMap { Int64($0) } } ?? 0,
-            oldestAt: row.count > 3 ? row[3] : nil,
-            oldestEventID: row.count > 2 ? row[2] : nil,
+            rows: try row?.optional("events") ?? 0,
+            bytes: try row?.optional("bytes") ?? 0,
+            oldestAt: try row?.text("oldest_at"),
+            oldestEventID: try row?.text("oldest_id"),
             pruned: pruned,
             retentionSeconds: retentionSeconds
         )

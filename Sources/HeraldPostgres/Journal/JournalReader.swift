@@ -51,7 +51,7 @@ public final class JournalReader: Sendable {
                  WHERE daemon = $1 AND NOT pg_visible_in_snapshot($2::xid8, snapshot)
                  ORDER BY seq DESC LIMIT 1
                 """, parameters: [daemon, String(transactionID)])
-            guard let sinceText = since.rows.first?[0], let checkpoint = TransactionSnapshot(sinceText) else {
+            guard let sinceText = since.scalar, let checkpoint = TransactionSnapshot(sinceText) else {
                 return .reset(reason: "event \(eventID) was not delivered by this daemon")
             }
             return .journal(ReplayCursor(covering: now, since: checkpoint, resumedTransactionID: transactionID, resumedEventID: eventID))

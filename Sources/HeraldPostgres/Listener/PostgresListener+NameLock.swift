@@ -35,13 +35,13 @@ extension PostgresListener {
     }
 
     private func daemonTableExists(on connection: LibpqConnection) throws(LibpqError) -> Bool {
-        try connection.execute("SELECT to_regclass('pgherald.daemon') IS NOT NULL").rows.first?[0] == "t"
+        try connection.execute("SELECT to_regclass('pgherald.daemon') IS NOT NULL").scalar == "t"
     }
 
     private func tryLock(_ name: String, on connection: LibpqConnection) throws(LibpqError) -> Bool {
         try connection.execute(
             "SELECT pg_try_advisory_lock(hashtext('pgherald.daemon'), hashtext($1))", parameters: [name]
-        ).rows.first?[0] == "t"
+        ).scalar == "t"
     }
 
     /// The backend of a session that this very process opened earlier and that still holds `name`.
@@ -50,24 +50,24 @@ extension PostgresListener {
         return try connection.execute("""
             SELECT backend_pid FROM pgherald.daemon
              WHERE name = $1 AND host = $2 AND pid = $3 AND backend_pid <> pg_backend_pid()
-            """, parameters: [name, ProcessInfo.processInfo.hostName, String(getpid())]).rows.first?[0] ?? nil
+            """, parameters: [name, ProcessInfo.processInfo.hostName, String(getpid())]).scalar ?? nil
     }
 
     /// Describes the process holding `name`: its host and pid when recorded, else its server session.
     private func holder(of name: String, on connection: LibpqConnection) throws(LibpqError) -> String {
         let holder = try connection.execute("""
-            SELECT l.pid, coalesce(host(a.client_addr), 'local socket'), a.backend_start
+            SELECT l.pid, coalesce(host(a.client_addr), 'local socket') AS client, a.backend_start
               FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
              WHERE l.locktype = 'advisory' AND l.granted
                AND l.classid = hashtext('pgherald.daemon')::oid AND l.objid = hashtext($1)::oid AND l.objsubid = 2
             """, parameters: [name])
-        guard let row = holder.rows.first, let backend = row[0] else { return "it has just stopped" }
+        guard let row = holder.namedRows.first, let backend = try row.text("pid") else { return "it has just stopped" }
         if try daemonTableExists(on: connection),
            let recorded = try connection.execute(
                "SELECT host, pid, since FROM pgherald.daemon WHERE name = $1 AND backend_pid = $2", parameters: [name, backend]
-           ).rows.first {
-            return "host \(recorded[0] ?? "?"), pid \(recorded[1] ?? "?"), since \(recorded[2] ?? "?")"
+           ).namedRows.first {
+            return "host \(try recorded.text("host") ?? "?"), pid \(try recorded.text("pid") ?? "?"), since \(try recorded.text("since") ?? "?")"
         }
-        return "server session \(backend) from \(row[1] ?? "?"), since \(row[2] ?? "?")"
+        return "server session \(backend) from \(try row.text("client") ?? "?"), since \(try row.text("backend_start") ?? "?")"
     }
 }

@@ -145,7 +145,7 @@ extension PostgresListener {
                 timeout: listener.configuration.connectTimeout
             )
             listener.recordParked(parked)
-            listener.logger.trace(parked ? "parked" : "reading the journal", metadata: ["parked_daemons": "\(result.rows.first?[0] ?? nil ?? "?")"])
+            listener.logger.trace(parked ? "parked" : "reading the journal", metadata: ["parked_daemons": "\(result.scalar ?? nil ?? "?")"])
         }
 
         /// Reads the journal up to now, or up to a tick's snapshot, and delivers
@@ -381,7 +381,7 @@ extension PostgresListener {
                 "SELECT s::text, pg_notify($1, s::text) FROM pg_current_snapshot() AS s",
                 parameters: [listener.tickChannel], timeout: listener.configuration.connectTimeout
             )
-            guard let text = result.rows.first?[0], let snapshot = TransactionSnapshot(text) else {
+            guard let text = result.scalar, let snapshot = TransactionSnapshot(text) else {
                 throw LibpqError(.queryFailed, "unexpected snapshot from a tick")
             }
             cursor.tickSent(snapshot: snapshot)

@@ -30,6 +30,6 @@ extension SessionRoute {
     }
 
     private static func backendPID(seenBy connection: LibpqConnection) throws(LibpqError) -> Int32 {
-        Int32(try connection.execute("SELECT pg_backend_pid()").rows.first?[0] ?? "") ?? 0
+        Int32(try connection.execute("SELECT pg_backend_pid()").scalar ?? "") ?? 0
     }
 }

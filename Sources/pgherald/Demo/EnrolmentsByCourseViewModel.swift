@@ -48,11 +48,13 @@ final class EnrolmentsByCourseViewModel: RefreshableViewModel {
     private nonisolated static func load(_ connectionString: ConnectionString) throws(LibpqError) -> [Row] {
         let connection = try LibpqConnection.connect(connectionString, timeout: .seconds(5), applicationName: "pgherald-demo")
         let result = try connection.execute("""
-            SELECT c.short_code, c.name, count(e.student_id)
+            SELECT c.short_code, c.name, count(e.student_id) AS enrolled
               FROM course c LEFT JOIN enrols_in e ON e.course_id = c.id
              GROUP BY c.id, c.short_code, c.name
              ORDER BY c.short_code
             """)
-        return result.rows.map { Row(shortCode: $0[0] ?? "", name: $0[1] ?? "", enrolled: Int($0[2] ?? "") ?? 0) }
+        return try result.namedRows.map { row throws(LibpqError) in
+            Row(shortCode: try row.value("short_code"), name: try row.value("name"), enrolled: try row.value("enrolled"))
+        }
     }
 }
