@@ -19,7 +19,7 @@ extension DaemonConfiguration {
 
         let password = try passwordFromFile(settings)
         let database = try connectionString(
-            "database", flag: "--db", text: settings.string("database", default: "", secret: true, recorded: false)!,
+            "database", flag: "--db", text: settings.string("database", default: "", secret: true, recorded: false) as String,
             password: password, settings, warnings: &warnings
         )
         // The listener's own conninfo, for a database reached through a transaction pooler.
