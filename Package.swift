@@ -84,6 +84,15 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // The client side of the NATS protocol on SwiftNIO: frames, the connection, JetStream publish acknowledgements.
+        .target(
+            name: "HeraldNATS",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         // Reading settings: the file, PGHERALD_* variables and flags, with where each value came from.
         .target(
             name: "HeraldSettings",
@@ -149,6 +158,8 @@ let package = Package(
                 "HeraldOutput",
                 "HeraldSupport",
                 "HeraldRealtime",
+                "HeraldNATS",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -227,7 +238,7 @@ let package = Package(
             name: "HeraldTests",
             dependencies: [
                 "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks", "HeraldRealtime",
-                "HeraldSettings", "HeraldOutput",
+                "HeraldSettings", "HeraldOutput", "HeraldNATS",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),

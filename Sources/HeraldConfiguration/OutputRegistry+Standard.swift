@@ -10,6 +10,7 @@ extension OutputRegistry {
         OutputKind(StdoutOutput.self, logger: LogCategory.broker.logger),
         OutputKind(EventLogOutput.self, logger: LogCategory.eventlog.logger),
         OutputKind(WebhookService.self, logger: LogCategory.webhook.logger),
+        OutputKind(NATSOutput.self, logger: LogCategory.nats.logger),
         OutputKind(RealtimeEndpoint.self, logger: LogCategory.realtime.logger),
         OutputKind(SocketServer.self, logger: LogCategory.socket.logger),
     ])

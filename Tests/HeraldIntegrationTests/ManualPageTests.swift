@@ -144,6 +144,19 @@ extension IntegrationTests {
                 secret_file: \(directory.path)/jwt
                 roles:
                   anon: {}
+            nats:
+              servers: [nats://127.0.0.1:4222]
+              subject: pgherald.{schema}.{table}.{op}
+              stream: PGHERALD
+              create_stream: true
+              duplicate_window: 5m
+              table: public.course
+              op: INSERT
+              where: id.gt.0
+              user: herald
+              password_file: \(directory.path)/password
+              max_in_flight: 100
+              ack_timeout: 3s
             webhooks:
               orders:
                 url: http://127.0.0.1:9/hook
@@ -165,7 +178,7 @@ extension IntegrationTests {
             #expect(read.subtracting(documented).sorted() == [], "keys serve reads that pgherald.yaml(5) lacks: run scripts/man-pages")
             // Second ways to give a secret, which one file cannot hold beside the first, and the
             // JWT roles, which check-config counts rather than prints.
-            let alternatives: Set = ["webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME"]
+            let alternatives: Set = ["webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME", "nats.token_file"]
             #expect(documented.subtracting(read).subtracting(alternatives).sorted() == [], "pgherald.yaml(5) names keys serve does not read")
         }
     }

@@ -183,7 +183,11 @@ extension IntegrationTests {
             let logged = events(in: path)
             #expect(Set(logged.map(\.count)) == Set(1...80), "every line has the count the broker gave it")
             #expect(Set(logged.map(\.id)).count == 80)
-            _ = try await daemon.stop()
+            // A graceful stop ends the durable log's wait for the journal at once.
+            let stopping = ContinuousClock.now
+            let stopped = try await daemon.stop()
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            #expect(ContinuousClock.now - stopping < .seconds(5))
         }
 
         /// On an install without a journal the default event log is live and

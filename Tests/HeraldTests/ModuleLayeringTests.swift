@@ -7,7 +7,7 @@ import Testing
 @Suite struct ModuleLayeringTests {
     static let layers: [String: Int] = [
         "CLibPQ": 0, "HeraldSupport": 0, "Herald": 0,
-        "HeraldPostgres": 1, "HeraldSettings": 1, "HeraldRealtime": 1,
+        "HeraldPostgres": 1, "HeraldSettings": 1, "HeraldRealtime": 1, "HeraldNATS": 1,
         "HeraldOutput": 2,
         "HeraldServer": 3, "HeraldWebhooks": 3, "HeraldClient": 3,
         "HeraldConfiguration": 4,

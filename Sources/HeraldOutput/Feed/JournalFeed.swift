@@ -48,6 +48,7 @@ public final class JournalFeed: Sendable {
         var position: FeedPosition?
         var lastEventID: UInt64?
         var markedAt: ContinuousClock.Instant?
+        var stopped = false
     }
 
     init(output: String, daemon: String, connection: ConnectionString, broker: Broker, listener: PostgresListener) {
@@ -128,8 +129,11 @@ public final class JournalFeed: Sendable {
                 return batch
             }
             // Only empty ranges were passed: a crash before the next commit reads them again, and finds them empty again.
-            state.withLock { $0.position = batch.position }
-            guard waiting, !Task.isCancelled else { return batch }
+            let stopped = state.withLock { state in
+                state.position = batch.position
+                return state.stopped
+            }
+            guard waiting, !stopped, !Task.isCancelled else { return batch }
             await doorbell.wait(timeout: Self.idleInterval)
             if Task.isCancelled { return batch }
         }
@@ -180,8 +184,10 @@ public final class JournalFeed: Sendable {
         }
     }
 
-    /// Ends a wait in ``next(limit:waiting:)`` now, as a broker event would.
-    public func wake() {
+    /// For a graceful stop: a wait in ``next(limit:waiting:)`` reads once
+    /// more and returns, and later calls return at once when nothing is there.
+    public func stopWaiting() {
+        state.withLock { $0.stopped = true }
         doorbell.ring()
     }
 

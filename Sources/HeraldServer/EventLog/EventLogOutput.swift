@@ -82,7 +82,7 @@ public final class EventLogOutput: Sendable {
         } onGracefulShutdown: {
             self.stopping.withLock { $0 = true }
             self.subscription.withLock { $0 }?.cancel()
-            self.journal.wake()
+            self.journal.stopWaiting()
         }
     }
 

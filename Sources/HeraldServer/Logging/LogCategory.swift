@@ -8,6 +8,7 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case webhook
     case realtime
     case eventlog
+    case nats
     case lifecycle
     case config
 

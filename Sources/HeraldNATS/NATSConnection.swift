@@ -1,0 +1,225 @@
+public import NIOCore
+import NIOPosix
+import Synchronization
+
+/// One connection to a NATS server, for publishing with replies (JetStream
+/// acknowledgements and API calls). Requests are written in the order they
+/// are made and may be answered in any order.
+///
+/// Use it inside ``withConnection(host:port:options:connectTimeout:_:)``,
+/// which connects, authenticates, and closes the connection when the body
+/// returns or throws.
+public final class NATSConnection: Sendable {
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private let inbox: String
+    private let state = Mutex(State())
+
+    private enum Reply {
+        case waiting(CheckedContinuation<NATSMessage, any Error>?)
+        case arrived(NATSMessage)
+    }
+
+    private struct State {
+        var replies: [String: Reply] = [:]
+        var nextReply = 0
+        var closed: NATSError?
+        var info: NATSServerInfo?
+    }
+
+    private init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, inbox: String) {
+        self.outbound = outbound
+        self.inbox = inbox
+    }
+
+    /// The server's `INFO`, as it answered this connection.
+    public var info: NATSServerInfo? { state.withLock { $0.info } }
+
+    /// Connects to `host:port`, sends `options`, waits for the server to
+    /// accept them (a `PING` answered), runs `body`, and closes.
+    public static func withConnection<Result: Sendable>(
+        host: String, port: Int, options: NATSConnectOptions, connectTimeout: Duration = .seconds(5),
+        _ body: @Sendable (NATSConnection) async throws -> Result
+    ) async throws -> Result {
+        let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.nanoseconds(Int64(connectTimeout / .nanoseconds(1))))
+                .connect(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            throw NATSError(.unreachable, "cannot connect to nats://\(host):\(port): \(error)")
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            let connection = NATSConnection(outbound: outbound, inbox: "_INBOX.\(UInt64.random(in: 0...UInt64.max))")
+            let (ready, accepted) = AsyncThrowingStream<Void, any Error>.makeStream()
+            return try await withThrowingTaskGroup(of: Result?.self) { group in
+                group.addTask {
+                    await connection.read(inbound, options: options, server: "nats://\(host):\(port)", accepted: accepted)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                try await withThrowingTaskGroup(of: Void.self) { handshake in
+                    handshake.addTask {
+                        for try await _ in ready { return }
+                        throw NATSError(.unreachable, "nats://\(host):\(port) closed the connection during the handshake")
+                    }
+                    handshake.addTask {
+                        try await Task.sleep(for: connectTimeout)
+                        throw NATSError(.unreachable, "nats://\(host):\(port) did not complete the handshake within \(connectTimeout)")
+                    }
+                    defer { handshake.cancelAll() }
+                    try await handshake.next()
+                }
+                return try await body(connection)
+            }
+        }
+    }
+
+    /// Does the handshake (`INFO`, then `CONNECT` and a `PING` whose `PONG`
+    /// means the server took the options), then hands replies to their
+    /// requests and answers pings; fails every waiting request when the
+    /// connection ends. The only reader of `inbound`.
+    private func read(
+        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, options: NATSConnectOptions, server: String,
+        accepted: AsyncThrowingStream<Void, any Error>.Continuation
+    ) async {
+        var parser = NATSFrameParser()
+        var ending = NATSError(.unreachable, "\(server) closed the connection")
+        var handshaking = true
+        do {
+            reading: for try await buffer in inbound {
+                parser.append(buffer.readableBytesView)
+                while let operation = try parser.next() {
+                    switch operation {
+                    case .info(let info) where handshaking:
+                        guard !info.tlsRequired else {
+                            ending = NATSError(.refused, "\(server) requires TLS, which this client does not speak")
+                            break reading
+                        }
+                        state.withLock { $0.info = info }
+                        var bytes: [UInt8] = []
+                        NATSClientOperation.connect(options).encode(into: &bytes)
+                        NATSClientOperation.ping.encode(into: &bytes)
+                        NATSClientOperation.subscribe(subject: inbox + ".*", subscriptionID: "1").encode(into: &bytes)
+                        try await outbound.write(ByteBuffer(bytes: bytes))
+                    case .pong where handshaking:
+                        handshaking = false
+                        accepted.yield()
+                    case .message(let message):
+                        deliver(message)
+                    case .ping:
+                        try await write(.pong)
+                    case .error(let text):
+                        let lowered = text.lowercased()
+                        let refused = lowered.contains("authorization") || lowered.contains("authentication")
+                        ending = NATSError(refused ? .refused : .serverError, "\(server) said: \(text)")
+                        break reading
+                    case .info, .pong, .ok:
+                        continue
+                    }
+                }
+            }
+        } catch let error as NATSProtocolError {
+            ending = NATSError(.protocolViolation, "\(server): \(error)")
+        } catch {
+            ending = NATSError(.unreachable, "the connection to \(server) broke: \(error)")
+        }
+        accepted.finish(throwing: ending)
+        close(ending)
+    }
+
+    private func deliver(_ message: NATSMessage) {
+        let waiting = state.withLock { state -> CheckedContinuation<NATSMessage, any Error>? in
+            guard case .waiting(let continuation) = state.replies[message.subject] else { return nil }
+            if let continuation {
+                state.replies[message.subject] = nil
+                return continuation
+            }
+            state.replies[message.subject] = .arrived(message)
+            return nil
+        }
+        waiting?.resume(returning: message)
+    }
+
+    private func close(_ error: NATSError) {
+        let waiting = state.withLock { state -> [CheckedContinuation<NATSMessage, any Error>] in
+            state.closed = error
+            defer { state.replies = [:] }
+            return state.replies.values.compactMap { if case .waiting(let continuation) = $0 { continuation } else { nil } }
+        }
+        for continuation in waiting { continuation.resume(throwing: error) }
+    }
+
+    private func write(_ operation: NATSClientOperation) async throws {
+        var bytes: [UInt8] = []
+        operation.encode(into: &bytes)
+        try await outbound.write(ByteBuffer(bytes: bytes))
+    }
+
+    /// Publishes with a reply subject of its own, and returns that subject
+    /// for ``reply(to:timeout:)``. Requests go out in the order of these calls.
+    public func send(subject: String, headers: [(name: String, value: String)] = [], payload: [UInt8]) async throws -> String {
+        let reply = try state.withLock { state throws(NATSError) -> String in
+            if let closed = state.closed { throw closed }
+            state.nextReply += 1
+            let reply = "\(inbox).\(state.nextReply)"
+            state.replies[reply] = .waiting(nil)
+            return reply
+        }
+        do {
+            try await write(.publish(subject: subject, replyTo: reply, headers: headers, payload: payload))
+        } catch {
+            _ = state.withLock { $0.replies.removeValue(forKey: reply) }
+            throw NATSError(.unreachable, "cannot write to the NATS server: \(error)")
+        }
+        return reply
+    }
+
+    /// The answer to the request that ``send(subject:headers:payload:)`` made.
+    public func reply(to reply: String, timeout: Duration) async throws -> NATSMessage {
+        try await withThrowingTaskGroup(of: NATSMessage.self) { group in
+            group.addTask { try await self.awaitReply(reply) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw NATSError(.timedOut, "no answer from the NATS server within \(timeout)")
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    /// Sends a request and waits for its answer.
+    public func request(subject: String, payload: [UInt8] = [], timeout: Duration) async throws -> NATSMessage {
+        try await reply(to: send(subject: subject, payload: payload), timeout: timeout)
+    }
+
+    private func awaitReply(_ reply: String) async throws -> NATSMessage {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready: Swift.Result<NATSMessage, any Error>? = state.withLock { state in
+                    switch state.replies[reply] {
+                    case .arrived(let message):
+                        state.replies[reply] = nil
+                        return .success(message)
+                    case .waiting:
+                        state.replies[reply] = .waiting(continuation)
+                        return nil
+                    case nil:
+                        return .failure(state.closed ?? CancellationError())
+                    }
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            let waiting = state.withLock { state -> CheckedContinuation<NATSMessage, any Error>? in
+                defer { state.replies[reply] = nil }
+                if case .waiting(let continuation) = state.replies[reply] { return continuation }
+                return nil
+            }
+            waiting?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,31 @@
+/// The fields of the server's `INFO` that a publishing client needs.
+public struct NATSServerInfo: Sendable, Equatable, Decodable {
+    public var serverID: String
+    public var version: String
+    /// Whether the server takes `HPUB` (NATS 2.2 and later).
+    public var headers: Bool
+    /// The largest payload the server accepts, in bytes.
+    public var maximumPayload: Int
+    public var jetStream: Bool
+    public var authenticationRequired: Bool
+    public var tlsRequired: Bool
+    /// Other servers of the cluster a client may reconnect to.
+    public var connectURLs: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case serverID = "server_id", version, headers, maximumPayload = "max_payload", jetStream = "jetstream"
+        case authenticationRequired = "auth_required", tlsRequired = "tls_required", connectURLs = "connect_urls"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        serverID = try container.decode(String.self, forKey: .serverID)
+        version = try container.decodeIfPresent(String.self, forKey: .version) ?? "?"
+        headers = try container.decodeIfPresent(Bool.self, forKey: .headers) ?? false
+        maximumPayload = try container.decodeIfPresent(Int.self, forKey: .maximumPayload) ?? 1 << 20
+        jetStream = try container.decodeIfPresent(Bool.self, forKey: .jetStream) ?? false
+        authenticationRequired = try container.decodeIfPresent(Bool.self, forKey: .authenticationRequired) ?? false
+        tlsRequired = try container.decodeIfPresent(Bool.self, forKey: .tlsRequired) ?? false
+        connectURLs = try container.decodeIfPresent([String].self, forKey: .connectURLs) ?? []
+    }
+}

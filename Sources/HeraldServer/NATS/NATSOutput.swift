@@ -1,0 +1,195 @@
+import DequeModule
+public import Herald
+public import HeraldNATS
+public import HeraldOutput
+public import HeraldPostgres
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// Publishes every matching event to a JetStream stream, exactly once.
+///
+/// It reads the journal through a cursor of its own (``JournalFeed``) and
+/// moves the cursor only once JetStream has acknowledged every event of a
+/// batch. Each event is published with `Nats-Msg-Id` set to its id, so a
+/// batch published again after a crash, a NATS restart or a cut connection
+/// is stored once: JetStream drops the repeats within its duplicate window.
+/// Events go out in journal order on one connection, up to
+/// ``NATSOutputConfiguration/maximumInFlight`` awaiting acknowledgement.
+/// While NATS is away the backlog waits in the journal, and the output tries
+/// the next server with backoff.
+public final class NATSOutput: Service, Sendable {
+    /// What the output has done, for `/stats` and `/metrics`.
+    public struct Statistics: Sendable, Hashable {
+        public var published: Int64 = 0
+        /// Acknowledged as repeats within the duplicate window (and not stored again).
+        public var duplicates: Int64 = 0
+        public var failures: Int64 = 0
+        /// Why it is not publishing, while it is not.
+        public var problem: String?
+    }
+
+    /// Journal rows read per batch.
+    static let batchRows = 1000
+    static let backoff = BackoffPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(30))
+
+    let configuration: NATSOutputConfiguration
+    let journal: JournalFeed
+    let logger: Logger
+    let version: String
+    let counters = Mutex(Statistics())
+    private let stopping = Mutex(false)
+
+    public init(configuration: NATSOutputConfiguration, journal: JournalFeed, version: String, logger: Logger) {
+        self.configuration = configuration
+        self.journal = journal
+        self.version = version
+        self.logger = logger
+    }
+
+    public var statistics: Statistics { counters.withLock { $0 } }
+
+    private var isStopping: Bool { stopping.withLock { $0 } }
+
+    public func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await publishUntilStopped()
+        } onGracefulShutdown: {
+            self.stopping.withLock { $0 = true }
+            self.journal.stopWaiting()
+        }
+    }
+
+    private func publishUntilStopped() async throws {
+        guard try await openCursor() else { return }
+        var attempt = 0
+        var server = 0
+        while !isStopping {
+            let address = configuration.servers[server % configuration.servers.count]
+            let publishedBefore = statistics.published
+            do {
+                try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions) { connection in
+                    let jetStream = JetStream(connection: connection, timeout: self.configuration.acknowledgementTimeout)
+                    try await self.prepareStream(jetStream)
+                    self.logger.info("publishing to NATS", metadata: ["server": "\(address)", "stream": "\(self.configuration.stream)"])
+                    try await self.publishBatches(jetStream)
+                }
+            } catch {
+                // A connection that published goes back to the first, short delay.
+                if statistics.published > publishedBefore { attempt = 0 }
+                counters.withLock { $0.failures += 1 }
+                report("cannot publish to \(address); events wait in the journal", error)
+            }
+            if isStopping { return }
+            server += 1
+            attempt += 1
+            try? await Task.sleep(for: Self.backoff.delay(beforeAttempt: attempt, random: .random(in: 0..<1)))
+        }
+    }
+
+    private var connectOptions: NATSConnectOptions {
+        NATSConnectOptions(name: "pgherald", version: version, user: configuration.user, password: configuration.password, token: configuration.token)
+    }
+
+    /// Creates or checks the stream, as configured.
+    private func prepareStream(_ jetStream: JetStream) async throws {
+        if configuration.createStream {
+            try await jetStream.createOrUpdate(.init(
+                name: configuration.stream, subjects: [configuration.subject.wildcard], duplicateWindow: configuration.duplicateWindow
+            ))
+        } else if try await jetStream.stream(named: configuration.stream) == nil {
+            throw NATSError(.noStream, "JetStream has no stream \(configuration.stream): create it (taking \(configuration.subject.wildcard)), or set nats.create_stream: true")
+        }
+    }
+
+    /// Batch after batch from the journal, each acknowledged whole before the cursor moves; returns once stopping.
+    private func publishBatches(_ jetStream: JetStream) async throws {
+        while true {
+            let batch: JournalFeed.Batch
+            do {
+                batch = try await journal.next(limit: Self.batchRows, waiting: !isStopping)
+            } catch {
+                report("cannot read the journal; NATS publishing waits and resumes where it stopped", error)
+                if isStopping { return }
+                try await Task.sleep(for: .seconds(1))
+                continue
+            }
+            if batch.events.isEmpty {
+                if isStopping || Task.isCancelled { return }
+                continue
+            }
+            try await publish(batch.events.filter { configuration.filter.matches($0) }, jetStream)
+            await commitUntilRecorded(batch)
+            counters.withLock { $0.problem = nil }
+        }
+    }
+
+    /// Publishes in order, up to the window awaiting acknowledgement; returns once every one is acknowledged.
+    private func publish(_ events: [Event], _ jetStream: JetStream) async throws {
+        var waiting: Deque<(reply: String, subject: String)> = []
+        var acknowledged = 0
+        var repeats = 0
+        for event in events {
+            if waiting.count >= configuration.maximumInFlight {
+                let oldest = waiting.removeFirst()
+                if try await jetStream.acknowledgement(of: oldest.reply, subject: oldest.subject).duplicate == true { repeats += 1 }
+                acknowledged += 1
+            }
+            let subject = configuration.subject.subject(for: event)
+            let reply = try await jetStream.send(subject: subject, messageID: event.id, headers: [
+                ("Pgherald-Count", String(event.count)), ("Pgherald-Txid", event.transactionID ?? ""),
+                ("Pgherald-Table", "\(event.table)"),
+            ], payload: event.jsonBytes)
+            waiting.append((reply, subject))
+        }
+        while let oldest = waiting.popFirst() {
+            if try await jetStream.acknowledgement(of: oldest.reply, subject: oldest.subject).duplicate == true { repeats += 1 }
+            acknowledged += 1
+        }
+        counters.withLock { counters in
+            counters.published += Int64(acknowledged - repeats)
+            counters.duplicates += Int64(repeats)
+        }
+    }
+
+    /// Opens the cursor, retrying while PostgreSQL is away; false when stopping came first.
+    private func openCursor() async throws -> Bool {
+        while !isStopping {
+            do {
+                try await journal.open()
+                return true
+            } catch where error.code == .queryFailed {
+                throw error
+            } catch {
+                report("cannot open the NATS output's cursor; retrying", error)
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+        return false
+    }
+
+    /// Moves the cursor past an acknowledged batch; if the daemon stops
+    /// first, the batch is published again at the next start, and JetStream drops the repeats.
+    private func commitUntilRecorded(_ batch: JournalFeed.Batch) async {
+        while true {
+            do {
+                try await journal.commit(batch)
+                return
+            } catch {
+                report("cannot record the NATS output's position; retrying", error)
+                if isStopping { return }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Logs a problem once, when it starts or changes, and shows it in `/stats`.
+    private func report(_ message: String, _ error: any Error) {
+        let reason = "\(message): \(error)"
+        let changed = counters.withLock { counters in
+            defer { counters.problem = reason }
+            return counters.problem != reason
+        }
+        if changed { logger.error("\(message)", metadata: ["error": "\(error)"]) }
+    }
+}

@@ -1,0 +1,60 @@
+public import Herald
+
+/// The `nats:` section: publish every matching event to a JetStream stream.
+public struct NATSOutputConfiguration: Sendable, Equatable {
+    /// A server to connect to, from a `nats://host:port` URL.
+    public struct Server: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int = 4222) {
+            self.host = host
+            self.port = port
+        }
+
+        public var description: String { "nats://\(host):\(port)" }
+    }
+
+    /// Key `nats.servers`: tried in turn. Default `nats://127.0.0.1:4222`.
+    public var servers: [Server]
+    /// Key `nats.subject`. Default `pgherald.{schema}.{table}.{op}`.
+    public var subject: NATSSubjectTemplate
+    /// Key `nats.stream`: the JetStream stream that takes the subjects. Required: the output is off without it.
+    public var stream: String
+    /// Key `nats.create_stream`: create the stream, or update its subjects
+    /// and duplicate window, at every connection. Default false: the stream
+    /// must exist, and its absence is reported.
+    public var createStream: Bool
+    /// Key `nats.duplicate_window`: the stream's de-duplication window when
+    /// pgherald creates it. A publish repeated after an outage longer than
+    /// this would be stored twice. Default 2m, JetStream's own.
+    public var duplicateWindow: Duration
+    /// Keys `nats.table`, `nats.op`, `nats.where`: the socket's filter language. Default: every event.
+    public var filter: EventFilter
+    /// Key `nats.user` with `nats.password_file`, or `nats.token_file`. Default: no authentication.
+    public var user: String?
+    public var password: String?
+    public var token: String?
+    /// Key `nats.max_in_flight`: publishes awaiting their acknowledgement at once. Default 256.
+    public var maximumInFlight: Int
+    /// Key `nats.ack_timeout`: how long an acknowledgement may take before the connection is given up. Default 5s.
+    public var acknowledgementTimeout: Duration
+
+    public init(
+        servers: [Server] = [Server(host: "127.0.0.1")], subject: NATSSubjectTemplate, stream: String, createStream: Bool = false,
+        duplicateWindow: Duration = .seconds(120), filter: EventFilter = .all, user: String? = nil, password: String? = nil,
+        token: String? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
+    ) {
+        self.servers = servers
+        self.subject = subject
+        self.stream = stream
+        self.createStream = createStream
+        self.duplicateWindow = duplicateWindow
+        self.filter = filter
+        self.user = user
+        self.password = password
+        self.token = token
+        self.maximumInFlight = maximumInFlight
+        self.acknowledgementTimeout = acknowledgementTimeout
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests {
+    /// The `nats:` output against a real `nats-server -js`, the stream read back with nats-py.
+    @Suite(.enabled(if: NATSServer.executable != nil && NATSServer.python != nil, "scripts/test provides nats-server and nats-py"))
+    struct NATSOutputTests {
+        func configuration(_ nats: NATSServer, _ extra: String = "", createStream: Bool = true) throws -> String {
+            let path = FileManager.default.temporaryDirectory.appending(path: "pgherald-nats-\(UUID().uuidString.prefix(8)).yaml").path
+            try """
+            nats:
+              servers: \(nats.url)
+              stream: PGHERALD
+              create_stream: \(createStream)
+            \(extra)
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        /// Writers commit while pgherald is killed and restarted, and while
+        /// nats-server is killed and restarted: the stream then holds every
+        /// committed event exactly once, in commit order.
+        @Test func everyCommittedEventIsInTheStreamExactlyOnceThroughKills() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSServer()
+            let config = try configuration(nats)
+            var daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            try await waitFor { try await daemon.statistics().outputs?["nats"]?.health == "ok" }
+
+            let writer = Task.detached {
+                for round in 0..<240 {
+                    try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: ["N\(round)"])
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(600))
+            daemon.process.signal(SIGKILL)
+            _ = try await daemon.process.finish()
+            daemon = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--config", config])
+            try await Task.sleep(for: .milliseconds(600))
+            nats.kill()
+            try await Task.sleep(for: .milliseconds(800))
+            try await nats.restart()
+            try await writer.value
+
+            let committed = try database.execute("SELECT count(*) FROM course WHERE short_code LIKE 'N%'").rows.first?.first ?? nil
+            #expect(committed == "240")
+            try await waitFor(seconds: 60) {
+                try await nats.messages(of: "PGHERALD").count >= 240
+            } failure: { "the stream did not get every event" }
+            let messages = try await nats.messages(of: "PGHERALD")
+            let ids = messages.compactMap { $0.msg_id.flatMap { UInt64($0) } }
+            #expect(messages.count == 240, "each event once")
+            #expect(Set(ids).count == 240)
+            #expect(ids == ids.sorted(), "one writer: commit order is id order")
+            #expect(messages.allSatisfy { $0.subject == "pgherald.public.course.INSERT" })
+            let event = try Event(payload: try #require(messages.first?.data))
+            #expect(event.table.name == "course" && event.id == messages.first?.msg_id)
+            let stopped = try await daemon.stop()
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+        }
+
+        /// Bad credentials and a missing stream are named in `/stats` and the
+        /// log while events wait in the journal; a subject that cannot be formed stops check-config.
+        @Test func badCredentialsAMissingStreamAndABadSubjectSayWhy() async throws {
+            let database = try TestDatabase.create()
+            let guarded = try await NATSServer(credentials: ("herald", "right-password"))
+            let passwordFile = FileManager.default.temporaryDirectory.appending(path: "pgherald-nats-pw-\(UUID().uuidString.prefix(8))").path
+            try "wrong-password\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+            let refused = try await SocketDaemon(database: database, arguments: [
+                "--config", try configuration(guarded, "  user: herald\n  password_file: \(passwordFile)"),
+            ])
+            try await waitFor { try await refused.statistics().outputs?["nats"]?.reason?.contains("Authorization") == true }
+            let refusedStop = try await refused.stop()
+            #expect(!refusedStop.stderr.contains("wrong-password"), "the password never appears")
+
+            let open = try await NATSServer()
+            let missing = try await SocketDaemon(database: database, arguments: ["--config", try configuration(open, createStream: false)])
+            try await waitFor { try await missing.statistics().outputs?["nats"]?.reason?.contains("has no stream PGHERALD") == true }
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('WAITS', 'course')")
+            #expect(try await missing.statistics().outputs?["nats"]?.delivered == 0)
+            _ = try await missing.stop()
+
+            let badSubject = try await DaemonProcess(["check-config", try configuration(open, "  subject: pgherald.{tabel}")]).finish()
+            #expect(badSubject.status == 78)
+            #expect(badSubject.stderr.contains("nats.subject") && badSubject.stderr.contains("{tabel} is not a placeholder"), "\(badSubject.stderr)")
+        }
+    }
+}
