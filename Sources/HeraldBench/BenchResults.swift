@@ -75,6 +75,19 @@ struct BenchResults: Codable {
         var commitEndMicroseconds: Int64?
         /// Lines in the daemon's event log after the run, when it kept one.
         var eventLogLines: Int?
+        /// Scenario n.: what a nats-py subscriber received from the `nats:` output, and what JetStream acknowledged.
+        var nats: NATSFigures?
+    }
+
+    /// Receipt by a nats-py subscriber, measured from the event's `at`.
+    struct NATSFigures: Codable {
+        var received: Int
+        /// First to last receipt.
+        var seconds: Double
+        var p50Milliseconds: Double?
+        var p99Milliseconds: Double?
+        /// Events JetStream acknowledged, as the daemon counted them.
+        var acknowledged: Int?
     }
 
     func runs(_ scenario: String) -> [Run] {

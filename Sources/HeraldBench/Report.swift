@@ -32,6 +32,7 @@ struct MarkdownReport {
         burst()
         eventLog()
         webhooks()
+        nats()
         accessControl()
         twoDaemons()
         realtime()
@@ -289,6 +290,26 @@ struct MarkdownReport {
                     ]
                 }
             }
+        )
+    }
+
+    /// The NATS output beside one SSE subscriber, from the same run.
+    private mutating func nats() {
+        guard let run = results.runs("nats").first, let nats = run.nats else { return }
+        line("### n. NATS JetStream")
+        line()
+        line("Full-speed writer; the `nats:` output publishing to a local `nats-server -js` (one stream, acknowledgements awaited, 256 in flight), a nats-py subscriber on `pgherald.>` and one SSE subscriber, from the same run. Latency is receipt minus the event's `at`.")
+        line()
+        let cpu = run.daemonCPUSeconds.map { format($0 * 1_000_000 / Double(max(run.committed, 1)), 1) } ?? "-"
+        table(
+            ["path", "committed", "received", "events/s", "p50 ms", "p99 ms", "pgherald CPU µs / event (both paths)"],
+            [
+                ["SSE, 1 subscriber", "\(run.committed)", "\(run.result.received)", run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                 milliseconds(run, \.p50), milliseconds(run, \.p99), cpu],
+                ["NATS JetStream, acknowledged \(nats.acknowledged.map(String.init) ?? "-")", "\(run.committed)", "\(nats.received)",
+                 nats.seconds > 0 ? grouped(Double(nats.received) / nats.seconds) : "-",
+                 nats.p50Milliseconds.map { format($0, 2) } ?? "-", nats.p99Milliseconds.map { format($0, 2) } ?? "-", cpu],
+            ]
         )
     }
 
