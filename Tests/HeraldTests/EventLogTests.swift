@@ -60,6 +60,21 @@ import Testing
         #expect(try reader.readAvailable() == [#"{"id":"partial}"#])
     }
 
+    /// A durable log writes a whole batch at once, which can rotate the file
+    /// several times between two looks of a follower.
+    @Test func theReaderCatchesUpOnGenerationsRotatedOutBetweenTwoReads() throws {
+        let path = "\(directory)/events.jsonl"
+        let file = try EventLogFile(configuration: EventLogConfiguration(path: path, maximumSize: 2048, keep: 50))
+        let reader = EventLogReader(path: path)
+        try file.append([line(0)])
+        var seen = try reader.readAvailable()
+        try file.append((1..<200).map(line))
+        #expect(EventLogReader.rotatedGenerations(of: path).count >= 3)
+        seen += try reader.readAvailable()
+        seen += try reader.readAvailable()
+        #expect(seen == (0..<200).map { String(decoding: line($0).dropLast(), as: UTF8.self) })
+    }
+
     @Test func reopenFollowsAFileMovedAwayByLogrotate() throws {
         let path = "\(directory)/events.jsonl"
         let file = try EventLogFile(configuration: EventLogConfiguration(path: path))

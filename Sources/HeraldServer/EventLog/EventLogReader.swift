@@ -39,17 +39,36 @@ public final class EventLogReader {
         if descriptor < 0 { try open() }
         var lines = try readToEnd()
         if lines.isEmpty, pathNamesAnotherFile() {
-            // Rotated: finish the old file, then start on the new one.
+            // Rotated: finish the old file, then any generation rotated out since
+            // (a large batch can rotate several times between two looks), then start on the new one.
             lines = try readToEnd()
+            let finished = inode
             close(descriptor)
             descriptor = -1
             partial.removeAll()
+            for generation in Self.generations(rotatedAfter: finished, of: path) {
+                lines += try EventLogReader(path: generation).readAvailable()
+            }
             if access(path, F_OK) == 0 {
                 try open()
                 lines += try readToEnd()
             }
         }
         return lines
+    }
+
+    /// The rotated files of `path` newer than the one whose inode is
+    /// `inode`, oldest first; none when it is not among them (logrotate moved it elsewhere).
+    static func generations(rotatedAfter inode: ino_t, of path: String) -> [String] {
+        var generation = 1
+        var status = stat()
+        while stat("\(path).\(generation)", &status) == 0 {
+            if status.st_ino == inode {
+                return (1..<generation).reversed().map { "\(path).\($0)" }
+            }
+            generation += 1
+        }
+        return []
     }
 
     private func open() throws(EventLogError) {

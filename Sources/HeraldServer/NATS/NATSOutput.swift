@@ -137,7 +137,7 @@ public final class NATSOutput: Service, Sendable {
             }
             let subject = configuration.subject.subject(for: event)
             let reply = try await jetStream.send(subject: subject, messageID: event.id, headers: [
-                ("Pgherald-Count", String(event.count)), ("Pgherald-Txid", event.transactionID ?? ""),
+                ("Pgherald-Count", String(event.count)), ("Pgherald-Txid", event.transactionID),
                 ("Pgherald-Table", "\(event.table)"),
             ], payload: event.jsonBytes)
             waiting.append((reply, subject))
