@@ -30,16 +30,23 @@ extension IntegrationTests {
 
             // A run of commits wakes it to read the journal, and then they commit without ringing.
             let rows = 400
+            let started = ContinuousClock.now
             for row in 1...rows {
                 try writer.execute("INSERT INTO course (short_code, name) VALUES ($1, 'Run')", parameters: ["R\(row)"])
             }
+            let writing = ContinuousClock.now - started
             let run = try await daemon.inbox.take(rows, within: 20)
             let codes: [String] = run.map { $0.new?["short_code"]?.stringValue ?? "" }
             let expected: [String] = (1...rows).map { "R\($0)" }
             #expect(codes == expected, "each once, in commit order")
             let rang = eavesdropper.notifications(within: .milliseconds(300))
             // How many ring depends on the machine's speed (a slow run parks and rings more); some must not.
-            #expect(rang < rows, "\(rang) of \(rows) commits notified: reading, the daemon needs no doorbell")
+            // A run slower than the wake rate (32 commits in 20 ms, 1,600/s) rightly never wakes the daemon:
+            // on a machine that busy the expectation is recorded, not failed.
+            let fastEnough = writing < .milliseconds(rows * 20 / 32)
+            withKnownIssue("the run committed \(rows) rows in \(writing), slower than the doorbell's wake rate", isIntermittent: true) {
+                #expect(rang < rows, "\(rang) of \(rows) commits notified: reading, the daemon needs no doorbell")
+            } when: { !fastEnough }
             #expect(rang >= 1, "the first commits of the run rang the parked daemon's doorbell")
             #expect(daemon.listener.backstopEvents == 0)
             try await daemon.stop()
