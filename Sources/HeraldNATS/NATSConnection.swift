@@ -1,5 +1,6 @@
 public import NIOCore
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// One connection to a NATS server, for publishing with replies (JetStream
@@ -36,8 +37,11 @@ public final class NATSConnection: Sendable {
 
     /// Connects to `host:port`, sends `options`, waits for the server to
     /// accept them (a `PING` answered), runs `body`, and closes.
+    /// - Parameter tls: upgrade to TLS after the server's `INFO`, as NATS
+    ///   does; nil refuses a server that requires TLS, and a server that does
+    ///   not offer it is refused when `tls` is set.
     public static func withConnection<Result: Sendable>(
-        host: String, port: Int, options: NATSConnectOptions, connectTimeout: Duration = .seconds(5),
+        host: String, port: Int, options: NATSConnectOptions, tls: NATSTLS? = nil, connectTimeout: Duration = .seconds(5),
         _ body: @Sendable (NATSConnection) async throws -> Result
     ) async throws -> Result {
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
@@ -56,8 +60,19 @@ public final class NATSConnection: Sendable {
             let connection = NATSConnection(outbound: outbound, inbox: "_INBOX.\(UInt64.random(in: 0...UInt64.max))")
             let (ready, accepted) = AsyncThrowingStream<Void, any Error>.makeStream()
             return try await withThrowingTaskGroup(of: Result?.self) { group in
+                let pipeline = channel.channel.pipeline
+                let upgrade: @Sendable () async throws -> Void = {
+                    var configuration = TLSConfiguration.makeClientConfiguration()
+                    if let file = tls?.trustRootsFile { configuration.trustRoots = .file(file) }
+                    let context = try NIOSSLContext(configuration: configuration)
+                    // An IP address cannot be a TLS server name; the chain is still verified.
+                    let isAddress = host.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" }
+                    try await pipeline.addHandler(try NIOSSLClientHandler(context: context, serverHostname: isAddress ? nil : host), position: .first).get()
+                }
                 group.addTask {
-                    await connection.read(inbound, options: options, server: "nats://\(host):\(port)", accepted: accepted)
+                    await connection.read(
+                        inbound, options: options, server: "nats://\(host):\(port)", upgrade: tls == nil ? nil : upgrade, accepted: accepted
+                    )
                     return nil
                 }
                 defer { group.cancelAll() }
@@ -84,7 +99,7 @@ public final class NATSConnection: Sendable {
     /// connection ends. The only reader of `inbound`.
     private func read(
         _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, options: NATSConnectOptions, server: String,
-        accepted: AsyncThrowingStream<Void, any Error>.Continuation
+        upgrade: (@Sendable () async throws -> Void)?, accepted: AsyncThrowingStream<Void, any Error>.Continuation
     ) async {
         var parser = NATSFrameParser()
         var ending = NATSError(.unreachable, "\(server) closed the connection")
@@ -95,9 +110,17 @@ public final class NATSConnection: Sendable {
                 while let operation = try parser.next() {
                     switch operation {
                     case .info(let info) where handshaking:
-                        guard !info.tlsRequired else {
-                            ending = NATSError(.refused, "\(server) requires TLS, which this client does not speak")
+                        switch (info.tlsRequired, upgrade) {
+                        case (true, nil):
+                            ending = NATSError(.refused, "\(server) requires TLS: set nats.tls: true (and nats.ca_file for a private CA)")
                             break reading
+                        case (false, .some):
+                            ending = NATSError(.refused, "\(server) does not offer TLS, and nats.tls is set")
+                            break reading
+                        case (true, .some(let upgrade)):
+                            try await upgrade()
+                        case (false, nil):
+                            break
                         }
                         state.withLock { $0.info = info }
                         var bytes: [UInt8] = []

@@ -155,6 +155,8 @@ extension IntegrationTests {
               where: id.gt.0
               user: herald
               password_file: \(directory.path)/password
+              tls: true
+              ca_file: \(directory.path)/password
               max_in_flight: 100
               ack_timeout: 3s
             webhooks:

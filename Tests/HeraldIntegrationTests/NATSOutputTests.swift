@@ -86,5 +86,38 @@ extension IntegrationTests {
             #expect(badSubject.status == 78)
             #expect(badSubject.stderr.contains("nats.subject") && badSubject.stderr.contains("{tabel} is not a placeholder"), "\(badSubject.stderr)")
         }
+    
+
+        /// A server that requires TLS: refused with the reason without `tls`, and
+        /// published to with `tls: true` and the private CA that signed its certificate.
+        @Test func tlsWithAPrivateCertificateAuthority() async throws {
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-nats-tls-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let made = try await DaemonProcess(["/bin/sh", "-c", """
+                cd '\(directory)' && printf 'subjectAltName=IP:127.0.0.1\\n' >san.cnf \\
+                && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=pgherald-test-ca \\
+                && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 \\
+                && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.cnf
+                """], executable: URL(fileURLWithPath: "/usr/bin/env")).finish()
+            #expect(made.status == 0, "\(made.stderr)")
+            let nats = try await NATSServer(extraArguments: ["--tls", "--tlscert", "\(directory)/server.pem", "--tlskey", "\(directory)/server.key"])
+            let database = try TestDatabase.create()
+
+            let plain = try await SocketDaemon(database: database, arguments: ["--config", try configuration(nats)])
+            try await waitFor { try await plain.statistics().outputs?["nats"]?.reason?.contains("requires TLS") == true }
+            _ = try await plain.stop()
+
+            let secured = try await SocketDaemon(database: database, arguments: [
+                "--config", try configuration(nats, "  tls: true\n  ca_file: \(directory)/ca.pem"),
+            ])
+            try await waitFor { try await secured.statistics().outputs?["nats"]?.health == "ok" }
+            for code in ["TLS1", "TLS2", "TLS3"] {
+                try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: [code])
+            }
+            try await waitFor { try await secured.statistics().outputs?["nats"]?.delivered == 3 }
+            let stopped = try await secured.stop()
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+        }
     }
 }

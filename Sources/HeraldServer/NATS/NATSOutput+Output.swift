@@ -1,5 +1,6 @@
 import Foundation
 public import Herald
+public import HeraldNATS
 public import HeraldOutput
 public import HeraldSettings
 
@@ -48,6 +49,12 @@ extension NATSOutput: Output {
         }
         if password != nil, user == nil { throw settings.fail("nats.password_file", "a password needs nats.user") }
         if token != nil, user != nil { throw settings.fail("nats.token_file", "use either a token or nats.user with a password, not both") }
+        let tls = try settings.bool("nats.tls", default: false)
+        let caFile = settings.string("nats.ca_file")
+        if let caFile {
+            guard FileManager.default.isReadableFile(atPath: caFile) else { throw settings.fail("nats.ca_file", "\(caFile) cannot be read") }
+            guard tls else { throw settings.fail("nats.ca_file", "a CA file needs nats.tls: true") }
+        }
         let inFlight = try settings.int("nats.max_in_flight", default: 256, in: 1...65_536)
         let timeout = try settings.value("nats.ack_timeout", default: "5s" as HumanDuration, expected: "a duration such as 5s")
         guard let stream = settings.string("nats.stream") else { return nil }
@@ -56,7 +63,8 @@ extension NATSOutput: Output {
         }
         return NATSOutputConfiguration(
             servers: servers, subject: subject, stream: stream, createStream: createStream, duplicateWindow: window.duration,
-            filter: filter, user: user, password: password, token: token, maximumInFlight: inFlight,
+            filter: filter, user: user, password: password, token: token, tls: tls ? NATSTLS(trustRootsFile: caFile) : nil,
+            maximumInFlight: inFlight,
             acknowledgementTimeout: timeout.duration
         )
     }

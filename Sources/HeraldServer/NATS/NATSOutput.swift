@@ -68,7 +68,7 @@ public final class NATSOutput: Service, Sendable {
             let address = configuration.servers[server % configuration.servers.count]
             let publishedBefore = statistics.published
             do {
-                try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions) { connection in
+                try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions, tls: configuration.tls) { connection in
                     let jetStream = JetStream(connection: connection, timeout: self.configuration.acknowledgementTimeout)
                     try await self.prepareStream(jetStream)
                     self.logger.info("publishing to NATS", metadata: ["server": "\(address)", "stream": "\(self.configuration.stream)"])

@@ -1,4 +1,5 @@
 public import Herald
+public import HeraldNATS
 
 /// The `nats:` section: publish every matching event to a JetStream stream.
 public struct NATSOutputConfiguration: Sendable, Equatable {
@@ -35,6 +36,9 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
     public var user: String?
     public var password: String?
     public var token: String?
+    /// Key `nats.tls`, with `nats.ca_file` for a private CA: TLS after the
+    /// server's `INFO`. Default: off, and a server that requires TLS is refused with the reason.
+    public var tls: NATSTLS?
     /// Key `nats.max_in_flight`: publishes awaiting their acknowledgement at once. Default 256.
     public var maximumInFlight: Int
     /// Key `nats.ack_timeout`: how long an acknowledgement may take before the connection is given up. Default 5s.
@@ -43,8 +47,9 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
     public init(
         servers: [Server] = [Server(host: "127.0.0.1")], subject: NATSSubjectTemplate, stream: String, createStream: Bool = false,
         duplicateWindow: Duration = .seconds(120), filter: EventFilter = .all, user: String? = nil, password: String? = nil,
-        token: String? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
+        token: String? = nil, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
     ) {
+        self.tls = tls
         self.servers = servers
         self.subject = subject
         self.stream = stream

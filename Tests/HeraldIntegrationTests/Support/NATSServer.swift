@@ -11,12 +11,14 @@ final class NATSServer: @unchecked Sendable {
     let port = freeLoopbackPort()
     let store = FileManager.default.temporaryDirectory.appending(path: "pgherald-nats-\(UUID().uuidString.prefix(8))").path
     let credentials: (user: String, password: String)?
+    let extraArguments: [String]
     private var process: Process
 
     var url: String { "nats://127.0.0.1:\(port)" }
 
-    init(credentials: (user: String, password: String)? = nil) async throws {
+    init(credentials: (user: String, password: String)? = nil, extraArguments: [String] = []) async throws {
         self.credentials = credentials
+        self.extraArguments = extraArguments
         process = Process()
         try await start()
     }
@@ -31,6 +33,7 @@ final class NATSServer: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: try #require(Self.executable))
         var arguments = ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store]
         if let credentials { arguments += ["--user", credentials.user, "--pass", credentials.password] }
+        arguments += extraArguments
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
