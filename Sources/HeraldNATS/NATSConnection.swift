@@ -42,7 +42,7 @@ public final class NATSConnection: Sendable {
     ///   not offer it is refused when `tls` is set.
     public static func withConnection<Result: Sendable>(
         host: String, port: Int, options: NATSConnectOptions, tls: NATSTLS? = nil, connectTimeout: Duration = .seconds(5),
-        _ body: @Sendable (NATSConnection) async throws -> Result
+        _ body: @escaping @Sendable (NATSConnection) async throws -> Result
     ) async throws -> Result {
         let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
@@ -88,7 +88,14 @@ public final class NATSConnection: Sendable {
                     defer { handshake.cancelAll() }
                     try await handshake.next()
                 }
-                return try await body(connection)
+                // The body runs while the connection lasts: one that ends first (the server
+                // went away while the body waited for work) ends the body with the reason.
+                group.addTask { try await body(connection) }
+                while let finished = try await group.next() {
+                    if let finished { return finished }
+                    throw connection.state.withLock { $0.closed } ?? NATSError(.unreachable, "nats://\(host):\(port) closed the connection")
+                }
+                throw NATSError(.unreachable, "nats://\(host):\(port) closed the connection")
             }
         }
     }

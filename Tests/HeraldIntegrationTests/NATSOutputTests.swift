@@ -57,6 +57,11 @@ extension IntegrationTests {
             #expect(messages.allSatisfy { $0.subject == "pgherald.public.course.INSERT" })
             let event = try Event(payload: try #require(messages.first?.data))
             #expect(event.table.name == "course" && event.id == messages.first?.msg_id)
+            // An idle output that loses NATS says so, and is healthy again once it reconnects, before any new event.
+            nats.kill()
+            try await waitFor(seconds: 30) { try await daemon.statistics().outputs?["nats"]?.health == "degraded" }
+            try await nats.restart()
+            try await waitFor(seconds: 60) { try await daemon.statistics().outputs?["nats"]?.health == "ok" }
             let stopped = try await daemon.stop()
             #expect(stopped.status == 0, "\(stopped.stderr)")
         }

@@ -71,6 +71,8 @@ public final class NATSOutput: Service, Sendable {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions, tls: configuration.tls) { connection in
                     let jetStream = JetStream(connection: connection, timeout: self.configuration.acknowledgementTimeout)
                     try await self.prepareStream(jetStream)
+                    // Connected with the stream in place: an idle output is healthy again before its next event.
+                    self.counters.withLock { $0.problem = nil }
                     self.logger.info("publishing to NATS", metadata: ["server": "\(address)", "stream": "\(self.configuration.stream)"])
                     try await self.publishBatches(jetStream)
                 }
