@@ -238,17 +238,24 @@ extension PostgresListener {
         /// may carry a statement's events).
         mutating func drain(cursor: inout DeliveryCursor?) throws(LibpqError) {
             while true {
+                // Rings as fast as a run of writers commits keep input waiting: the
+                // loop above must get to unpark, or they would notify for as long as the run lasts.
+                if parking?.next(now: .now) == .unpark { return }
                 let room = PostgresListener.maximumBatch - batch.count
                 if take(limit: room) == room {
                     try publish(cursor: &cursor)
                 } else if connection.hasWaitingInput {
                     try connection.readInput()
+                    continue
                 } else if batch.isEmpty, arrivedTick == nil {
                     return
                 } else {
                     // Publishing may run queries, during which more notifications arrive.
                     try publish(cursor: &cursor)
                 }
+                // Writers that ring faster than the wake rate keep input waiting; with all
+                // published, return, so that the loop unparks and they stop notifying.
+                if parking?.next(now: .now) == .unpark { return }
             }
         }
 
