@@ -49,13 +49,18 @@ public enum NATSClientOperation: Sendable {
 }
 
 /// The `CONNECT` options a publishing client sends: no echo, headers and
-/// "no responders" on, and at most one way to authenticate.
+/// "no responders" on, and at most one way to authenticate, whose fields
+/// ``NATSAuthentication`` fills once the server's `INFO` gave its nonce.
 public struct NATSConnectOptions: Sendable, Encodable, Equatable {
     public var name: String
     public var version: String
-    public var user: String?
-    public var password: String?
-    public var token: String?
+    public var authentication: NATSAuthentication
+    var user: String?
+    var password: String?
+    var token: String?
+    var nkey: String?
+    var jwt: String?
+    var signature: String?
     public var verbose = false
     public var pedantic = false
     public var tlsRequired = false
@@ -65,16 +70,21 @@ public struct NATSConnectOptions: Sendable, Encodable, Equatable {
     public var noResponders = true
     public var echo = false
 
-    public init(name: String, version: String, user: String? = nil, password: String? = nil, token: String? = nil) {
+    public init(name: String, version: String, authentication: NATSAuthentication = .none) {
         self.name = name
         self.version = version
-        self.user = user
-        self.password = password
-        self.token = token
+        self.authentication = authentication
+    }
+
+    /// The options to send to a server whose `INFO` carried `nonce`.
+    public func answering(nonce: String?) throws(NATSError) -> NATSConnectOptions {
+        var options = self
+        try authentication.apply(to: &options, nonce: nonce)
+        return options
     }
 
     enum CodingKeys: String, CodingKey {
-        case name, version, user, password = "pass", token = "auth_token", verbose, pedantic, tlsRequired = "tls_required"
-        case lang, protocolVersion = "protocol", headers, noResponders = "no_responders", echo
+        case name, version, user, password = "pass", token = "auth_token", nkey, jwt, signature = "sig"
+        case verbose, pedantic, tlsRequired = "tls_required", lang, protocolVersion = "protocol", headers, noResponders = "no_responders", echo
     }
 }

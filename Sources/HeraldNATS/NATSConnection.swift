@@ -131,7 +131,7 @@ public final class NATSConnection: Sendable {
                         }
                         state.withLock { $0.info = info }
                         var bytes: [UInt8] = []
-                        NATSClientOperation.connect(options).encode(into: &bytes)
+                        NATSClientOperation.connect(try options.answering(nonce: info.nonce)).encode(into: &bytes)
                         NATSClientOperation.ping.encode(into: &bytes)
                         NATSClientOperation.subscribe(subject: inbox + ".*", subscriptionID: "1").encode(into: &bytes)
                         try await outbound.write(ByteBuffer(bytes: bytes))
@@ -154,6 +154,8 @@ public final class NATSConnection: Sendable {
             }
         } catch let error as NATSProtocolError {
             ending = NATSError(.protocolViolation, "\(server): \(error)")
+        } catch let error as NATSError {
+            ending = NATSError(error.code, "\(server): \(error.message)")
         } catch {
             ending = NATSError(.unreachable, "the connection to \(server) broke: \(error)")
         }

@@ -11,10 +11,12 @@ public struct NATSServerInfo: Sendable, Equatable, Decodable {
     public var tlsRequired: Bool
     /// Other servers of the cluster a client may reconnect to.
     public var connectURLs: [String]
+    /// What an NKey or JWT user signs, when the server has such users.
+    public var nonce: String?
 
     enum CodingKeys: String, CodingKey {
         case serverID = "server_id", version, headers, maximumPayload = "max_payload", jetStream = "jetstream"
-        case authenticationRequired = "auth_required", tlsRequired = "tls_required", connectURLs = "connect_urls"
+        case authenticationRequired = "auth_required", tlsRequired = "tls_required", connectURLs = "connect_urls", nonce
     }
 
     public init(from decoder: any Decoder) throws {
@@ -27,5 +29,6 @@ public struct NATSServerInfo: Sendable, Equatable, Decodable {
         authenticationRequired = try container.decodeIfPresent(Bool.self, forKey: .authenticationRequired) ?? false
         tlsRequired = try container.decodeIfPresent(Bool.self, forKey: .tlsRequired) ?? false
         connectURLs = try container.decodeIfPresent([String].self, forKey: .connectURLs) ?? []
+        nonce = try container.decodeIfPresent(String.self, forKey: .nonce)
     }
 }

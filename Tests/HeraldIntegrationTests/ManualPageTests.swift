@@ -180,7 +180,8 @@ extension IntegrationTests {
             #expect(read.subtracting(documented).sorted() == [], "keys serve reads that pgherald.yaml(5) lacks: run scripts/man-pages")
             // Second ways to give a secret, which one file cannot hold beside the first, and the
             // JWT roles, which check-config counts rather than prints.
-            let alternatives: Set = ["webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME", "nats.token_file"]
+            let alternatives: Set = ["webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME", "nats.token_file",
+                                      "nats.nkey_seed_file", "nats.credentials_file"]
             #expect(documented.subtracting(read).subtracting(alternatives).sorted() == [], "pgherald.yaml(5) names keys serve does not read")
         }
     }

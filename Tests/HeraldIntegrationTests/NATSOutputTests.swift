@@ -93,6 +93,60 @@ extension IntegrationTests {
         }
     
 
+        /// NKey and JWT users, made with the `nkeys` Python package: pgherald signs
+        /// the server's nonce with the seed from `nats.nkey_seed_file` or
+        /// `nats.credentials_file`, and nats-py, signed in the same way, reads
+        /// the stream; a seed the server does not know is refused with the reason.
+        @Test func nkeyAndCredentialsFileUsersPublish() async throws {
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-nats-auth-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/nats/make_auth.py").path
+            let made = try await DaemonProcess([script, directory], executable: URL(fileURLWithPath: try #require(NATSServer.python))).finish()
+            try #require(made.status == 0, "\(made.stderr)")
+            let strangerSeed = try String(contentsOfFile: "\(directory)/stranger.nk", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+
+            let nkeyServer = try await NATSServer(extraArguments: ["-c", "\(directory)/nkey.conf"])
+            let database = try TestDatabase.create()
+            let stranger = try await SocketDaemon(database: database, arguments: [
+                "--config", try configuration(nkeyServer, "  nkey_seed_file: \(directory)/stranger.nk"),
+            ])
+            try await waitFor { try await stranger.statistics().outputs?["nats"]?.reason?.contains("Authorization") == true }
+            let strangerStop = try await stranger.stop()
+            #expect(!strangerStop.stderr.contains(strangerSeed), "the seed never appears")
+
+            let member = try await SocketDaemon(database: database, arguments: [
+                "--config", try configuration(nkeyServer, "  nkey_seed_file: \(directory)/user.nk"),
+            ])
+            try await waitFor { try await member.statistics().outputs?["nats"]?.health == "ok" }
+            for code in ["NK1", "NK2"] {
+                try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: [code])
+            }
+            try await waitFor { try await member.statistics().outputs?["nats"]?.delivered == 2 }
+            let signed = try await nkeyServer.messages(of: "PGHERALD", authentication: ["--nkey", "\(directory)/user.nk"])
+            #expect(try signed.map { try Event(payload: $0.data).new?["short_code"]?.stringValue } == ["NK1", "NK2"])
+            _ = try await member.stop()
+
+            let operatorServer = try await NATSServer(extraArguments: ["-c", "\(directory)/operator.conf"])
+            let accountDatabase = try TestDatabase.create()
+            let issued = try await SocketDaemon(database: accountDatabase, arguments: [
+                "--config", try configuration(operatorServer, "  credentials_file: \(directory)/user.creds"),
+            ])
+            try await waitFor { try await issued.statistics().outputs?["nats"]?.health == "ok" }
+            try accountDatabase.execute("INSERT INTO course (short_code, name) VALUES ('JWT1', 'course')")
+            try await waitFor { try await issued.statistics().outputs?["nats"]?.delivered == 1 }
+            let stored = try await operatorServer.messages(of: "PGHERALD", authentication: ["--creds", "\(directory)/user.creds"])
+            #expect(try stored.map { try Event(payload: $0.data).new?["short_code"]?.stringValue } == ["JWT1"])
+            let stopped = try await issued.stop()
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+
+            let both = try await DaemonProcess(["check-config", try configuration(
+                operatorServer, "  credentials_file: \(directory)/user.creds\n  nkey_seed_file: \(directory)/user.nk"
+            )]).finish()
+            #expect(both.status == 78)
+            #expect(both.stderr.contains("use one way to authenticate"), "\(both.stderr)")
+        }
+
         /// A server that requires TLS: refused with the reason without `tls`, and
         /// published to with `tls: true` and the private CA that signed its certificate.
         @Test func tlsWithAPrivateCertificateAuthority() async throws {

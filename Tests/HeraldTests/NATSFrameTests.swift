@@ -65,7 +65,7 @@ import Testing
         #expect(throws: NATSProtocolError.self) { try endless.next() }
     }
 
-    @Test func encodesClientOperations() {
+    @Test func encodesClientOperations() throws {
         var bytes: [UInt8] = []
         NATSClientOperation.publish(subject: "pgherald.public.course.INSERT", replyTo: "_INBOX.x.1", headers: [], payload: Array("{}".utf8)).encode(into: &bytes)
         NATSClientOperation.publish(subject: "s", replyTo: nil, headers: [("Nats-Msg-Id", "7")], payload: Array("ab".utf8)).encode(into: &bytes)
@@ -75,7 +75,7 @@ import Testing
             + "HPUB s 28 30\r\nNATS/1.0\r\nNats-Msg-Id: 7\r\n\r\nab\r\n"
             + "SUB _INBOX.x.* 1\r\nPING\r\n")
         var connect: [UInt8] = []
-        NATSClientOperation.connect(NATSConnectOptions(name: "pgherald", version: "1", user: "u", password: "p")).encode(into: &connect)
+        NATSClientOperation.connect(try NATSConnectOptions(name: "pgherald", version: "1", authentication: .password(user: "u", password: "p")).answering(nonce: nil)).encode(into: &connect)
         let line = String(decoding: connect, as: UTF8.self)
         #expect(line.hasPrefix("CONNECT {") && line.hasSuffix("}\r\n"))
         #expect(line.contains(#""pass":"p""#) && line.contains(#""headers":true"#) && line.contains(#""echo":false"#) && !line.contains("auth_token"))

@@ -1,6 +1,6 @@
 """Prints every message of a JetStream stream as one JSON line, in stream order.
 
-    read_stream.py nats://127.0.0.1:PORT STREAM
+    read_stream.py nats://127.0.0.1:PORT STREAM [--nkey SEED_FILE | --creds CREDS_FILE]
 
 Each line: {"seq", "subject", "msg_id", "count", "data"}. Written with
 nats-py, independently of pgherald's own NATS client.
@@ -12,8 +12,13 @@ import sys
 import nats
 
 
-async def main(url, stream):
-    connection = await nats.connect(url, connect_timeout=5, max_reconnect_attempts=0)
+async def main(url, stream, *auth):
+    options = {}
+    if auth[:1] == ("--nkey",):
+        options["nkeys_seed"] = auth[1]
+    elif auth[:1] == ("--creds",):
+        options["user_credentials"] = auth[1]
+    connection = await nats.connect(url, connect_timeout=5, max_reconnect_attempts=0, **options)
     try:
         js = connection.jetstream()
         info = await js.stream_info(stream)
@@ -34,4 +39,4 @@ async def main(url, stream):
         await connection.close()
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2]))
+asyncio.run(main(*sys.argv[1:]))

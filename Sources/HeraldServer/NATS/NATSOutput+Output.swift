@@ -19,7 +19,7 @@ extension NATSOutput: Output {
                 throw settings.fail("nats.servers", "'\(url.prefix(80))' is not a nats://host:port URL")
             }
             guard components.user == nil else {
-                throw settings.fail("nats.servers", "keep credentials out of the URL: use nats.user with nats.password_file, or nats.token_file")
+                throw settings.fail("nats.servers", "keep credentials out of the URL: use nats.user with nats.password_file, nats.token_file, nats.nkey_seed_file or nats.credentials_file")
             }
             servers.append(.init(host: host, port: components.port ?? 4222))
         }
@@ -36,19 +36,7 @@ extension NATSOutput: Output {
             parameters: ["table", "op", "where"].map { ($0, "nats.\($0)") },
             reason: { "\($0.code.rawValue): \($0.message)" }
         )
-        let user = settings.string("nats.user")
-        let password = try settings.string("nats.password_file", recorded: false).map { reference throws(ConfigurationError) in
-            let (path, lines) = try settings.secretFile(reference, key: "nats.password_file")
-            settings.record("nats.password_file", "\(path) (read)")
-            return lines.first ?? ""
-        }
-        let token = try settings.string("nats.token_file", recorded: false).map { reference throws(ConfigurationError) in
-            let (path, lines) = try settings.secretFile(reference, key: "nats.token_file")
-            settings.record("nats.token_file", "\(path) (read)")
-            return lines.first ?? ""
-        }
-        if password != nil, user == nil { throw settings.fail("nats.password_file", "a password needs nats.user") }
-        if token != nil, user != nil { throw settings.fail("nats.token_file", "use either a token or nats.user with a password, not both") }
+        let authentication = try Self.authentication(from: settings)
         let tls = try settings.bool("nats.tls", default: false)
         let caFile = settings.string("nats.ca_file")
         if let caFile {
@@ -63,10 +51,43 @@ extension NATSOutput: Output {
         }
         return NATSOutputConfiguration(
             servers: servers, subject: subject, stream: stream, createStream: createStream, duplicateWindow: window.duration,
-            filter: filter, user: user, password: password, token: token, tls: tls ? NATSTLS(trustRootsFile: caFile) : nil,
+            filter: filter, authentication: authentication, tls: tls ? NATSTLS(trustRootsFile: caFile) : nil,
             maximumInFlight: inFlight,
             acknowledgementTimeout: timeout.duration
         )
+    }
+
+    /// At most one way to authenticate; every secret comes from a file (or a systemd credential) and is never recorded.
+    private static func authentication(from settings: SettingsReader) throws(ConfigurationError) -> NATSAuthentication {
+        func secret(_ key: String) throws(ConfigurationError) -> String? {
+            guard let reference = settings.string(key, recorded: false) else { return nil }
+            let (path, lines) = try settings.secretFile(reference, key: key)
+            settings.record(key, "\(path) (read)")
+            return lines.joined(separator: "\n")
+        }
+        let user = settings.string("nats.user")
+        let password = try secret("nats.password_file").map { $0.split(separator: "\n").first.map(String.init) ?? "" }
+        let token = try secret("nats.token_file").map { $0.split(separator: "\n").first.map(String.init) ?? "" }
+        let seed = try secret("nats.nkey_seed_file")
+        let credentials = try secret("nats.credentials_file")
+        let chosen = [("nats.user", user), ("nats.token_file", token), ("nats.nkey_seed_file", seed), ("nats.credentials_file", credentials)]
+            .filter { $0.1 != nil }.map(\.0)
+        if chosen.count > 1 {
+            throw settings.fail(chosen[1], "use one way to authenticate, not \(chosen.joined(separator: " and "))")
+        }
+        if let password {
+            guard let user else { throw settings.fail("nats.password_file", "a password needs nats.user") }
+            return .password(user: user, password: password)
+        }
+        if user != nil { throw settings.fail("nats.user", "a user needs nats.password_file") }
+        if let token { return .token(token) }
+        do throws(NATSError) {
+            if let seed { return .nkey(try NATSNKey(seed: seed)) }
+            if let credentials { return try NATSAuthentication(credentialsFile: credentials) }
+        } catch {
+            throw settings.fail(seed != nil ? "nats.nkey_seed_file" : "nats.credentials_file", error.message)
+        }
+        return .none
     }
 
     public convenience init(configuration: NATSOutputConfiguration, context: OutputContext) throws {

@@ -90,7 +90,7 @@ public final class NATSOutput: Service, Sendable {
     }
 
     private var connectOptions: NATSConnectOptions {
-        NATSConnectOptions(name: "pgherald", version: version, user: configuration.user, password: configuration.password, token: configuration.token)
+        NATSConnectOptions(name: "pgherald", version: version, authentication: configuration.authentication)
     }
 
     /// Creates or checks the stream, as configured.

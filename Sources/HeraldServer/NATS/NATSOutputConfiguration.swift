@@ -32,10 +32,10 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
     public var duplicateWindow: Duration
     /// Keys `nats.table`, `nats.op`, `nats.where`: the socket's filter language. Default: every event.
     public var filter: EventFilter
-    /// Key `nats.user` with `nats.password_file`, or `nats.token_file`. Default: no authentication.
-    public var user: String?
-    public var password: String?
-    public var token: String?
+    /// At most one of: key `nats.user` with `nats.password_file`, `nats.token_file`,
+    /// `nats.nkey_seed_file` (a user's NKey seed), or `nats.credentials_file`
+    /// (a user's JWT and seed, as `nsc` writes them). Default: no authentication.
+    public var authentication: NATSAuthentication
     /// Key `nats.tls`, with `nats.ca_file` for a private CA: TLS after the
     /// server's `INFO`. Default: off, and a server that requires TLS is refused with the reason.
     public var tls: NATSTLS?
@@ -46,8 +46,7 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
 
     public init(
         servers: [Server] = [Server(host: "127.0.0.1")], subject: NATSSubjectTemplate, stream: String, createStream: Bool = false,
-        duplicateWindow: Duration = .seconds(120), filter: EventFilter = .all, user: String? = nil, password: String? = nil,
-        token: String? = nil, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
+        duplicateWindow: Duration = .seconds(120), filter: EventFilter = .all, authentication: NATSAuthentication = .none, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
     ) {
         self.tls = tls
         self.servers = servers
@@ -56,9 +55,7 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
         self.createStream = createStream
         self.duplicateWindow = duplicateWindow
         self.filter = filter
-        self.user = user
-        self.password = password
-        self.token = token
+        self.authentication = authentication
         self.maximumInFlight = maximumInFlight
         self.acknowledgementTimeout = acknowledgementTimeout
     }

@@ -52,13 +52,13 @@ final class NATSServer: @unchecked Sendable {
         try await start()
     }
 
-    /// Every message of `stream`, read with nats-py.
-    func messages(of stream: String) async throws -> [StreamMessage] {
+    /// Every message of `stream`, read with nats-py, signing in with `authentication` (`--nkey FILE` or `--creds FILE`).
+    func messages(of stream: String, authentication: [String] = []) async throws -> [StreamMessage] {
         let reader = Process()
         reader.executableURL = URL(fileURLWithPath: try #require(Self.python))
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appending(path: "tests/nats/read_stream.py").path
-        reader.arguments = [script, url, stream]
+        reader.arguments = [script, url, stream] + authentication
         let output = Pipe()
         reader.standardOutput = output
         try reader.run()
