@@ -46,6 +46,8 @@ extension DaemonConfiguration {
         let connectTimeout = try settings.value("connect_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
         let probeInterval = try settings.value("probe_interval", default: "30s" as HumanDuration, expected: "a duration such as 30s")
         let backstopInterval = try settings.value("backstop_interval", default: "10s" as HumanDuration, expected: "a duration such as 10s")
+        let stopGrace = try settings.value("stop_grace", default: "5s" as HumanDuration, expected: "a duration such as 5s")
+        guard stopGrace.duration >= .seconds(2) else { throw settings.fail("stop_grace", "must be at least 2s, to leave the final checkpoint time") }
         let (levels, format) = try logSettings(settings)
         let metricsListen = settings.string("metrics.listen")
         if let metricsListen, ListenAddress(metricsListen) == nil {
@@ -65,7 +67,7 @@ extension DaemonConfiguration {
             database: database, listenDatabase: listenDatabase, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration, probeInterval: probeInterval.duration,
-            backstopInterval: backstopInterval.duration, logLevels: levels, logFormat: format,
+            backstopInterval: backstopInterval.duration, stopGrace: stopGrace.duration, logLevels: levels, logFormat: format,
             metricsListen: metricsListen, access: access, outputs: outputs, warnings: warnings, effective: settings.effective
         )
     }

@@ -35,6 +35,10 @@ public struct DaemonConfiguration: Sendable {
     /// Key `backstop_interval`: how often a parked durable listener sweeps the
     /// journal for events whose notification never came. Default 10s.
     public var backstopInterval: Duration
+    /// Key `stop_grace`: the longest a stop on SIGTERM takes, whatever peers do.
+    /// The listener records its final checkpoint first; a second before the end,
+    /// what is still stopping is cancelled; at the end the daemon exits. Default 5s.
+    public var stopGrace: Duration
     /// Section `log`.
     public var logLevels: LogLevels
     /// Key `log.format`. Default: pretty on a terminal, logfmt otherwise.

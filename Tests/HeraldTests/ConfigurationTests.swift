@@ -71,13 +71,16 @@ import Testing
         #expect(unset.listenDatabase == nil)
         #expect(unset.probeInterval == .seconds(30))
         #expect(unset.backstopInterval == .seconds(10))
+        #expect(unset.stopGrace == .seconds(5))
         let configuration = try await load("""
             database: "host=pool.internal port=6432 dbname=app"
             listen_database: "host=/run/postgresql dbname=app"
             probe_interval: 5s
             backstop_interval: 30s
+            stop_grace: 20s
             """)
         #expect(configuration.backstopInterval == .seconds(30))
+        #expect(configuration.stopGrace == .seconds(20))
         #expect(configuration.listenDatabase?.description.hasPrefix("host=/run/postgresql ") == true)
         #expect(configuration.database.description.hasPrefix("host=pool.internal port=6432 dbname=app"))
         #expect(configuration.probeInterval == .seconds(5))
@@ -86,6 +89,8 @@ import Testing
         #expect(error.reason.contains("not a duration"))
         let backstop = try await rejection("backstop_interval: never\n")
         #expect(backstop.key == "backstop_interval")
+        let grace = try await rejection("stop_grace: 1s\n")
+        #expect(grace.key == "stop_grace" && grace.reason.contains("at least 2s"))
         let exposed = try await load("listen_database: \"host=db password=secret\"\n")
         #expect(exposed.warnings.contains { $0.hasPrefix("listen_database (") && $0.contains("contains a password") })
     }

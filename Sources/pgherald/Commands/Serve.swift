@@ -78,6 +78,13 @@ struct Serve: AsyncParsableCommand {
     var connectTimeout: String?
 
     @Option(help: ArgumentHelp(
+        "The longest a stop on SIGTERM or SIGINT takes, whatever clients, endpoints and servers do. Default: 5s. Key: stop_grace.",
+        discussion: "The listener records its final checkpoint first. A second before the end, whatever is still stopping (a client that never reads, a webhook that never answers) is cancelled; at the end the daemon exits regardless. Durable outputs resume from their cursors at the next start, so nothing is lost.",
+        valueName: "duration"
+    ))
+    var stopGrace: String?
+
+    @Option(help: ArgumentHelp(
         "How often the listener sends itself a probe notification, to prove that notifications still reach it. Default: 30s. Key: probe_interval.",
         discussion: "The first probe goes right after LISTEN. One not back within the connect timeout means the path is broken even if the socket is open (a proxy or NAT that dropped it, a server behind a pooler): /healthz turns unhealthy, the listener logs why, counts it in pgherald_listener_probe_failures_total and reconnects, and durable mode catches up from the journal.",
         valueName: "duration"
@@ -144,6 +151,7 @@ struct Serve: AsyncParsableCommand {
             ("connect_timeout", "--connect-timeout", connectTimeout),
             ("probe_interval", "--probe-interval", probeInterval),
             ("backstop_interval", "--backstop-interval", backstopInterval),
+            ("stop_grace", "--stop-grace", stopGrace),
             ("socket.path", "--socket", socketPath.socket),
             ("socket.enabled", "--no-socket", noSocket ? "false" : nil),
             ("socket.mode", "--socket-mode", socketMode),
@@ -234,7 +242,7 @@ struct Serve: AsyncParsableCommand {
         )))
         // Near the end, so that on shutdown the listener stops before the outputs drain.
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
-        // Last, so that STOPPING=1 goes out first.
+        // Late, so that STOPPING=1 goes out first.
         services.append(.init(service: SystemdService(
             configuration: .init(
                 watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
@@ -243,9 +251,11 @@ struct Serve: AsyncParsableCommand {
             notifier: notifier, listener: listener, broker: broker, socket: outputs.first(SocketServer.self), logger: LogCategory.lifecycle.logger
         )))
 
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
-        )
+        // Last of all, so that it hears the stop first and bounds it.
+        services.append(.init(service: StopDeadline(grace: settings.stopGrace, logger: lifecycle), successTerminationBehavior: .ignore))
+        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
+        configuration.maximumGracefulShutdownDuration = StopDeadline.cancellation(grace: settings.stopGrace)
+        let group = ServiceGroup(configuration: configuration)
         lifecycle.info("starting", metadata: [
             "database": "\(connection)", "version": "\(PGHerald.configuration.version)",
             "config": "\(sources.file.map { FileManager.default.fileExists(atPath: $0) ? $0 : "none" } ?? "none")",

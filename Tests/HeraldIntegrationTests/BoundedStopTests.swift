@@ -1,0 +1,57 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests {
+    /// SIGTERM stops the daemon within the grace period whatever its peers do,
+    /// and the final checkpoint is recorded first.
+    @Suite
+    struct BoundedStopTests {
+        /// A socket stream, a Supabase WebSocket, a webhook endpoint and a NATS
+        /// server that never read or answer are all open when SIGTERM comes.
+        @Test func aSilentPeerOfEveryKindCannotHoldTheStop() async throws {
+            let database = try TestDatabase.create()
+            let blackHole = try SilentPeer()
+            let realtimePort = freeLoopbackPort()
+            let key = "all-0123456789abcdef"
+            let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-stop-\(UUID().uuidString.prefix(8)).yaml").path
+            try """
+                realtime:
+                  listen: 127.0.0.1:\(realtimePort)
+                  keys:
+                    all:
+                      key: \(key)
+                webhooks:
+                  stuck:
+                    url: http://127.0.0.1:\(blackHole.port)/hook
+                    secret: whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+                nats:
+                  servers: nats://127.0.0.1:\(blackHole.port)
+                  stream: PGHERALD
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let stream = try SilentPeer(connectingTo: daemon.socketPath, sending: Array("GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+            let join = #"{"topic":"realtime:silent","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*","schema":"public"}]}},"ref":"1","join_ref":"1"}"#
+            let webSocket = try SilentPeer(connectingTo: realtimePort, sending: SilentPeer.webSocket(path: "/realtime/v1/websocket?apikey=\(key)&vsn=1.0.0", text: join))
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try await daemon.waitForSubscribers(1, kind: "realtime")
+            // Enough to fill every buffer between the daemon and the silent readers.
+            try database.execute("INSERT INTO course (short_code, name) SELECT 'S' || g, repeat('x', 90) FROM generate_series(1, 20000) g")
+            try await Task.sleep(for: .seconds(2))
+
+            let started = ContinuousClock.now
+            let stopped = try await daemon.stop(within: 60)
+            let took = ContinuousClock.now - started
+            #expect(stopped.status == 0, "\(stopped.stderr.suffix(2000))")
+            #expect(took < .seconds(6), "SIGTERM took \(took) with silent peers; the grace period is 5 s")
+            #expect(stopped.stderr.contains("recorded the final checkpoint"), "\(stopped.stderr.suffix(2000))")
+            let covered = try database.execute("""
+                SELECT pg_visible_in_snapshot((SELECT max(txid) FROM pgherald.journal), snapshot)
+                  FROM pgherald.checkpoint WHERE daemon = 'default' ORDER BY seq DESC LIMIT 1
+                """).rows.first?.first ?? nil
+            #expect(covered == "t", "the final checkpoint covers the last transaction")
+            #expect(stopped.stderr.contains("still stopping after stop_grace"), "the log says why the stop was cut short")
+            withExtendedLifetime((stream, webSocket, blackHole)) {}
+        }
+    }
+}
