@@ -14,6 +14,9 @@ public struct RealtimeSession: Sendable {
         case leave(topic: String)
         /// Check a refreshed token and apply its grant to the channel.
         case refreshToken(topic: String, token: String)
+        /// Check the sender's limits, hand the message to the topic's other
+        /// members (and the sender's own channel, with `self`), and acknowledge it if asked.
+        case broadcast(RealtimeBroadcast)
     }
 
     /// Limits that keep one socket's cost bounded.
@@ -23,6 +26,8 @@ public struct RealtimeSession: Sendable {
 
     /// Joined channels by topic, with their join refs.
     public private(set) var joined: [String: JSONValue] = [:]
+    /// What each joined channel asked of broadcasts.
+    private var broadcastOptions: [String: RealtimeJoin.BroadcastOptions] = [:]
     private var nextBindingID = 1
 
     public init() {}
@@ -35,6 +40,7 @@ public struct RealtimeSession: Sendable {
             return join(message)
         case (_, "phx_leave"):
             let wasJoined = joined.removeValue(forKey: message.topic) != nil
+            broadcastOptions.removeValue(forKey: message.topic)
             let close = PhoenixMessage.push(topic: message.topic, joinRef: message.joinRef, event: "phx_close", payload: .object([:]))
             return (wasJoined ? [.leave(topic: message.topic)] : [])
                 + [.send(.reply(to: message, status: "ok", response: .object([:]))), .send(close)]
@@ -42,17 +48,36 @@ public struct RealtimeSession: Sendable {
             // Clients expect no reply to a token push.
             guard joined[message.topic] != nil, let token = message.payload["access_token"]?.stringValue else { return [] }
             return [.refreshToken(topic: message.topic, token: token)]
+        case (_, "broadcast"):
+            guard joined[message.topic] != nil else {
+                return [.send(.errorReply(to: message, reason: "unmatched topic"))]
+            }
+            return [broadcast(message)]
         default:
             guard joined[message.topic] != nil else {
                 return [.send(.errorReply(to: message, reason: "unmatched topic"))]
             }
-            return [.send(.errorReply(to: message, reason: "pgherald serves postgres_changes only; '\(message.event.prefix(40))' is not supported"))]
+            return [.send(.errorReply(to: message, reason: "pgherald serves postgres_changes and broadcast; '\(message.event.prefix(40))' is not supported"))]
         }
+    }
+
+    private func broadcast(_ message: PhoenixMessage) -> Action {
+        guard message.payload["event"]?.stringValue != nil else {
+            return .send(.errorReply(to: message, reason: "a broadcast's payload is {type: broadcast, event, payload}"))
+        }
+        let acknowledged = broadcastOptions[message.topic]?.acknowledge ?? false
+        return .broadcast(RealtimeBroadcast(
+            topic: message.topic,
+            message: .push(topic: message.topic, event: "broadcast", payload: message.payload),
+            acknowledgement: acknowledged ? .reply(to: message, status: "ok", response: .object([:])) : nil,
+            request: message
+        ))
     }
 
     /// Forgets a channel the server ended (an overflow, a revoked grant).
     public mutating func channelEnded(topic: String) {
         joined.removeValue(forKey: topic)
+        broadcastOptions.removeValue(forKey: topic)
     }
 
     private mutating func join(_ message: PhoenixMessage) -> [Action] {
@@ -84,14 +109,22 @@ public struct RealtimeSession: Sendable {
         } catch {
             return actions + [.send(.errorReply(to: message, reason: error.message))]
         }
+        let config = message.payload["config"]
+        let options = RealtimeJoin.BroadcastOptions(
+            echo: config?["broadcast"]?["self"] == .bool(true), acknowledge: config?["broadcast"]?["ack"] == .bool(true)
+        )
         nextBindingID += bindings.count
         joined[message.topic] = message.joinRef
+        broadcastOptions[message.topic] = options
         let reply = PhoenixMessage.reply(
             to: message, status: "ok",
             response: .object(["postgres_changes": .array(bindings.map { .object($0.echo) })])
         )
         let token = message.payload["access_token"]?.stringValue
-        return actions + [.join(RealtimeJoin(request: message, bindings: bindings, accessToken: token, reply: reply))]
+        return actions + [.join(RealtimeJoin(
+            request: message, bindings: bindings, accessToken: token, reply: reply, broadcast: options,
+            isPrivate: config?["private"] == .bool(true)
+        ))]
     }
 }
 
@@ -103,6 +136,22 @@ public struct RealtimeJoin: Sendable, Equatable {
     public var accessToken: String?
     /// The `ok` reply, every binding echoed with its id.
     public var reply: PhoenixMessage
+    /// `config.broadcast`: whether the sender gets its own broadcasts back, and an `ok` for each.
+    public var broadcast: BroadcastOptions
+    /// `config.private`: a topic only callers granted it may join.
+    public var isPrivate: Bool
+
+    public struct BroadcastOptions: Sendable, Equatable {
+        /// `self`: the sender's channel receives its own broadcasts too.
+        public var echo: Bool
+        /// `ack`: the server confirms each broadcast with an `ok` reply.
+        public var acknowledge: Bool
+
+        public init(echo: Bool = false, acknowledge: Bool = false) {
+            self.echo = echo
+            self.acknowledge = acknowledge
+        }
+    }
 
     public var topic: String { request.topic }
 
@@ -126,4 +175,15 @@ public struct RealtimeJoin: Sendable, Equatable {
     public var channelClose: PhoenixMessage {
         .push(topic: topic, joinRef: request.joinRef, event: "phx_close", payload: .object([:]))
     }
+}
+
+/// A `broadcast` a client sent on a topic it has joined.
+public struct RealtimeBroadcast: Sendable, Equatable {
+    public var topic: String
+    /// What the topic's members receive: the payload as sent, with no ref.
+    public var message: PhoenixMessage
+    /// The `ok` reply the sender's `ack` asked for; nil without it.
+    public var acknowledgement: PhoenixMessage?
+    /// The message as the client sent it, for an error reply.
+    public var request: PhoenixMessage
 }

@@ -21,7 +21,7 @@ extension SettingsReader {
         }
     }
 
-    /// The grant of a rule or key: `schemas`, `tables`, `ops` and `where` under `prefix`.
+    /// The grant of a rule or key: `schemas`, `tables`, `ops`, `where` and `topics` under `prefix`.
     public func grant(under prefix: String) throws(ConfigurationError) -> AccessGrant {
         var tables: [TablePattern]?
         if let schemas = list("\(prefix).schemas") {
@@ -45,6 +45,11 @@ extension SettingsReader {
         let filter = try filter(
             parameters: [("op", "\(prefix).ops"), ("where", "\(prefix).where")], reason: \.message
         )
-        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates)
+        let topics = list("\(prefix).topics") ?? []
+        if !topics.isEmpty { record("\(prefix).topics", topics.joined(separator: ", ")) }
+        for topic in topics where topic.isEmpty || topic.dropLast().contains("*") || topic.contains(where: \.isWhitespace) || topic.hasPrefix("realtime:") {
+            throw fail("\(prefix).topics", "'\(topic.prefix(80))' is not a topic name, or a prefix ending in * (without realtime:)")
+        }
+        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates, topics: topics)
     }
 }

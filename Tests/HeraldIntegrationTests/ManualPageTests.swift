@@ -122,6 +122,7 @@ extension IntegrationTests {
                 tables: [public.course]
                 ops: [INSERT]
                 where: id.gt.0
+                topics: [room-*]
             log:
               format: logfmt
               categories:
@@ -140,6 +141,7 @@ extension IntegrationTests {
                   tables: [public.course]
                   ops: [INSERT]
                   where: id.gt.0
+                  topics: [lobby]
               jwt:
                 secret_file: \(directory.path)/jwt
                 roles:

@@ -1,4 +1,5 @@
 import Foundation
+import Herald
 import Testing
 
 extension IntegrationTests {
@@ -7,6 +8,54 @@ extension IntegrationTests {
     /// against the daemon over TCP, plus the Unix socket with a raw WebSocket.
     @Suite
     struct SupabaseClientTests {
+        /// Broadcast between realtime-py clients: `self`, the REST endpoint, and
+        /// private topics granted by `topics:` (a key without them is refused).
+        @Test func thePythonClientsBroadcastToEachOther() async throws {
+            let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"], "scripts/test sets it")
+            let database = try TestDatabase.create()
+            let port = freeLoopbackPort()
+            let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-broadcast-\(UUID().uuidString.prefix(8)).yaml").path
+            let roomsKey = "rooms-0123456789abcdef"
+            try """
+                realtime:
+                  listen: 127.0.0.1:\(port)
+                  keys:
+                    all:
+                      key: \(RealtimeTests.allKey)
+                    courses:
+                      key: \(RealtimeTests.coursesKey)
+                      tables: [public.course]
+                    rooms:
+                      key: \(roomsKey)
+                      tables: [public.course]
+                      topics: [room-*]
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/broadcast_test.py").path
+            let client = try DaemonProcess(
+                [script, "--port", String(port), "--all-key", RealtimeTests.allKey, "--courses-key", RealtimeTests.coursesKey, "--rooms-key", roomsKey],
+                executable: URL(fileURLWithPath: python)
+            )
+            let result = try await client.finish(within: 90)
+            #expect(result.status == 0, "\(result.stderr.suffix(3000))")
+            #expect(result.stdout.hasSuffix("OK\n"), "\(result.stdout)")
+
+            // ack: true gets an ok reply for each broadcast; a broadcast over the size limit gets an error.
+            let sender = try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
+            let joinAcknowledged = #"{"config":{"broadcast":{"ack":true,"self":false},"presence":{"key":"","enabled":false},"private":false,"postgres_changes":[]}}"#
+            try await sender.send(joinRef: "1", ref: "1", topic: "realtime:acks", event: "phx_join", payload: joinAcknowledged)
+            _ = try await sender.next(within: 10, "join reply") { $0.event == "phx_reply" && $0.ref == .string("1") }
+            try await sender.send(joinRef: "1", ref: "2", topic: "realtime:acks", event: "broadcast", payload: #"{"type":"broadcast","event":"e","payload":{"n":1}}"#)
+            let ack = try await sender.next(within: 10, "acknowledgement") { $0.event == "phx_reply" && $0.ref == .string("2") }
+            #expect(ack.payload["status"] == .string("ok"))
+            let large = String(repeating: "x", count: 70_000)
+            try await sender.send(joinRef: "1", ref: "3", topic: "realtime:acks", event: "broadcast", payload: #"{"type":"broadcast","event":"e","payload":{"blob":"\#(large)"}}"#)
+            let refused = try await sender.next(within: 10, "refusal") { $0.event == "phx_reply" && $0.ref == .string("3") }
+            #expect(refused.payload["status"] == .string("error"))
+            #expect(refused.payload["response"]?["reason"]?.stringValue?.contains("realtime.broadcast.max_bytes") == true, "\(refused.payload.jsonText.prefix(300))")
+            _ = try await daemon.stop()
+        }
+
         @Test func thePythonClientSubscribesUnchangedAndRidesOutARestart() async throws {
             let python = try #require(
                 ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"],

@@ -117,6 +117,32 @@ import Testing
         #expect(session.joined.keys.sorted() == ["realtime:test"])
     }
 
+    @Test func aBroadcastGoesToTheTopicWithAnAcknowledgementWhenTheJoinAskedForOne() throws {
+        var session = RealtimeSession()
+        guard case .join(let quiet)? = session.receive(try decode(join)).last else { Issue.record("no join"); return }
+        #expect(quiet.broadcast == .init(echo: false, acknowledge: false) && !quiet.isPrivate)
+        let sent = #"{"event":"broadcast","payload":{"type":"broadcast","event":"cursor","payload":{"x":1}},"topic":"realtime:test","ref":"6","join_ref":"1"}"#
+        guard case .broadcast(let unacknowledged)? = session.receive(try decode(sent)).first else { Issue.record("no broadcast"); return }
+        #expect(unacknowledged.acknowledgement == nil)
+        #expect(text(unacknowledged.message) == #"{"topic":"realtime:test","event":"broadcast","payload":{"type":"broadcast","event":"cursor","payload":{"x":1}},"ref":null,"join_ref":null}"#)
+
+        let loud = join.replacingOccurrences(of: #""broadcast":{"ack":false,"self":false}"#, with: #""broadcast":{"ack":true,"self":true}"#)
+            .replacingOccurrences(of: #""private":false"#, with: #""private":true"#)
+        guard case .join(let acknowledging)? = session.receive(try decode(loud)).last else { Issue.record("no join"); return }
+        #expect(acknowledging.broadcast == .init(echo: true, acknowledge: true) && acknowledging.isPrivate)
+        guard case .broadcast(let acknowledged)? = session.receive(try decode(sent)).first else { Issue.record("no broadcast"); return }
+        #expect(acknowledged.acknowledgement.map { text($0) } == #"{"topic":"realtime:test","event":"phx_reply","payload":{"status":"ok","response":{}},"ref":"6","join_ref":"1"}"#)
+    }
+
+    @Test func aBroadcasterIsLimitedInSizeAndRate() {
+        var limiter = BroadcastLimiter(maximumBytes: 10, maximumPerSecond: 3)
+        let start = ContinuousClock.now
+        #expect(limiter.admit(bytes: 11, now: start)?.contains("realtime.broadcast.max_bytes") == true)
+        for offset in 0..<3 { #expect(limiter.admit(bytes: 10, now: start + .milliseconds(offset * 100)) == nil) }
+        #expect(limiter.admit(bytes: 1, now: start + .milliseconds(900))?.contains("rate limited") == true)
+        #expect(limiter.admit(bytes: 1, now: start + .milliseconds(1000)) == nil, "a new second")
+    }
+
     @Test func rejoiningATopicReplacesIt() throws {
         var session = RealtimeSession()
         _ = session.receive(try decode(join))

@@ -9,11 +9,22 @@ public struct AccessGrant: Sendable, Hashable {
     /// shows neither tenant the other's values. An event without rows
     /// (TRUNCATE) or without its row data satisfies none.
     public var predicates: [ColumnPredicate]
+    /// The private broadcast and presence topics granted: names, or prefixes
+    /// ending in `*` (`room-*`, or `*` for all). Public topics need no grant.
+    public var topics: [String]
 
-    public init(tables: [TablePattern]? = nil, operations: OperationSet = .all, predicates: [ColumnPredicate] = []) {
+    public init(tables: [TablePattern]? = nil, operations: OperationSet = .all, predicates: [ColumnPredicate] = [], topics: [String] = []) {
         self.tables = tables
         self.operations = operations
         self.predicates = predicates
+        self.topics = topics
+    }
+
+    /// Whether the private topic `name` (without `realtime:`) is granted.
+    public func covers(topic name: String) -> Bool {
+        topics.contains { pattern in
+            pattern.hasSuffix("*") ? name.hasPrefix(pattern.dropLast()) : name == pattern
+        }
     }
 
     /// Whether the grant lets everything through.

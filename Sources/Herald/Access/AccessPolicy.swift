@@ -92,4 +92,12 @@ public enum AccessScope: Sendable, Hashable {
         case .grants(let grants, _): grants.contains { $0.covers(table) }
         }
     }
+
+    /// Whether the private topic `name` may be joined and sent to.
+    public func covers(topic name: String) -> Bool {
+        switch self {
+        case .everything: true
+        case .grants(let grants, _): grants.contains { $0.covers(topic: name) }
+        }
+    }
 }

@@ -38,6 +38,9 @@ final class RealtimeChannel: Sendable {
 
     var caller: RealtimeCaller { state.withLock { $0.caller } }
 
+    /// Where its broadcasts go and come from.
+    var broadcastTopic: BroadcastHub.Topic { .init(name: join.topic, isPrivate: join.isPrivate) }
+
     /// Runs `body` on `eventLoop`, the socket's, so that its writes need no hop.
     func start(on eventLoop: any EventLoop, _ body: @escaping @Sendable () async -> Void) {
         let task = Task(executorPreference: EventLoopTaskExecutor(eventLoop: eventLoop)) { await body() }

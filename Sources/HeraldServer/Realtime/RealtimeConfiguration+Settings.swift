@@ -6,9 +6,9 @@ public import HeraldSettings
 
 extension RealtimeConfiguration {
     /// Keys a `realtime.keys.NAME` entry may have.
-    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where"]
+    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where", "topics"]
     /// Keys a `realtime.jwt.roles.ROLE` entry may have.
-    static let roleSettings = ["schemas", "tables", "ops", "where"]
+    static let roleSettings = ["schemas", "tables", "ops", "where", "topics"]
 
     /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
     public init(settings: SettingsReader) throws(ConfigurationError) {
@@ -19,6 +19,8 @@ extension RealtimeConfiguration {
         let window = try settings.value("realtime.resume_window", default: "2m" as HumanDuration, expected: "a duration such as 2m, or 0s to turn it off")
         let buffer = try settings.int("realtime.channel_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
+        let broadcastBytes = try settings.int("realtime.broadcast.max_bytes", default: 65_536, in: 1...(1 << 20))
+        let broadcastRate = try settings.int("realtime.broadcast.max_per_second", default: 100, in: 1...100_000)
 
         var keys: [RealtimeCredentials.Key] = []
         for (name, _) in settings.fileSections(under: "realtime.keys") {
@@ -30,7 +32,8 @@ extension RealtimeConfiguration {
             throw settings.fail("realtime.listen", "TCP clients must present a key, and none is configured: add realtime.keys or realtime.jwt (listen: \(listen))")
         }
         self.init(
-            listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration
+            listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration,
+            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate
         )
     }
 

@@ -23,6 +23,10 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     /// dropped, so that the same caller rejoining the same topic with the
     /// same bindings gets what it missed. Default 2 minutes; zero turns it off.
     public var resumeWindow: Duration
+    /// Key `realtime.broadcast.max_bytes`: the largest broadcast payload a client or the REST endpoint may send. Default 64 KiB.
+    public var broadcastMaximumBytes: Int
+    /// Key `realtime.broadcast.max_per_second`: broadcasts one socket (or one REST caller) may send a second. Default 100.
+    public var broadcastMaximumPerSecond: Int
 
     public init(
         listen: String? = nil,
@@ -31,7 +35,9 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         maximumMessageSize: Int = 1 << 20,
         maximumChannels: Int = 10_000,
         maximumConnections: Int = 10_128,
-        resumeWindow: Duration = .seconds(120)
+        resumeWindow: Duration = .seconds(120),
+        broadcastMaximumBytes: Int = 65_536,
+        broadcastMaximumPerSecond: Int = 100
     ) {
         self.listen = listen
         self.credentials = credentials
@@ -40,5 +46,7 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         self.maximumChannels = maximumChannels
         self.maximumConnections = maximumConnections
         self.resumeWindow = resumeWindow
+        self.broadcastMaximumBytes = broadcastMaximumBytes
+        self.broadcastMaximumPerSecond = broadcastMaximumPerSecond
     }
 }

@@ -20,6 +20,9 @@ struct RealtimeConnection {
     func run(_ inbound: WebSocketInboundStream) async {
         var session = RealtimeSession()
         var channels: [String: RealtimeChannel] = [:]
+        var limiter = BroadcastLimiter(
+            maximumBytes: endpoint.configuration.broadcastMaximumBytes, maximumPerSecond: endpoint.configuration.broadcastMaximumPerSecond
+        )
         endpoint.logger.debug("realtime socket opened", metadata: ["caller": "\(caller.name)", "vsn": "\(framing.rawValue)"])
         do {
             for try await message in inbound.messages(maxSize: endpoint.configuration.maximumMessageSize) {
@@ -54,6 +57,15 @@ struct RealtimeConnection {
                             try await send(channel.join.systemMessage(ok: false, problem))
                             try await send(channel.join.channelClose)
                         }
+                    case .broadcast(let broadcast):
+                        guard let channel = channels[broadcast.topic] else { continue }
+                        let bytes = broadcast.message.payload["payload"]?.jsonText.utf8.count ?? 0
+                        if let refusal = limiter.admit(bytes: bytes, now: .now) {
+                            try await send(.errorReply(to: broadcast.request, reason: refusal))
+                            continue
+                        }
+                        endpoint.broadcasts.publish(broadcast.message, to: channel.broadcastTopic, from: ObjectIdentifier(channel))
+                        if let acknowledgement = broadcast.acknowledgement { try await send(acknowledgement) }
                     }
                 }
             }
@@ -77,9 +89,25 @@ struct RealtimeConnection {
                 return nil
             }
         }
+        if join.isPrivate, !channelCaller.scope.covers(topic: join.channelName) {
+            endpoint.logger.info("refused a private realtime channel", metadata: ["caller": "\(channelCaller.name)", "topic": "\(join.topic)"])
+            session.channelEnded(topic: join.topic)
+            try await send(.errorReply(to: join.request, reason: "Unauthorized: \(channelCaller.name) is not granted the private topic '\(join.channelName)' (topics: in its key, role or access rule)"))
+            return nil
+        }
         let channel = RealtimeChannel(join: join, caller: channelCaller)
+        let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: ObjectIdentifier(channel), framing: framing, echo: join.broadcast.echo)
         channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket] in
-            await endpoint.serve(channel, framing: framing, outbound: outbound, socket: socket)
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    for await frame in broadcasts {
+                        do { try await outbound.write(framing.frame(frame)) } catch { return }
+                    }
+                }
+                await endpoint.serve(channel, framing: framing, outbound: outbound, socket: socket)
+                group.cancelAll()
+            }
+            endpoint.broadcasts.leave(channel.broadcastTopic, channel: ObjectIdentifier(channel))
         }
         return channel
     }

@@ -35,6 +35,10 @@ public final class RealtimeEndpoint: Sendable {
     let resumeBook: Mutex<ResumeBook>
     /// Change messages sent since start, over every channel.
     let delivered = Mutex<UInt64>(0)
+    /// Broadcast topics and their members.
+    let broadcasts = BroadcastHub()
+    /// The REST broadcast limits of each caller, by name.
+    let restLimiters = Mutex<[String: BroadcastLimiter]>([:])
 
     public init(
         configuration: RealtimeConfiguration, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog,
@@ -137,7 +141,8 @@ public final class RealtimeEndpoint: Sendable {
 
     /// `GET /realtime/v1/websocket` without an upgrade: the refusal's status
     /// (401 for a missing or wrong key), or 426 Upgrade Required.
-    func addRoutes<Context: RequestContext>(to router: Router<Context>, transport: Transport) {
+    func addRoutes(to router: Router<SocketRequestContext>, transport: Transport) {
+        addBroadcastRoutes(to: router, transport: transport)
         router.get(RouterPath(stringLiteral: String(Self.path.dropFirst()))) { request, _ in
             switch self.admit(uri: request.uri.description, apiKeyHeader: request.headers[Self.apiKeyField], transport: transport) {
             case .refused(let status, let body):

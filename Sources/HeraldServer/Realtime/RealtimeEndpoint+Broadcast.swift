@@ -1,0 +1,119 @@
+import Foundation
+import Herald
+import HeraldRealtime
+import HTTPTypes
+import Hummingbird
+import Synchronization
+
+extension RealtimeEndpoint {
+    /// Supabase's REST broadcast: `POST /realtime/v1/api/broadcast` with
+    /// `{"messages": [{"topic", "event", "payload", "private"}]}`, and
+    /// `POST /realtime/v1/api/broadcast/TOPIC/events/EVENT` (`?private=true`)
+    /// whose body is the payload. Either answers 202 once the topic's members
+    /// have the messages.
+    func addBroadcastRoutes(to router: Router<SocketRequestContext>, transport: Transport) {
+        router.post("realtime/v1/api/broadcast") { request, context in
+            try await self.broadcast(request, context: context, transport: transport) { body in
+                guard case .array(let items)? = body["messages"] else {
+                    throw BroadcastRefusal(.badRequest, "invalid_messages", #"the body is {"messages": [{"topic", "event", "payload", "private"}]}"#)
+                }
+                return try items.map { item in
+                    guard let topic = item["topic"]?.stringValue, let event = item["event"]?.stringValue else {
+                        throw BroadcastRefusal(.badRequest, "invalid_message", "every message has a topic and an event")
+                    }
+                    return (topic, event, item["payload"] ?? .object([:]), item["private"] == .bool(true))
+                }
+            }
+        }
+        router.post("realtime/v1/api/broadcast/:topic/events/:event") { request, context in
+            let topic = context.parameters.get("topic") ?? ""
+            let event = context.parameters.get("event") ?? ""
+            let isPrivate = request.uri.queryParameters["private"] == "true"
+            return try await self.broadcast(request, context: context, transport: transport) { body in
+                [(topic, event, body, isPrivate)]
+            }
+        }
+    }
+
+    private func broadcast(
+        _ request: Request, context: SocketRequestContext, transport: Transport,
+        messages: (JSONValue) throws -> [(topic: String, event: String, payload: JSONValue, isPrivate: Bool)]
+    ) async throws -> Response {
+        do {
+            let caller = try await broadcastCaller(request, context: context, transport: transport)
+            let body = try await request.body.collect(upTo: configuration.broadcastMaximumBytes + 4096)
+            let parsed: JSONValue
+            do {
+                parsed = try JSONParser.parse(Array(body.readableBytesView))
+            } catch {
+                throw BroadcastRefusal(.badRequest, "invalid_json", "the body is not JSON: \(error)")
+            }
+            let sent = try messages(parsed)
+            for message in sent {
+                let name = message.topic.hasPrefix("realtime:") ? String(message.topic.dropFirst("realtime:".count)) : message.topic
+                guard !name.isEmpty else { throw BroadcastRefusal(.badRequest, "invalid_topic", "a topic needs a name") }
+                if message.isPrivate, !caller.scope.covers(topic: name) {
+                    throw BroadcastRefusal(.forbidden, "unauthorized", "\(caller.name) is not granted the private topic '\(name)'")
+                }
+                let refusal = restLimiters.withLock { limiters in
+                    limiters[caller.name, default: BroadcastLimiter(
+                        maximumBytes: configuration.broadcastMaximumBytes, maximumPerSecond: configuration.broadcastMaximumPerSecond
+                    )].admit(bytes: message.payload.jsonText.utf8.count, now: .now)
+                }
+                if let refusal { throw BroadcastRefusal(.tooManyRequests, "rate_limited", refusal) }
+            }
+            for message in sent {
+                let name = message.topic.hasPrefix("realtime:") ? String(message.topic.dropFirst("realtime:".count)) : message.topic
+                let topic = "realtime:\(name)"
+                broadcasts.publish(
+                    .push(topic: topic, event: "broadcast", payload: .object([
+                        "type": .string("broadcast"), "event": .string(message.event), "payload": message.payload,
+                    ])),
+                    to: .init(name: topic, isPrivate: message.isPrivate), from: nil
+                )
+            }
+            return Response(status: .accepted)
+        } catch let refusal as BroadcastRefusal {
+            logger.info("refused a REST broadcast", metadata: ["status": "\(refusal.status.code)", "reason": "\(refusal.body.message)"])
+            return Response.json(refusal.status, refusal.body)
+        } catch {
+            return Response.json(.contentTooLarge, ErrorBody(code: "too_large", message: "a broadcast body is at most \(configuration.broadcastMaximumBytes) bytes of payload"))
+        }
+    }
+
+    /// The caller by its `apikey` header, `Authorization: Bearer` token or
+    /// `x-api-key`; a Unix-socket peer without keys configured, by who it is.
+    private func broadcastCaller(_ request: Request, context: SocketRequestContext, transport: Transport) async throws -> RealtimeCaller {
+        let credentials = self.credentials.withLock { $0 }
+        if credentials.isEmpty {
+            guard case .unixSocket(let peer) = transport else {
+                throw BroadcastRefusal(.unauthorized, "no_keys", "realtime over TCP needs realtime.keys or realtime.jwt in the config file")
+            }
+            return await peer(context.channel)
+        }
+        let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let presented = [bearer, request.headers[Self.apiKeyHeaderField], request.headers[Self.apiKeyField]].compactMap { $0 }
+        var refusal = RealtimeAuthError(.missing, "no apikey header or Authorization: Bearer token")
+        for candidate in presented {
+            do {
+                return RealtimeCaller(try credentials.identify(candidate, now: Date().timeIntervalSince1970), presentedKey: candidate)
+            } catch {
+                refusal = error
+            }
+        }
+        throw BroadcastRefusal(.unauthorized, refusal.code.rawValue, refusal.message)
+    }
+
+    static let apiKeyHeaderField = HTTPField.Name("apikey")!
+}
+
+/// Why a REST broadcast is refused, as the response says it.
+struct BroadcastRefusal: Error {
+    var status: HTTPResponse.Status
+    var body: ErrorBody
+
+    init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
+        self.status = status
+        body = ErrorBody(code: code, message: message)
+    }
+}
