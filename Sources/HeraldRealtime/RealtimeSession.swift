@@ -17,6 +17,9 @@ public struct RealtimeSession: Sendable {
         /// Check the sender's limits, hand the message to the topic's other
         /// members (and the sender's own channel, with `self`), and acknowledge it if asked.
         case broadcast(RealtimeBroadcast)
+        /// Track the channel's presence with `meta`, or untrack it (nil), tell
+        /// the topic's members the difference, and reply `ok`.
+        case presence(topic: String, meta: JSONValue?, reply: PhoenixMessage)
     }
 
     /// Limits that keep one socket's cost bounded.
@@ -53,11 +56,31 @@ public struct RealtimeSession: Sendable {
                 return [.send(.errorReply(to: message, reason: "unmatched topic"))]
             }
             return [broadcast(message)]
+        case (_, "presence"):
+            guard joined[message.topic] != nil else {
+                return [.send(.errorReply(to: message, reason: "unmatched topic"))]
+            }
+            return [presence(message)]
         default:
             guard joined[message.topic] != nil else {
                 return [.send(.errorReply(to: message, reason: "unmatched topic"))]
             }
             return [.send(.errorReply(to: message, reason: "pgherald serves postgres_changes and broadcast; '\(message.event.prefix(40))' is not supported"))]
+        }
+    }
+
+    /// `{type: presence, event: track, payload: META}` or `{event: untrack}`; realtime-py leaves out `type`.
+    private func presence(_ message: PhoenixMessage) -> Action {
+        let reply = PhoenixMessage.reply(to: message, status: "ok", response: .object([:]))
+        switch message.payload["event"]?.stringValue {
+        case "track":
+            let meta = message.payload["payload"] ?? .object([:])
+            guard case .object = meta else { return .send(.errorReply(to: message, reason: "a presence's payload is an object")) }
+            return .presence(topic: message.topic, meta: meta, reply: reply)
+        case "untrack":
+            return .presence(topic: message.topic, meta: nil, reply: reply)
+        default:
+            return .send(.errorReply(to: message, reason: "a presence message is {type: presence, event: track or untrack, payload}"))
         }
     }
 
@@ -123,6 +146,7 @@ public struct RealtimeSession: Sendable {
         let token = message.payload["access_token"]?.stringValue
         return actions + [.join(RealtimeJoin(
             request: message, bindings: bindings, accessToken: token, reply: reply, broadcast: options,
+            presence: .init(key: config?["presence"]?["key"]?.stringValue ?? "", enabled: config?["presence"]?["enabled"] == .bool(true)),
             isPrivate: config?["private"] == .bool(true)
         ))]
     }
@@ -138,8 +162,21 @@ public struct RealtimeJoin: Sendable, Equatable {
     public var reply: PhoenixMessage
     /// `config.broadcast`: whether the sender gets its own broadcasts back, and an `ok` for each.
     public var broadcast: BroadcastOptions
+    /// `config.presence`: the key the channel's presence is tracked under
+    /// (empty: one the server makes), and whether it wants the topic's presence state on joining.
+    public var presence: PresenceOptions
     /// `config.private`: a topic only callers granted it may join.
     public var isPrivate: Bool
+
+    public struct PresenceOptions: Sendable, Equatable {
+        public var key: String
+        public var enabled: Bool
+
+        public init(key: String = "", enabled: Bool = false) {
+            self.key = key
+            self.enabled = enabled
+        }
+    }
 
     public struct BroadcastOptions: Sendable, Equatable {
         /// `self`: the sender's channel receives its own broadcasts too.

@@ -8,9 +8,10 @@ extension IntegrationTests {
     /// against the daemon over TCP, plus the Unix socket with a raw WebSocket.
     @Suite
     struct SupabaseClientTests {
-        /// Broadcast between realtime-py clients: `self`, the REST endpoint, and
-        /// private topics granted by `topics:` (a key without them is refused).
-        @Test func thePythonClientsBroadcastToEachOther() async throws {
+        /// Broadcast between realtime-py clients (`self`, the REST endpoint, and
+        /// private topics granted by `topics:`; a key without them is refused),
+        /// then presence: state on joining, joins, untrack, and a client that vanishes.
+        @Test func thePythonClientsBroadcastAndSeeEachOthersPresence() async throws {
             let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"], "scripts/test sets it")
             let database = try TestDatabase.create()
             let port = freeLoopbackPort()

@@ -134,6 +134,22 @@ import Testing
         #expect(acknowledged.acknowledgement.map { text($0) } == #"{"topic":"realtime:test","event":"phx_reply","payload":{"status":"ok","response":{}},"ref":"6","join_ref":"1"}"#)
     }
 
+    @Test func presenceTracksAndUntracksWithTheJoinsKey() throws {
+        var session = RealtimeSession()
+        let keyed = join.replacingOccurrences(of: #""presence":{"key":"","enabled":false}"#, with: #""presence":{"key":"alice","enabled":true}"#)
+        guard case .join(let joined)? = session.receive(try decode(keyed)).last else { Issue.record("no join"); return }
+        #expect(joined.presence == .init(key: "alice", enabled: true))
+        let track = session.receive(try decode(#"{"event":"presence","payload":{"type":"presence","event":"track","payload":{"mood":"fine"}},"topic":"realtime:test","ref":"7","join_ref":"1"}"#))
+        guard case .presence(let topic, let meta, let reply)? = track.first else { Issue.record("no presence"); return }
+        #expect(topic == "realtime:test" && meta?["mood"] == .string("fine"))
+        #expect(reply.payload["status"] == .string("ok") && reply.ref == .string("7"))
+        let untrack = session.receive(try decode(#"{"event":"presence","payload":{"event":"untrack"},"topic":"realtime:test","ref":"8"}"#))
+        guard case .presence(_, nil, _)? = untrack.first else { Issue.record("no untrack"); return }
+        let wrong = session.receive(try decode(#"{"event":"presence","payload":{"event":"track","payload":[1]},"topic":"realtime:test","ref":"9"}"#))
+        guard case .send(let refusal)? = wrong.first else { Issue.record("no refusal"); return }
+        #expect(refusal.payload["status"] == .string("error"))
+    }
+
     @Test func aBroadcasterIsLimitedInSizeAndRate() {
         var limiter = BroadcastLimiter(maximumBytes: 10, maximumPerSecond: 3)
         let start = ContinuousClock.now

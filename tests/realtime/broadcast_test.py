@@ -1,4 +1,4 @@
-"""Broadcast between Supabase's Python realtime clients through pgherald.
+"""Broadcast and presence between Supabase's Python realtime clients through pgherald.
 
 Run by the Swift integration test SupabaseClientTests against a daemon with
 three keys: --all-key (unrestricted), --courses-key (no topics) and
@@ -40,8 +40,54 @@ async def subscribe(channel):
     return await asyncio.wait_for(outcome, 10)
 
 
-def options(self=False, ack=False, private=False):
-    return {"config": {"broadcast": {"self": self, "ack": ack}, "presence": {"key": "", "enabled": False}, "private": private}}
+def options(self=False, ack=False, private=False, key=""):
+    return {"config": {"broadcast": {"self": self, "ack": ack}, "presence": {"key": key, "enabled": False}, "private": private}}
+
+
+async def presence(alice, bob, carol):
+    """Each sees who tracks, on joining and as it changes, and a client that vanishes leaves."""
+    joins, leaves = [], []
+    watching = alice.channel("office", options(key="alice"))
+    watching.on_presence_join(lambda key, current, new: joins.append(key))
+    watching.on_presence_leave(lambda key, current, left: leaves.append(key))
+    check(await subscribe(watching) == "SUBSCRIBED", "alice joins the office")
+    await watching.track({"status": "at her desk"})
+    await wait_for(joins, 1, "alice's own join")
+
+    present = bob.channel("office", options(key="bob"))
+    present.on_presence_sync(lambda: None)
+    check(await subscribe(present) == "SUBSCRIBED", "bob joins the office")
+    for _ in range(100):
+        if "alice" in present.presence_state():
+            break
+        await asyncio.sleep(0.05)
+    state = present.presence_state()
+    check(list(state) == ["alice"] and state["alice"][0]["status"] == "at her desk", "bob's presence_state on joining has alice", state)
+    await present.track({"status": "in a meeting"})
+    await wait_for(joins, 2, "bob's join, seen by alice")
+    check(joins == ["alice", "bob"], "alice sees bob arrive", joins)
+    check(sorted(watching.presence_state()) == ["alice", "bob"], "alice's state has both", watching.presence_state())
+
+    # Untracking leaves; tracking again joins.
+    await present.untrack()
+    await wait_for(leaves, 1, "bob's untrack")
+    await present.track({"status": "back"})
+    await wait_for(joins, 3, "bob's second track")
+
+    # Bob's client vanishes without leaving: alice sees him go.
+    await bob.close()
+    await wait_for(leaves, 2, "bob vanishing")
+    check(leaves == ["bob", "bob"] and sorted(watching.presence_state()) == ["alice"], "only alice is left", leaves, watching.presence_state())
+
+    # A late joiner gets the state as it is now.
+    late = carol.channel("office", options(key="carol"))
+    late.on_presence_sync(lambda: None)
+    check(await subscribe(late) == "SUBSCRIBED", "carol joins the office")
+    for _ in range(100):
+        if late.presence_state():
+            break
+        await asyncio.sleep(0.05)
+    check(sorted(late.presence_state()) == ["alice"], "carol sees alice alone", late.presence_state())
 
 
 async def main():
@@ -99,7 +145,9 @@ async def main():
     await asyncio.sleep(0.3)
     check([m["payload"] for m in to_carol] == [{"from": "carol over REST"}], "only private messages reach the private topic", to_carol)
 
-    for client in (alice, bob, carol):
+    await presence(alice, bob, carol)
+
+    for client in (alice, carol):
         await client.close()
     print("OK", flush=True)
 

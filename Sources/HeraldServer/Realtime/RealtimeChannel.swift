@@ -1,3 +1,4 @@
+import Foundation
 import HeraldSupport
 import Herald
 import HeraldRealtime
@@ -30,10 +31,13 @@ final class RealtimeChannel: Sendable {
 
     let join: RealtimeJoin
     let state: Mutex<State>
+    /// The key its presence is tracked under: the join's, or one made for it.
+    let presenceKey: String
 
     init(join: RealtimeJoin, caller: RealtimeCaller) {
         self.join = join
         state = Mutex(State(caller: caller))
+        presenceKey = join.presence.key.isEmpty ? UUID().uuidString.lowercased() : join.presence.key
     }
 
     var caller: RealtimeCaller { state.withLock { $0.caller } }

@@ -66,6 +66,14 @@ struct RealtimeConnection {
                         }
                         endpoint.broadcasts.publish(broadcast.message, to: channel.broadcastTopic, from: ObjectIdentifier(channel))
                         if let acknowledgement = broadcast.acknowledgement { try await send(acknowledgement) }
+                    case .presence(let topic, let meta, let reply):
+                        guard let channel = channels[topic] else { continue }
+                        if let refusal = limiter.admit(bytes: meta?.jsonText.utf8.count ?? 0, now: .now) {
+                            try await send(.errorReply(to: reply, reason: refusal))
+                            continue
+                        }
+                        endpoint.broadcasts.track(channel.broadcastTopic, channel: ObjectIdentifier(channel), key: channel.presenceKey, meta: meta)
+                        try await send(reply)
                     }
                 }
             }

@@ -24,6 +24,7 @@ extension RealtimeEndpoint {
         }
         do {
             try await send(join.reply)
+            if join.presence.enabled { try await send(broadcasts.presenceState(channel.broadcastTopic)) }
             if let problem = await checkBindings(of: channel) {
                 logger.info("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)", "reason": "\(problem)"])
                 try await send(join.systemMessage(ok: false, problem))
