@@ -443,6 +443,48 @@ BEGIN
 END
 $fn$;
 
+
+-- A broadcast from the database, in the spirit of Supabase's realtime.send:
+-- it is published with the transaction (on commit, never on rollback),
+-- through the journal and NOTIFY as row events are, so it is durable,
+-- ordered with the transaction's row changes and reaches every daemon. The
+-- event's op is BROADCAST, its table the topic, its new row the event name,
+-- payload and privacy; outputs see it only when they ask for topics. Not
+-- open to other roles: GRANT USAGE ON SCHEMA pgherald and EXECUTE on this
+-- function to those that may send.
+CREATE OR REPLACE FUNCTION pgherald.send(payload jsonb, event text, topic text, private boolean DEFAULT true) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    event_id bigint;
+    txid xid8 := pg_current_xact_id();
+    message text;
+BEGIN
+    IF coalesce(topic, '') = '' OR coalesce(event, '') = '' THEN
+        RAISE EXCEPTION 'pgherald.send needs a topic and an event'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'SELECT pgherald.send(''{"text": "hi"}'', ''message'', ''room-1'', false)';
+    END IF;
+    event_id := nextval('pgherald.event_id');
+    message := json_build_object(
+        'id', event_id::text, 'op', 'BROADCAST', 'schema', 'realtime', 'table', topic, 'pk', NULL,
+        'new', json_build_object('event', event, 'payload', coalesce(payload, '{}'::jsonb), 'private', coalesce(private, true)),
+        'old', NULL, 'txid', txid::text,
+        'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text;
+    IF pgherald.durability() = 'durable' THEN
+        INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, message);
+        IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
+            RETURN;
+        END IF;
+        IF octet_length(message) >= pgherald.notify_limit() THEN
+            message := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
+        END IF;
+    ELSIF octet_length(message) >= pgherald.notify_limit() THEN
+        RAISE EXCEPTION 'pgherald.send: a message of % bytes does not fit in a notification (at most % in notify-only mode)',
+            octet_length(message), pgherald.notify_limit() - 1
+            USING ERRCODE = 'program_limit_exceeded', HINT = 'Send less, or install with durability durable, where any size travels through the journal.';
+    END IF;
+    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), message);
+END
+$fn$;
 -- The `pk` member of one row's event, read from the row's JSON. json's ->
 -- de-escapes the keys it passes, and fails on \u0000 (a json column may hold
 -- it) instead of failing the user's write, so the key is read around it: such

@@ -42,6 +42,8 @@ public final class SchemaCatalog: Sendable {
     /// user table when the filter names none; a value is refused only when
     /// no such column can hold it.
     public func validate(_ filter: EventFilter) async throws -> FilterError? {
+        // Topics are names, not tables.
+        if filter.operations == .broadcast { return nil }
         var current = snapshot.withLock { $0 }
         if problem(with: filter, in: current) != nil {
             current = try await refreshed()

@@ -10,7 +10,8 @@ extension IntegrationTests {
     struct SupabaseClientTests {
         /// Broadcast between realtime-py clients (`self`, the REST endpoint, and
         /// private topics granted by `topics:`; a key without them is refused),
-        /// then presence: state on joining, joins, untrack, and a client that vanishes.
+        /// a database broadcast (on commit, not on rollback), then presence:
+        /// state on joining, joins, untrack, and a client that vanishes.
         @Test func thePythonClientsBroadcastAndSeeEachOthersPresence() async throws {
             let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"], "scripts/test sets it")
             let database = try TestDatabase.create()
@@ -34,7 +35,8 @@ extension IntegrationTests {
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/broadcast_test.py").path
             let client = try DaemonProcess(
-                [script, "--port", String(port), "--all-key", RealtimeTests.allKey, "--courses-key", RealtimeTests.coursesKey, "--rooms-key", roomsKey],
+                [script, "--port", String(port), "--all-key", RealtimeTests.allKey, "--courses-key", RealtimeTests.coursesKey, "--rooms-key", roomsKey,
+                 "--dsn", database.connInfo],
                 executable: URL(fileURLWithPath: python)
             )
             let result = try await client.finish(within: 90)

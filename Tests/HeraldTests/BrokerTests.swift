@@ -13,6 +13,15 @@ import Testing
         #expect(statistics.tableCounts == [TableName(name: "course"): 2, TableName(name: "student"): 2])
     }
 
+    @Test func broadcastsReachOnlyThoseWhoAskForTheirTopics() async throws {
+        let broker = Broker()
+        let rows = broker.subscribe()
+        let topics = broker.subscribe(.topics(["room-1"]))
+        broker.publish([makeEvent(1), makeEvent(2, table: "room-1", schema: "realtime", operation: .broadcast), makeEvent(3)])
+        #expect(try await rows.nextBatch().map(\.id) == ["1", "3"], "a subscriber of every row change, given a batch with a broadcast")
+        #expect(try await topics.nextBatch().map(\.id) == ["2"])
+    }
+
     @Test func encodesEachEventOnceWithItsCount() {
         let broker = Broker()
         let event = broker.publish(makeEvent(9))

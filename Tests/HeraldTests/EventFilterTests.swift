@@ -2,10 +2,14 @@ import Testing
 @testable import Herald
 
 @Suite struct EventFilterTests {
-    @Test func emptyFilterMatchesEverything() {
-        for operation in Operation.allCases {
+    @Test func emptyFilterMatchesEveryRowChangeAndNoBroadcast() {
+        for operation in Operation.allCases where operation != .broadcast {
             #expect(EventFilter.all.matches(makeEvent(1, table: "x", schema: "y", operation: operation)))
         }
+        #expect(!EventFilter.all.matches(makeEvent(1, table: "room-1", schema: "realtime", operation: .broadcast)))
+        #expect(EventFilter.topics(["room-1"]).matches(makeEvent(1, table: "room-1", schema: "realtime", operation: .broadcast)))
+        #expect(!EventFilter.topics(["room-2"]).matches(makeEvent(1, table: "room-1", schema: "realtime", operation: .broadcast)))
+        #expect(!EventFilter.topics(["room-1"]).matches(makeEvent(1, table: "room-1", schema: "realtime", operation: .insert)))
     }
 
     @Test func conditionsCombineWithAnd() {

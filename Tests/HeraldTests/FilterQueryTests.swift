@@ -60,7 +60,7 @@ import Testing
             guard let error = error as? FilterError else { return false }
             return error.parameter == "where" && error.code == .malformed && error.message.count < 200
         }
-        #expect(throws: FilterError(.unknownParameter, parameter: "tabel", "unknown parameter (known: table, op, where)")) {
+        #expect(throws: FilterError(.unknownParameter, parameter: "tabel", "unknown parameter (known: table, op, where, topic)")) {
             try FilterQuery.parse([("tabel", "course")])
         }
     }
@@ -158,7 +158,7 @@ import Testing
     }
 
     @Test func theUnknownParameterErrorListsTheCallersParametersToo() {
-        #expect(throws: FilterError(.unknownParameter, parameter: "sincee", "unknown parameter (known: table, op, where, format, since)")) {
+        #expect(throws: FilterError(.unknownParameter, parameter: "sincee", "unknown parameter (known: table, op, where, topic, format, since)")) {
             try FilterQuery.parse([("sincee", "1")], ignoring: ["format", "since"])
         }
     }

@@ -1,4 +1,5 @@
-"""Broadcast and presence between Supabase's Python realtime clients through pgherald.
+"""Broadcast and presence between Supabase's Python realtime clients through
+pgherald, and broadcasts sent from the database with pgherald.send.
 
 Run by the Swift integration test SupabaseClientTests against a daemon with
 three keys: --all-key (unrestricted), --courses-key (no topics) and
@@ -9,6 +10,7 @@ reason on the first check that fails, and prints OK at the end.
 import argparse
 import asyncio
 import json
+import subprocess
 import sys
 
 from realtime import AsyncRealtimeClient
@@ -42,6 +44,21 @@ async def subscribe(channel):
 
 def options(self=False, ack=False, private=False, key=""):
     return {"config": {"broadcast": {"self": self, "ack": ack}, "presence": {"key": key, "enabled": False}, "private": private}}
+
+
+async def from_the_database(client, dsn):
+    """pgherald.send in a transaction: delivered on commit, never on rollback."""
+    headlines = []
+    news = client.channel("news", options()).on_broadcast("headline", headlines.append)
+    check(await subscribe(news) == "SUBSCRIBED", "joins the news")
+    for sql in [
+        """BEGIN; SELECT pgherald.send('{"title": "rolled back"}', 'headline', 'news', false); ROLLBACK""",
+        """BEGIN; SELECT pgherald.send('{"title": "committed"}', 'headline', 'news', false); COMMIT""",
+    ]:
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-c", sql], check=True, capture_output=True)
+    await wait_for(headlines, 1, "the database's broadcast")
+    await asyncio.sleep(0.3)
+    check([h["payload"] for h in headlines] == [{"title": "committed"}], "the committed message only", headlines)
 
 
 async def presence(alice, bob, carol):
@@ -96,6 +113,7 @@ async def main():
     parser.add_argument("--all-key", required=True)
     parser.add_argument("--courses-key", required=True)
     parser.add_argument("--rooms-key", required=True)
+    parser.add_argument("--dsn", required=True)
     args = parser.parse_args()
     url = f"ws://127.0.0.1:{args.port}/realtime/v1"
 
@@ -145,6 +163,7 @@ async def main():
     await asyncio.sleep(0.3)
     check([m["payload"] for m in to_carol] == [{"from": "carol over REST"}], "only private messages reach the private topic", to_carol)
 
+    await from_the_database(alice, args.dsn)
     await presence(alice, bob, carol)
 
     for client in (alice, carol):

@@ -38,6 +38,9 @@ public struct AccessGrant: Sendable, Hashable {
     }
 
     func matches(_ event: Event, row: inout LazyRow) -> Bool {
+        if event.operation == .broadcast {
+            return row.value?["private"] != .bool(true) || covers(topic: event.table.name)
+        }
         guard operations.contains(event.operation), covers(event.table) else { return false }
         if predicates.isEmpty { return true }
         guard let parsed = row.value, predicates.allSatisfy({ $0.matches(parsed) }) else { return false }

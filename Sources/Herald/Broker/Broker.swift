@@ -209,14 +209,17 @@ public final class Broker: Sendable {
         private var rows: [LazyRow]
         private(set) var overflowed: [UInt64] = []
         private(set) var closed: [UInt64] = []
+        /// Broadcasts pass only filters that ask for them, `.all` not among them.
+        private let carriesBroadcasts: Bool
 
         init(events: [Event]) {
             self.events = events
             rows = events.map(LazyRow.init(event:))
+            carriesBroadcasts = events.contains { $0.operation == .broadcast }
         }
 
         mutating func deliver(to subscriber: Subscriber) {
-            let share = subscriber.takesEverything ? events : matching(subscriber.filter)
+            let share = subscriber.takesEverything && !carriesBroadcasts ? events : matching(subscriber.filter)
             guard !share.isEmpty else { return }
             switch subscriber.mailbox.offer(share) {
             case .accepted: break

@@ -72,7 +72,7 @@ extension Event {
         if rowDataOmitted { return }
         let expected: (new: Bool, old: Bool)
         switch operation {
-        case .insert: expected = (true, false)
+        case .insert, .broadcast: expected = (true, false)
         case .update: expected = (true, true)
         case .delete: expected = (false, true)
         case .truncate: expected = (false, false)

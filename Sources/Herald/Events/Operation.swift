@@ -4,6 +4,11 @@ public enum Operation: String, Sendable, Hashable, CaseIterable, CustomStringCon
     case update = "UPDATE"
     case delete = "DELETE"
     case truncate = "TRUNCATE"
+    /// A message sent with `pgherald.send` in a transaction: its table is
+    /// `realtime.TOPIC`, its new row the event name, payload and privacy.
+    /// Not a row change: ``OperationSet/all`` leaves it out, so only those
+    /// who ask for topics receive it.
+    case broadcast = "BROADCAST"
 
     public var description: String { rawValue }
 
@@ -25,6 +30,7 @@ public struct OperationSet: OptionSet, Sendable, Hashable {
         case .update: self = .update
         case .delete: self = .delete
         case .truncate: self = .truncate
+        case .broadcast: self = .broadcast
         }
     }
 
@@ -32,6 +38,8 @@ public struct OperationSet: OptionSet, Sendable, Hashable {
     public static let update = OperationSet(rawValue: 1 << 1)
     public static let delete = OperationSet(rawValue: 1 << 2)
     public static let truncate = OperationSet(rawValue: 1 << 3)
+    public static let broadcast = OperationSet(rawValue: 1 << 4)
+    /// Every row change; broadcasts are not among them.
     public static let all: OperationSet = [.insert, .update, .delete, .truncate]
 
     public func contains(_ operation: Operation) -> Bool {

@@ -10,6 +10,12 @@ extension EventFilter {
     public func narrowed(to scope: AccessScope) throws(AccessDenied) -> EventFilter {
         guard case .grants(let grants, let rules) = scope else { return self }
         guard !grants.isEmpty else { throw AccessDenied("no access rule grants this user or any of its groups anything") }
+        if operations == .broadcast {
+            // Public topics are open; each private broadcast is checked against the grants' topics.
+            var narrowed = self
+            narrowed.access = grants
+            return narrowed
+        }
         let relevant = grants.filter { !$0.operations.isDisjoint(with: operations) }
         let granting = "(granted by \(rules.joined(separator: ", ")))"
         guard !relevant.isEmpty else { throw AccessDenied("none of these operations is granted \(granting)") }

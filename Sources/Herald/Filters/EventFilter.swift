@@ -24,8 +24,17 @@ public struct EventFilter: Sendable, Hashable {
         self.predicates = predicates
     }
 
-    /// Every event.
+    /// Every row change.
     public static let all = EventFilter()
+
+    /// Broadcasts sent with `pgherald.send` to these topics, whose events
+    /// name the topic as a table of ``topicSchema``.
+    public static func topics(_ names: some Sequence<String>) -> EventFilter {
+        EventFilter(tables: Set(names.map { TableName(schema: topicSchema, name: $0) }), operations: .broadcast)
+    }
+
+    /// The schema a broadcast event names with its topic.
+    public static let topicSchema = "realtime"
 
     public func matches(_ event: Event) -> Bool {
         var row = LazyRow(event: event)

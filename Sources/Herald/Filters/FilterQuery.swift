@@ -38,7 +38,7 @@ public struct FilterError: Error, Hashable, CustomStringConvertible {
 /// Conditions combine with AND.
 public enum FilterQuery {
     /// Query parameters this parser understands.
-    public static let parameterNames = ["table", "op", "where"]
+    public static let parameterNames = ["table", "op", "where", "topic"]
 
     /// Limits that keep a hostile query cheap to refuse.
     public static let maximumTables = 100
@@ -56,8 +56,20 @@ public enum FilterQuery {
         var tables: Set<TableName> = []
         var operations: OperationSet = []
         var predicates: [ColumnPredicate] = []
+        var topics: [String] = []
         for (name, value) in items where !ignoring.contains(name) {
             switch name {
+            case "topic":
+                for item in value.split(separator: ",") {
+                    let topic = String(item.trimmingPrefix(while: \.isWhitespace))
+                    guard !topic.isEmpty, topic.utf8.count <= maximumValueLength, !topic.hasPrefix("realtime:") else {
+                        throw FilterError(.malformed, parameter: "topic", "\(quoted(topic)) is not a topic name (without realtime:)")
+                    }
+                    topics.append(topic)
+                }
+                guard topics.count <= maximumTables else {
+                    throw FilterError(.malformed, parameter: "topic", "more than \(maximumTables) topics")
+                }
             case "table":
                 guard let items = split(Substring(value), at: ",") else {
                     throw FilterError(.malformed, parameter: "table", "unterminated quote in \(quoted(value))")
@@ -70,7 +82,7 @@ public enum FilterQuery {
                 }
             case "op":
                 for item in value.split(separator: ",", omittingEmptySubsequences: false) {
-                    guard let operation = Operation(name: item.trimmingPrefix(while: \.isWhitespace)) else {
+                    guard let operation = Operation(name: item.trimmingPrefix(while: \.isWhitespace)), operation != .broadcast else {
                         throw FilterError(.malformed, parameter: "op", "\(quoted(item)) is not INSERT, UPDATE, DELETE or TRUNCATE")
                     }
                     operations.insert(OperationSet(operation))
@@ -85,6 +97,12 @@ public enum FilterQuery {
                 throw FilterError(.unknownParameter, parameter: String(name.prefix(64)), "unknown parameter (known: \(known))")
             }
         }
+        if !topics.isEmpty {
+            guard tables.isEmpty, operations.isEmpty, predicates.isEmpty else {
+                throw FilterError(.malformed, parameter: "topic", "topic subscribes to broadcasts, which table, op and where do not filter: use one or the other")
+            }
+            return .topics(topics)
+        }
         return EventFilter(
             tables: tables.isEmpty ? nil : tables,
             operations: operations.isEmpty ? .all : operations,
@@ -95,6 +113,9 @@ public enum FilterQuery {
     /// The filter as query items; `parse` turns them back into the same filter.
     public static func queryItems(for filter: EventFilter) -> [(name: String, value: String)] {
         var items: [(name: String, value: String)] = []
+        if filter.operations == .broadcast {
+            return [("topic", (filter.tables ?? []).map(\.name).sorted().joined(separator: ","))]
+        }
         if let tables = filter.tables {
             items += tables.sorted().map { ("table", "\(quotedIfNeeded($0.schema)).\(quotedIfNeeded($0.name))") }
         }

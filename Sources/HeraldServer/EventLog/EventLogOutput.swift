@@ -150,7 +150,8 @@ public final class EventLogOutput: Sendable {
                     if isStopping || Task.isCancelled { return }
                     continue
                 }
-                guard await writeUntilWritten(batch.events, failure: &failure) else { return }
+                // Row changes only: broadcasts are for those who subscribe to their topics.
+                guard await writeUntilWritten(batch.events.filter { $0.operation != .broadcast }, failure: &failure) else { return }
                 await commitUntilRecorded(batch, failure: &failure)
                 if failure != nil {
                     logger.info("the event log is writing again")

@@ -40,7 +40,7 @@ extension RealtimeEndpoint {
             let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
             let newest = broker.lastResumableEventID
             let (subscription, replay) = broker.subscribe(
-                Self.coarseFilter(join.bindings), resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
+                Self.coarseFilter(join.bindings, topic: join.channelName), resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
             )
             channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
             if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
@@ -91,6 +91,10 @@ extension RealtimeEndpoint {
         var frames: [[UInt8]] = []
         var expired = false
         for event in events {
+            if event.operation == .broadcast {
+                if let message = Self.databaseBroadcast(event, to: channel.join) { frames.append(framing.encode(message)) }
+                continue
+            }
             let (ids, expiresAt) = channel.matchingBindings(event)
             if let expiresAt, expiresAt <= Date().timeIntervalSince1970 {
                 expired = true
@@ -157,13 +161,29 @@ extension RealtimeEndpoint {
         return nil
     }
 
-    /// One broker filter that passes every event some binding wants; each
-    /// binding's own filter then picks its events.
-    static func coarseFilter(_ bindings: [RealtimeBinding]) -> EventFilter {
-        var filter = EventFilter(operations: [])
+    /// A message `pgherald.send` published to the channel's topic with the
+    /// channel's privacy, as Supabase clients receive broadcasts; nil for others.
+    static func databaseBroadcast(_ event: Event, to join: RealtimeJoin) -> PhoenixMessage? {
+        guard event.table.schema == EventFilter.topicSchema, event.table.name == join.channelName,
+              let message = event.new, let name = message["event"], (message["private"] == .bool(true)) == join.isPrivate
+        else { return nil }
+        return .push(topic: join.topic, event: "broadcast", payload: .object([
+            "type": .string("broadcast"), "event": name, "payload": message["payload"] ?? .object([:]),
+        ]))
+    }
+
+    /// One broker filter that passes every event some binding wants, and the
+    /// database's broadcasts to `topic`; each binding's own filter then picks its events.
+    static func coarseFilter(_ bindings: [RealtimeBinding], topic: String) -> EventFilter {
+        var filter = EventFilter(operations: [.broadcast])
+        let topicTable = TableName(schema: EventFilter.topicSchema, name: topic)
+        guard !bindings.isEmpty else {
+            filter.tables = [topicTable]
+            return filter
+        }
         var tables: Set<TableName> = []
         var schemas: Set<String> = []
-        var everySchema = bindings.isEmpty
+        var everySchema = false
         for binding in bindings {
             filter.operations.formUnion(binding.operations)
             if let table = binding.table {
@@ -175,6 +195,7 @@ extension RealtimeEndpoint {
             }
         }
         if everySchema { return filter }
+        tables.insert(topicTable)
         if schemas.isEmpty {
             filter.tables = tables
         } else {

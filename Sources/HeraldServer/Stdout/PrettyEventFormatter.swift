@@ -31,7 +31,7 @@ public struct PrettyEventFormatter: Sendable {
 
     private func details(_ event: Event) -> String? {
         switch event.operation {
-        case .insert:
+        case .insert, .broadcast:
             return event.new.map(Self.assignments)
         case .update:
             guard let new = event.new, let old = event.old else { return nil }
@@ -68,6 +68,7 @@ public struct PrettyEventFormatter: Sendable {
         case .update: return "33"
         case .delete: return "31"
         case .truncate: return "35"
+        case .broadcast: return "36"
         }
     }
 }

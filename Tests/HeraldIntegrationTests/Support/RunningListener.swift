@@ -19,7 +19,8 @@ final class RunningListener: Sendable {
         connectTimeout: Duration = .seconds(10),
         probeInterval: Duration = .seconds(30),
         backstopInterval: Duration = .seconds(10),
-        checkpointInterval: Duration = .seconds(1)
+        checkpointInterval: Duration = .seconds(1),
+        filter: EventFilter = .all
     ) async throws {
         var logger = Logger(label: "database")
         logger.logLevel = .warning
@@ -31,7 +32,7 @@ final class RunningListener: Sendable {
             broker: broker,
             logger: logger
         )
-        inbox = EventInbox(subscription: broker.subscribe())
+        inbox = EventInbox(subscription: broker.subscribe(filter))
         let listener = self.listener
         task = Task { try await listener.run() }
         let listening = await listener.waitUntilListening()
