@@ -92,7 +92,7 @@ extension IntegrationTests {
             #expect(changes[0]["data"]?["old_record"] == nil && changes[4]["data"]?["record"] == nil)
             #expect(changes[4]["data"]?["old_record"]?["short_code"] == .string("MCV4U"))
 
-            // Heartbeats are answered; unknown events and malformed frames get error replies; binary frames are ignored.
+            // Heartbeats are answered; unknown events, malformed frames and binary frames that are not broadcasts get error replies.
             try await client.send(ref: "9", topic: "phoenix", event: "heartbeat")
             let beat = try await client.next { $0.topic == "phoenix" && $0.ref == .string("9") }
             #expect(beat.event == "phx_reply" && beat.payload["status"] == .string("ok"))
@@ -101,6 +101,7 @@ extension IntegrationTests {
             try await client.sendRaw("{not json")
             #expect(try await client.next { $0.topic == "phoenix" && $0.event == "phx_reply" }.payload["status"] == .string("error"))
             try await client.sendBinary([0, 1, 2, 3])
+            #expect(try await client.next { $0.topic == "phoenix" && $0.event == "phx_reply" }.payload["status"] == .string("error"))
             try await client.send(ref: "11", topic: "phoenix", event: "heartbeat")
             try await client.next { $0.ref == .string("11") }
 

@@ -150,6 +150,19 @@ import Testing
         #expect(refusal.payload["status"] == .string("error"))
     }
 
+    /// A vsn 2.0.0 user broadcast push, as realtime-js and supabase-swift write it, with metadata.
+    @Test func aBinaryBroadcastPushReadsAsTheBroadcastATextFrameCarries() throws {
+        let fields = ["1", "2", "realtime:room", "cursor", #"{"user":"u1"}"#].map { Array($0.utf8) }
+        let frame: [UInt8] = [3] + fields.map { UInt8($0.count) } + [1] + fields.flatMap { $0 } + Array(#"{"x":1}"#.utf8)
+        let message = try PhoenixFraming.v2.decodeBinary(frame)
+        #expect(message.topic == "realtime:room" && message.event == "broadcast" && message.joinRef == .string("1") && message.ref == .string("2"))
+        #expect(text(message, .v2) == #"["1","2","realtime:room","broadcast",{"type":"broadcast","event":"cursor","payload":{"x":1},"meta":{"user":"u1"}}]"#)
+        for (bytes, reason) in [(frame, "1.0.0"), ([3, 0, 0], "kind 3"), (Array(frame.prefix(12)), "shorter"), ([4] + frame.dropFirst(), "kind 3")] {
+            let framing: PhoenixFraming = reason == "1.0.0" ? .v1 : .v2
+            #expect(throws: PhoenixFrameError.self, "\(reason)") { try framing.decodeBinary(bytes) }
+        }
+    }
+
     @Test func aBroadcasterIsLimitedInSizeAndRate() {
         var limiter = BroadcastLimiter(maximumBytes: 10, maximumPerSecond: 3)
         let start = ContinuousClock.now

@@ -26,14 +26,12 @@ struct RealtimeConnection {
         endpoint.logger.debug("realtime socket opened", metadata: ["caller": "\(caller.name)", "vsn": "\(framing.rawValue)"])
         do {
             for try await message in inbound.messages(maxSize: endpoint.configuration.maximumMessageSize) {
-                guard case .text(let text) = message else {
-                    // v2 clients send binary frames only for broadcast, which pgherald does not serve.
-                    endpoint.logger.debug("ignored a binary realtime frame", metadata: ["caller": "\(caller.name)"])
-                    continue
-                }
                 let request: PhoenixMessage
                 do {
-                    request = try framing.decode(Array(text.utf8))
+                    switch message {
+                    case .text(let text): request = try framing.decode(Array(text.utf8))
+                    case .binary(let buffer): request = try framing.decodeBinary(Array(buffer.readableBytesView))
+                    }
                 } catch {
                     // Without a readable ref there is nothing to reply to; say so on the socket's own topic.
                     try await send(.init(topic: "phoenix", event: "phx_reply", payload: .object([
