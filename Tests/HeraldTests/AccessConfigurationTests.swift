@@ -1,8 +1,46 @@
 import Herald
+import HeraldServer
 import HeraldConfiguration
 import Testing
 
 extension ConfigurationTests {
+    /// Private broadcast topics are granted by `topics:` in an access rule, a realtime key or a JWT role.
+    @Test func topicsAreGrantedByRulesKeysAndRoles() async throws {
+        let secret = directory.appending(path: "jwt").path
+        try "a-jwt-secret-of-enough-length-0123456789\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        let configuration = try await load("""
+            access:
+              alice:
+                user: "60001"
+                tables: [public.orders]
+                topics: [room-*, lobby]
+            realtime:
+              keys:
+                web:
+                  key: abcdefghijklmnopqrstuvwx
+                  tables: [public.orders]
+                  topics: [chat-*]
+              jwt:
+                secret_file: \(secret)
+                roles:
+                  anon:
+                    tables: [public.orders]
+                    topics: [news]
+            """)
+        let alice = try #require(configuration.access?.rules.first?.grant)
+        #expect(alice.covers(topic: "room-7") && alice.covers(topic: "lobby") && !alice.covers(topic: "lobby-2"))
+        let scope = AccessScope.grants([alice], rules: ["alice"])
+        #expect(scope.covers(topic: "room-1") && !scope.covers(topic: "secret") && AccessScope.everything.covers(topic: "secret"))
+        let realtime = try #require(configuration[RealtimeEndpoint.self])
+        #expect(realtime.credentials.keys.first?.grant.covers(topic: "chat-9") == true)
+        #expect(realtime.credentials.tokens?.roles["anon"]?.covers(topic: "news") == true)
+        #expect(realtime.broadcastMaximumBytes == 65_536 && realtime.broadcastMaximumPerSecond == 100)
+        let bad = try await rejection("access:\n  bob:\n    user: \"60002\"\n    topics: [\"room *\"]\n")
+        #expect(bad.key == "access.bob.topics")
+        let prefixed = try await rejection("access:\n  bob:\n    user: \"60002\"\n    topics: [realtime:room]\n")
+        #expect(prefixed.key == "access.bob.topics" && prefixed.reason.contains("without realtime:"))
+    }
+
     @Test func accessRulesAreReadByUserOrGroupNameOrId() async throws {
         let configuration = try await load("""
             access:
