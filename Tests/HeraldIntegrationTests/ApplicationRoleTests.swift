@@ -17,15 +17,6 @@ extension IntegrationTests {
             return (name, try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(name)")))
         }
 
-        private func refusal(_ body: () throws(LibpqError) -> Void) -> String? {
-            do {
-                try body()
-                return nil
-            } catch {
-                return error.message.components(separatedBy: "\n")[0]
-            }
-        }
-
         @Test(arguments: [Durability.durable, .notifyOnly])
         func anApplicationRoleWritesWithNoGrantAndReachesNothingOfPgherald(_ durability: Durability) throws {
             let database = try TestDatabase.create(durability: durability)

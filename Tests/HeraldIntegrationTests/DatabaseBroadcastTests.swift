@@ -98,14 +98,5 @@ extension IntegrationTests {
             let received = try await subscription.nextBatch(limit: 10)
             #expect(received.map(\.id) == ["1"])
         }
-
-        private func refusal(_ body: () throws(LibpqError) -> Void) -> String? {
-            do {
-                try body()
-                return nil
-            } catch {
-                return error.message.components(separatedBy: "\n")[0]
-            }
-        }
     }
 }

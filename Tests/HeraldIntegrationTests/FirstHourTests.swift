@@ -111,7 +111,7 @@ extension IntegrationTests {
             #expect(try await daemon.get("/events?table=course&where=id.gt.5&format=ndjson&since=x").status == 400, "since still checked")
 
             let unknown = try await daemon.get("/events?sincee=1")
-            #expect(unknown.body.contains("known: table, op, where, format, since"), "\(unknown.body)")
+            #expect(unknown.body.contains("known: table, op, where, topic, format, since"), "\(unknown.body)")
 
             let quoted = try await RawStream(
                 socketPath: daemon.socketPath, path: "/events?format=ndjson&table=%22Weird%20Table%22&where=%22Odd.Col%22.eq.yes"

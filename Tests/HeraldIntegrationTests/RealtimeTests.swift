@@ -212,6 +212,15 @@ extension IntegrationTests {
             let system = try await client.next { $0.topic == "realtime:c" && $0.event == "system" }
             #expect(system.payload["status"] == .string("error") && system.payload["message"] == .string("Token has expired"))
             try await client.next { $0.topic == "realtime:c" && $0.event == "phx_close" }
+            // A private channel joined with a key that grants every topic ends when a pushed token's role does not grant it.
+            let privateJoin = Self.joinPayload(#"{"event":"*","schema":"public","table":"course"}"#, token: Self.allKey)
+                .replacingOccurrences(of: #""private":false"#, with: #""private":true"#)
+            try await client.send(joinRef: "8", ref: "8", topic: "realtime:vip", event: "phx_join", payload: privateJoin)
+            #expect(try await client.next { $0.ref == .string("8") }.payload["status"] == .string("ok"))
+            try await client.send(joinRef: "8", ref: "9", topic: "realtime:vip", event: "access_token", payload: #"{"access_token":"\#(anon)"}"#)
+            let revoked = try await client.next { $0.topic == "realtime:vip" && $0.event == "system" && $0.payload["status"] == .string("error") }
+            #expect(revoked.payload["message"]?.stringValue?.contains("private topic 'vip' is not granted") == true, "\(revoked.payload.jsonText)")
+            try await client.next { $0.topic == "realtime:vip" && $0.event == "phx_close" }
             try await daemon.waitForSubscribers(0, kind: "realtime")
             await client.close()
             _ = try await daemon.stop()

@@ -85,8 +85,12 @@ final class RealtimeChannel: Sendable {
     }
 
     /// Narrows the bindings to a new caller's grant.
-    /// - Throws: ``AccessDenied`` when a binding falls outside it; nothing changes then.
+    /// - Throws: ``AccessDenied`` when a binding, or the channel's private topic,
+    ///   falls outside it; nothing changes then.
     func regrant(_ caller: RealtimeCaller) throws(AccessDenied) {
+        if join.isPrivate, !caller.scope.covers(topic: join.channelName) {
+            throw AccessDenied("the private topic '\(join.channelName)' is not granted to \(caller.name)")
+        }
         try state.withLock { (state) throws(AccessDenied) in
             var bindings = state.bindings
             for index in bindings.indices {

@@ -34,16 +34,7 @@ final class SilentPeer: Sendable {
 
     /// Listens on a free loopback port and never accepts.
     init() throws {
-        port = freeLoopbackPort()
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 64) == 0 else { throw ProcessTimeout(description: "cannot listen on \(port): errno \(errno)") }
+        (descriptor, port) = try loopbackListener(backlog: 64)
     }
 
     deinit {

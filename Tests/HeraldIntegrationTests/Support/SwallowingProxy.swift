@@ -15,19 +15,9 @@ final class SwallowingProxy: Sendable {
 
     /// - Parameter socketPath: the cluster's `.s.PGSQL.PORT`.
     init(to socketPath: String) throws {
-        port = freeLoopbackPort()
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (descriptor, port) = try loopbackListener()
+        self.port = port
         listening = descriptor
-        var reuse: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 16) == 0 else { throw ProcessTimeout(description: "proxy cannot listen on \(port): errno \(errno)") }
         Thread { [self] in
             while true {
                 let client = accept(descriptor, nil, nil)
