@@ -1,5 +1,7 @@
+import AsyncHTTPClient
 import Foundation
 import Herald
+import NIOCore
 import Testing
 
 extension IntegrationTests {
@@ -42,6 +44,24 @@ extension IntegrationTests {
             let result = try await client.finish(within: 90)
             #expect(result.status == 0, "\(result.stderr.suffix(3000))")
             #expect(result.stdout.hasSuffix("OK\n"), "\(result.stdout)")
+
+            // The REST endpoint says why it refuses: no key, a private topic outside the grant, a body too large.
+            func post(_ path: String, key: String?, body: String) async throws -> (UInt, String) {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/realtime/v1/api/broadcast\(path)")
+                request.method = .POST
+                if let key { request.headers.add(name: "apikey", value: key) }
+                request.body = .bytes(ByteBuffer(string: body))
+                let response = try await TestHTTP.client.execute(request, timeout: .seconds(10))
+                return (response.status.code, String(buffer: try await response.body.collect(upTo: 1 << 20)))
+            }
+            #expect(try await post("/lobby/events/e", key: nil, body: "{}").0 == 401)
+            let forbidden = try await post("/room-1/events/e?private=true", key: RealtimeTests.coursesKey, body: "{}")
+            #expect(forbidden.0 == 403 && forbidden.1.contains("not granted the private topic"), "\(forbidden)")
+            let tooLarge = try await post("/lobby/events/e", key: RealtimeTests.allKey, body: #"{"blob":"\#(String(repeating: "x", count: 80_000))"}"#)
+            #expect(tooLarge.0 == 413 && tooLarge.1.contains("at most 65536 bytes"), "\(tooLarge)")
+            let malformed = try await post("", key: RealtimeTests.allKey, body: #"{"messages":[{"event":"e"}]}"#)
+            #expect(malformed.0 == 400 && malformed.1.contains("topic and an event"), "\(malformed)")
+            #expect(try await post("", key: RealtimeTests.allKey, body: #"{"messages":[{"topic":"lobby","event":"e","payload":{}}]}"#).0 == 202)
 
             // ack: true gets an ok reply for each broadcast; a broadcast over the size limit gets an error.
             let sender = try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)

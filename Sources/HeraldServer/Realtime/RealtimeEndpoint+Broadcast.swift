@@ -3,6 +3,7 @@ import Herald
 import HeraldRealtime
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Synchronization
 
 extension RealtimeEndpoint {
@@ -13,11 +14,11 @@ extension RealtimeEndpoint {
     /// have the messages.
     func addBroadcastRoutes(to router: Router<SocketRequestContext>, transport: Transport) {
         router.post("realtime/v1/api/broadcast") { request, context in
-            try await self.broadcast(request, context: context, transport: transport) { body in
+            await self.broadcast(request, context: context, transport: transport) { body throws(BroadcastRefusal) in
                 guard case .array(let items)? = body["messages"] else {
                     throw BroadcastRefusal(.badRequest, "invalid_messages", #"the body is {"messages": [{"topic", "event", "payload", "private"}]}"#)
                 }
-                return try items.map { item in
+                return try items.map { item throws(BroadcastRefusal) in
                     guard let topic = item["topic"]?.stringValue, let event = item["event"]?.stringValue else {
                         throw BroadcastRefusal(.badRequest, "invalid_message", "every message has a topic and an event")
                     }
@@ -29,7 +30,7 @@ extension RealtimeEndpoint {
             let topic = context.parameters.get("topic") ?? ""
             let event = context.parameters.get("event") ?? ""
             let isPrivate = request.uri.queryParameters["private"] == "true"
-            return try await self.broadcast(request, context: context, transport: transport) { body in
+            return await self.broadcast(request, context: context, transport: transport) { body throws(BroadcastRefusal) in
                 [(topic, event, body, isPrivate)]
             }
         }
@@ -37,11 +38,16 @@ extension RealtimeEndpoint {
 
     private func broadcast(
         _ request: Request, context: SocketRequestContext, transport: Transport,
-        messages: (JSONValue) throws -> [(topic: String, event: String, payload: JSONValue, isPrivate: Bool)]
-    ) async throws -> Response {
-        do {
+        messages: (JSONValue) throws(BroadcastRefusal) -> [(topic: String, event: String, payload: JSONValue, isPrivate: Bool)]
+    ) async -> Response {
+        do throws(BroadcastRefusal) {
             let caller = try await broadcastCaller(request, context: context, transport: transport)
-            let body = try await request.body.collect(upTo: configuration.broadcastMaximumBytes + 4096)
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: configuration.broadcastMaximumBytes + 4096)
+            } catch {
+                throw BroadcastRefusal(.contentTooLarge, "too_large", "a broadcast body is at most \(configuration.broadcastMaximumBytes) bytes of payload")
+            }
             let parsed: JSONValue
             do {
                 parsed = try JSONParser.parse(Array(body.readableBytesView))
@@ -73,17 +79,15 @@ extension RealtimeEndpoint {
                 )
             }
             return Response(status: .accepted)
-        } catch let refusal as BroadcastRefusal {
-            logger.info("refused a REST broadcast", metadata: ["status": "\(refusal.status.code)", "reason": "\(refusal.body.message)"])
-            return Response.json(refusal.status, refusal.body)
         } catch {
-            return Response.json(.contentTooLarge, ErrorBody(code: "too_large", message: "a broadcast body is at most \(configuration.broadcastMaximumBytes) bytes of payload"))
+            logger.info("refused a REST broadcast", metadata: ["status": "\(error.status.code)", "reason": "\(error.body.message)"])
+            return Response.json(error.status, error.body)
         }
     }
 
     /// The caller by its `apikey` header, `Authorization: Bearer` token or
     /// `x-api-key`; a Unix-socket peer without keys configured, by who it is.
-    private func broadcastCaller(_ request: Request, context: SocketRequestContext, transport: Transport) async throws -> RealtimeCaller {
+    private func broadcastCaller(_ request: Request, context: SocketRequestContext, transport: Transport) async throws(BroadcastRefusal) -> RealtimeCaller {
         let credentials = self.credentials.withLock { $0 }
         if credentials.isEmpty {
             guard case .unixSocket(let peer) = transport else {
