@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldClient
+import HeraldPostgres
 import Synchronization
 import Testing
 
@@ -8,6 +9,58 @@ extension IntegrationTests {
     /// The Swift client, `pgherald tail`, `status` and `demo` against a real daemon.
     @Suite
     struct ClientTests {
+        struct Booking: Decodable, Equatable {
+            struct Extras: Decodable, Equatable {
+                var seats: Int
+                var notes: [String]
+            }
+
+            var id: Int64
+            var guestName: String
+            var price: Decimal
+            var reference: UUID
+            var bookedAt: Date
+            var arrives: Date
+            var localTime: Date
+            var extras: Extras
+            var cancelledAt: Date?
+            var paid: Bool
+        }
+
+        /// Rows as the triggers write PostgreSQL's types decode into the app's own struct, through the client.
+        @Test func eventsDecodeIntoTheAppsOwnTypes() async throws {
+            let database = try TestDatabase.create(install: false)
+            try database.execute("""
+                SET TIME ZONE 'Asia/Kolkata';
+                CREATE TABLE booking (
+                    id bigint PRIMARY KEY, guest_name text, price numeric, reference uuid, booked_at timestamptz,
+                    arrives date, local_time timestamp, extras jsonb, cancelled_at timestamptz, paid boolean
+                )
+                """)
+            try Installer.install(on: database.connect())
+            let daemon = try await SocketDaemon(database: database)
+            let first = Task { () throws -> Event? in
+                for try await event in daemon.client.events(EventFilter(tables: [TableName(name: "booking")])) { return event }
+                return nil
+            }
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try database.execute("""
+                SET TIME ZONE 'America/Los_Angeles';
+                INSERT INTO booking VALUES (9223372036854775807, 'Ada', 12345678901234567890.123456789, '1b4e28ba-2fa1-11d2-883f-0016d3cca427',
+                    '2026-11-26 10:00:00.123456+00', '2027-01-04', '2026-11-26 10:00:00', '{"seats": 2, "notes": ["window"]}', NULL, true)
+                """)
+            let event = try #require(try await first.value)
+            let booking = try #require(try event.new(as: Booking.self))
+            #expect(booking.id == .max && booking.guestName == "Ada" && booking.paid && booking.cancelledAt == nil)
+            #expect(booking.price == Decimal(string: "12345678901234567890.123456789"), "\(booking.price)")
+            #expect(booking.reference == UUID(uuidString: "1b4e28ba-2fa1-11d2-883f-0016d3cca427"))
+            #expect(abs(booking.bookedAt.timeIntervalSince1970 - 1_795_687_200.123456) < 0.000_001, "the writer's zone does not move the instant")
+            #expect(booking.arrives.timeIntervalSince1970 == 1_799_020_800)
+            #expect(booking.localTime.timeIntervalSince1970 == 1_795_687_200, "a timestamp without zone reads as UTC")
+            #expect(booking.extras == .init(seats: 2, notes: ["window"]))
+            _ = try await daemon.stop()
+        }
+
         @Test func clientStreamsAndReconnectsWhenTheDaemonRestarts() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database)
