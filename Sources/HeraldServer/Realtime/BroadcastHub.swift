@@ -67,11 +67,9 @@ final class BroadcastHub: Sendable {
     }
 
     /// Hands `message` to every member of `topic` but `sender` (unless that one asked for `self`).
-    /// - Returns: how many members took it, and how many had a full inbox and missed it.
-    @discardableResult
-    func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) -> (delivered: Int, missed: Int) {
+    func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) {
         let members = topics.withLock { $0[topic] ?? [:] }
-        return send(message, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
+        send(message, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
     }
 
     /// Tracks `meta` for `channel` under `key`, replacing what it tracked, or untracks it (nil);
@@ -110,17 +108,14 @@ final class BroadcastHub: Sendable {
         return .object(object)
     }
 
-    @discardableResult
-    private func send(_ message: PhoenixMessage, to members: [Member]) -> (delivered: Int, missed: Int) {
+    /// A member whose inbox is full misses `message`.
+    private func send(_ message: PhoenixMessage, to members: [Member]) {
         var frames: [PhoenixFraming: [UInt8]] = [:]
-        var delivered = 0
-        var missed = 0
         for member in members {
             let frame = frames[member.framing] ?? member.framing.encode(message)
             frames[member.framing] = frame
-            if case .enqueued = member.inbox.yield(frame) { delivered += 1 } else { missed += 1 }
+            member.inbox.yield(frame)
         }
-        return (delivered, missed)
     }
 
     /// A reference unique to one track, as Phoenix's `phx_ref`.
