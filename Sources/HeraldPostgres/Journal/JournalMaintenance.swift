@@ -131,10 +131,10 @@ public final class JournalMaintenance: Service, Sendable {
                 SELECT id, txid::text, created_at < now() - make_interval(secs => $1::float8) AS expired,
                        coalesce(last_id, id) AS last_id, coalesce(event_count, 1) AS events
                   FROM pgherald.journal ORDER BY id LIMIT \(configuration.batchSize)
-                """, parameters: [String(retentionSeconds)])
+                """, parameters: [String(retentionSeconds)]).namedRows
             var events = 0
             var doomed: [String] = []
-            for row in oldest.namedRows {
+            for row in oldest {
                 let txid: UInt64 = try row.value("txid")
                 guard try row.value("expired", as: Bool.self), checkpoint.snapshot.isVisible(txid), feeds.allSatisfy({ $0.isVisible(txid) }) else { continue }
                 let id: UInt64 = try row.value("id")
@@ -151,7 +151,7 @@ public final class JournalMaintenance: Service, Sendable {
             )
             pruned += events
             // Rows come in id order, which is roughly age order: past the first young row, the rest are younger.
-            guard oldest.rows.count == configuration.batchSize, try oldest.namedRows.last?.value("expired", as: Bool.self) == true else { break }
+            guard oldest.count == configuration.batchSize, try oldest.last?.value("expired", as: Bool.self) == true else { break }
         }
         // A resuming client needs the last checkpoint from before its event; keep an hour's margin.
         try connection.execute("""
