@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Herald
 
 /// Pulls the two fields the benchmark needs out of an event's JSON without
 /// decoding it, so that the load client is never the bottleneck.
@@ -61,7 +62,8 @@ enum EventFields {
         let seconds = digits(11, 2) * 3600 + digits(14, 2) * 60 + digits(17, 2)
         var fraction = digits(20, fractionDigits)
         for _ in fractionDigits..<6 { fraction *= 10 }
-        return (daysSinceEpoch(year: year, month: month, day: day) * 86400 + seconds) * 1_000_000 + fraction
+        let days = Int64(PostgresTimestamp.daysFromCivil(year: Int(year), month: Int(month), day: Int(day)))
+        return (days * 86400 + seconds) * 1_000_000 + fraction
     }
 
     private static func find(_ needle: StaticString, in line: UnsafeRawBufferPointer) -> Int? {
@@ -86,16 +88,6 @@ enum EventFields {
             index -= 1
         }
         return nil
-    }
-
-    /// Days from 1970-01-01 to a civil date (proleptic Gregorian).
-    private static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let shifted = month <= 2 ? year - 1 : year
-        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-        let yearOfEra = shifted - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }
 
