@@ -4,13 +4,14 @@ import HeraldWebhooks
 
 extension OutputRegistry {
     /// Every kind of output pgherald has, in the order `serve` builds them:
-    /// the Supabase endpoint before the socket that also serves it. A new
+    /// the Supabase endpoint and live queries before the socket that also serves them. A new
     /// kind is one line here.
     public static let standard = OutputRegistry([
         OutputKind(StdoutOutput.self, logger: LogCategory.broker.logger),
         OutputKind(EventLogOutput.self, logger: LogCategory.eventlog.logger),
         OutputKind(WebhookService.self, logger: LogCategory.webhook.logger),
         OutputKind(NATSOutput.self, logger: LogCategory.nats.logger),
+        OutputKind(LiveQueryOutput.self, logger: LogCategory.queries.logger),
         OutputKind(RealtimeEndpoint.self, logger: LogCategory.realtime.logger),
         OutputKind(SocketServer.self, logger: LogCategory.socket.logger),
     ])

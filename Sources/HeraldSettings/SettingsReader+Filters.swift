@@ -21,7 +21,7 @@ extension SettingsReader {
         }
     }
 
-    /// The grant of a rule or key: `schemas`, `tables`, `ops`, `where` and `topics` under `prefix`.
+    /// The grant of a rule or key: `schemas`, `tables`, `ops`, `where`, `topics` and `queries` under `prefix`.
     public func grant(under prefix: String) throws(ConfigurationError) -> AccessGrant {
         var tables: [TablePattern]?
         if let schemas = list("\(prefix).schemas") {
@@ -50,6 +50,11 @@ extension SettingsReader {
         for topic in topics where topic.isEmpty || topic.dropLast().contains("*") || topic.contains(where: \.isWhitespace) || topic.hasPrefix("realtime:") {
             throw fail("\(prefix).topics", "'\(topic.prefix(80))' is not a topic name, or a prefix ending in * (without realtime:)")
         }
-        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates, topics: topics)
+        let queries = list("\(prefix).queries") ?? []
+        if !queries.isEmpty { record("\(prefix).queries", queries.joined(separator: ", ")) }
+        for query in queries where query.isEmpty || query.dropLast().contains("*") || query.contains(where: \.isWhitespace) {
+            throw fail("\(prefix).queries", "'\(query.prefix(80))' is not a query name, or a prefix ending in *")
+        }
+        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates, topics: topics, queries: queries)
     }
 }

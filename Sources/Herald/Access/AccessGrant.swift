@@ -12,19 +12,40 @@ public struct AccessGrant: Sendable, Hashable {
     /// The private broadcast and presence topics granted: names, or prefixes
     /// ending in `*` (`room-*`, or `*` for all). Public topics need no grant.
     public var topics: [String]
+    /// The live queries granted: names, or prefixes ending in `*`. A query
+    /// is served only where every table it reads is granted too.
+    public var queries: [String]
 
-    public init(tables: [TablePattern]? = nil, operations: OperationSet = .all, predicates: [ColumnPredicate] = [], topics: [String] = []) {
+    public init(
+        tables: [TablePattern]? = nil, operations: OperationSet = .all, predicates: [ColumnPredicate] = [], topics: [String] = [],
+        queries: [String] = []
+    ) {
         self.tables = tables
         self.operations = operations
         self.predicates = predicates
         self.topics = topics
+        self.queries = queries
+    }
+
+    /// Whether the live query `name` is granted (its tables are checked apart).
+    public func covers(query name: String) -> Bool {
+        queries.contains { Self.matches(name, pattern: $0) }
+    }
+
+    /// A name against a name, or a prefix ending in `*`.
+    private static func matches(_ name: String, pattern: String) -> Bool {
+        pattern.hasSuffix("*") ? name.hasPrefix(pattern.dropLast()) : name == pattern
+    }
+
+    /// Whether every row of `table` may be read under this grant: it is
+    /// covered with no row conditions, so a query's result over it shows nothing withheld.
+    public func coversWholly(_ table: TableName) -> Bool {
+        covers(table) && predicates.isEmpty
     }
 
     /// Whether the private topic `name` (without `realtime:`) is granted.
     public func covers(topic name: String) -> Bool {
-        topics.contains { pattern in
-            pattern.hasSuffix("*") ? name.hasPrefix(pattern.dropLast()) : name == pattern
-        }
+        topics.contains { Self.matches(name, pattern: $0) }
     }
 
     /// Whether the grant lets everything through.

@@ -100,4 +100,14 @@ public enum AccessScope: Sendable, Hashable {
         case .grants(let grants, _): grants.contains { $0.covers(topic: name) }
         }
     }
+
+    /// Why the live query `name`, which reads `tables`, may not be subscribed to; nil when it may.
+    public func refusal(ofQuery name: String, reading tables: [TableName]) -> String? {
+        guard case .grants(let grants, _) = self else { return nil }
+        guard grants.contains(where: { $0.covers(query: name) }) else { return "the query \(name) is not granted" }
+        for table in tables where !grants.contains(where: { $0.coversWholly(table) }) {
+            return "the query \(name) reads \(table), whose rows are not all granted"
+        }
+        return nil
+    }
 }

@@ -79,6 +79,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var webhooks: [String: Webhook]?
     /// Every output that is on, by its configuration section (`stdout`, `event_log`, …).
     public var outputs: [String: OutputStatistics]?
+    /// By live query name; `nil` without a `queries` section.
+    public var queries: [String: LiveQueryStatistics]?
 
     public init(
         version: String,

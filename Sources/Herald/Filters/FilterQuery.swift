@@ -127,6 +127,11 @@ public enum FilterQuery {
         return items
     }
 
+    /// One table named as `?table=` names it: `table`, `schema.table`, or either part in double quotes.
+    public static func table(parsing text: String) throws(FilterError) -> TableName {
+        try parseTable(Substring(text))
+    }
+
     /// `table`, `schema.table`, or either part in double quotes (`"Weird Table"`).
     static func parseTable(_ text: Substring) throws(FilterError) -> TableName {
         let names = split(text, at: ".")?.map(identifier)

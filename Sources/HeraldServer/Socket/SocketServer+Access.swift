@@ -90,6 +90,20 @@ extension SocketServer {
             stream.revoke(reason)
             revoked += 1
         }
+        let queries = trackedStreams.withLock { Array($0.queries.values) }
+        for query in queries {
+            let reason: String?
+            if let peer = query.peer {
+                let identity = identities[peer] ?? peer.identity()
+                identities[peer] = identity
+                reason = policy.scope(for: identity).refusal(ofQuery: query.name, reading: query.tables).map { "\(identity): \($0)" }
+            } else {
+                reason = "access rules now apply"
+            }
+            guard let reason else { continue }
+            query.revoke(reason)
+            revoked += 1
+        }
         let channelsEnded = realtime?.apply { peer in scope(of: peer, under: policy) } ?? 0
         logger.info("applied the access rules", metadata: [
             "rules": "\(policy.rules.count)", "streams_closed": "\(revoked)", "realtime_channels_closed": "\(channelsEnded)",

@@ -257,7 +257,7 @@ extension SocketServer {
         }
     }
 
-    fileprivate static func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {
+    static func streamFormat(items: [(name: String, value: String)], accept: String?) throws(FilterError) -> StreamFormat {
         if let requested = items.last(where: { $0.name == "format" })?.value {
             guard let format = StreamFormat(rawValue: requested) else {
                 throw FilterError(.malformed, parameter: "format", "format is sse or ndjson, not '\(requested.prefix(40))'")

@@ -102,6 +102,7 @@ public final class SocketServer: Service, Sendable {
 
         let router = Router(context: SocketRequestContext.self)
         addRoutes(to: router)
+        addQueryRoutes(to: router)
         let connections = SocketLimitsHandler.Counter(limit: configuration.maximumConnections)
         let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
         let server: HTTPServerBuilder
@@ -151,11 +152,12 @@ public final class SocketServer: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await application.run()
         } onGracefulShutdown: { [self] in
-            let streams = trackedStreams.withLock { tracked in
+            let (streams, queries) = trackedStreams.withLock { tracked in
                 tracked.isShuttingDown = true
-                return Array(tracked.byID.values)
+                return (Array(tracked.byID.values), Array(tracked.queries.values))
             }
             for stream in streams { stream.end() }
+            for query in queries { query.subscription.cancel() }
         }
         await waitForStreamsToEnd(within: .seconds(2))
     }
@@ -208,8 +210,21 @@ public final class SocketServer: Service, Sendable {
             if !tracked { stream.end() }
         }
 
+        /// The same for a live query's stream.
+        func track(_ stream: QueryStream) {
+            let tracked = server.trackedStreams.withLock { tracked in
+                guard !tracked.isShuttingDown else { return false }
+                tracked.queries[ObjectIdentifier(self)] = stream
+                return true
+            }
+            if !tracked { stream.subscription.cancel() }
+        }
+
         deinit {
-            _ = server.trackedStreams.withLock { $0.byID.removeValue(forKey: ObjectIdentifier(self)) }
+            server.trackedStreams.withLock { tracked in
+                tracked.byID[ObjectIdentifier(self)] = nil
+                tracked.queries[ObjectIdentifier(self)] = nil
+            }
             server.openStreams.withLock { $0 -= 1 }
         }
     }
@@ -217,6 +232,7 @@ public final class SocketServer: Service, Sendable {
     /// The open streams by their slot, and whether shutdown has ended them.
     struct TrackedStreams {
         var byID: [ObjectIdentifier: OpenStream] = [:]
+        var queries: [ObjectIdentifier: QueryStream] = [:]
         var isShuttingDown = false
     }
 }

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 public import HeraldConfiguration
+import Herald
 import HeraldPostgres
 import HeraldServer
 import HeraldSettings
@@ -16,14 +17,17 @@ struct CheckConfig: AsyncParsableCommand {
             would start with it, and 78 (EX_CONFIG) naming the key, its source and the problem otherwise. \
             With --connect it also connects to the listener's database (listen_database, else database) \
             and says how that connection reaches PostgreSQL; a pooler in transaction or statement mode, \
-            which serve refuses, exits 78 too.
+            which serve refuses, exits 78 too. It also checks each live query (queries:) against \
+            database: it parses as one read-only query, uses exactly the params it declares, has its key \
+            columns, and (without params) its key is unique in its result now; it prints the tables \
+            each one reads. A query that fails exits 78.
             """
     )
 
     @Argument(help: ArgumentHelp("The configuration file.", valueName: "file"))
     var file: String?
 
-    @Flag(help: "Also connect to the listener's database and check that LISTEN can work there (no transaction-mode pooler). Default: no connection.")
+    @Flag(help: "Also connect to the listener's database and check that LISTEN can work there (no transaction-mode pooler), and check each live query against database. Default: no connection.")
     var connect = false
 
     func run() async throws {
@@ -56,6 +60,36 @@ struct CheckConfig: AsyncParsableCommand {
         case .transactionPooler:
             FileHandle.standardError.write(Data("Error: listener: \(SessionRoute.sharedSessionMessage(endpoint: "\(listenerDatabase)", serverPID: serverPID))\n".utf8))
             throw ExitCode(ConfigurationError.exitCode)
+        }
+        if let queries = configuration[LiveQueryOutput.self] {
+            try checkQueries(queries.definitions, on: configuration.database, timeout: configuration.connectTimeout)
+        }
+    }
+
+    /// Inspects each query, and runs those without parameters to check that their key is unique.
+    private func checkQueries(_ definitions: [LiveQueryDefinition], on database: ConnectionString, timeout: Duration) throws {
+        let connection: LibpqConnection
+        do {
+            connection = try LibpqConnection.connect(database, timeout: timeout, applicationName: "pgherald check-config")
+        } catch {
+            FileHandle.standardError.write(Data("Error: queries: cannot connect to database: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        for definition in definitions {
+            do {
+                let inspection = try LiveQueryRunner.inspect(definition, on: connection)
+                if definition.parameters.isEmpty {
+                    let read = try LiveQueryRunner.evaluate(definition, parameters: [], on: connection)
+                    _ = try LiveQueryResult(
+                        query: definition.name, version: 1, generation: "check", snapshot: read.snapshot, rows: read.rows, keyColumns: definition.key
+                    )
+                }
+                let tables = inspection.tables.map(\.description).joined(separator: ", ")
+                print("# query \(definition.name): reads \(tables.isEmpty ? "no table (it never runs again: set tables:)" : tables)")
+            } catch {
+                FileHandle.standardError.write(Data("Error: queries.\(definition.name): \(error)\n".utf8))
+                throw ExitCode(ConfigurationError.exitCode)
+            }
         }
     }
 }

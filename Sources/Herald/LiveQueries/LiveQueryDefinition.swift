@@ -1,0 +1,42 @@
+/// A named query whose result pgherald keeps current for its subscribers
+/// (`queries.NAME` in the configuration).
+public struct LiveQueryDefinition: Sendable, Hashable {
+    /// Letters, digits, `-` and `_`: it appears in `/queries/NAME` and in access rules.
+    public var name: String
+    /// One SELECT; parameter `n` of ``parameters`` is `$n` in it.
+    public var sql: String
+    /// The result columns that identify a row: differences are computed by them.
+    public var key: [String]
+    /// The parameters' names, in `$1`, `$2`… order: subscribers give them as `?NAME=VALUE`.
+    public var parameters: [String]
+    /// The tables whose changes make it run again; nil: the tables its plan reads.
+    public var tables: [TableName]?
+
+    public init(name: String, sql: String, key: [String], parameters: [String] = [], tables: [TableName]? = nil) {
+        self.name = name
+        self.sql = sql
+        self.key = key
+        self.parameters = parameters
+        self.tables = tables
+    }
+
+    /// Whether `name` can name a query.
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 63 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+    }
+
+    /// The values of ``parameters`` in `$n` order, from a subscriber's named values.
+    /// - Throws: a parameter missing, or a name the query does not declare.
+    public func boundValues(_ named: [String: String]) throws(LiveQueryError) -> [String] {
+        if let unknown = named.keys.sorted().first(where: { !parameters.contains($0) }) {
+            let known = parameters.isEmpty ? "it takes none" : "it takes \(parameters.joined(separator: ", "))"
+            throw LiveQueryError(.badParameters, "query \(name) has no parameter \(unknown): \(known)")
+        }
+        return try parameters.map { (parameter) throws(LiveQueryError) -> String in
+            guard let value = named[parameter] else {
+                throw LiveQueryError(.badParameters, "query \(name) needs the parameter \(parameter) (?\(parameter)=VALUE)")
+            }
+            return value
+        }
+    }
+}

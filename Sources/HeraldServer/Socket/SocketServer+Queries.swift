@@ -1,0 +1,148 @@
+import Herald
+import HeraldPostgres
+import Hummingbird
+import NIOCore
+import Synchronization
+
+extension SocketServer {
+    /// One open `GET /queries/NAME`, kept so that a reload of the access
+    /// rules can check it and shutdown can end it.
+    final class QueryStream: Sendable {
+        let peer: PeerCredentials?
+        let name: String
+        let tables: [TableName]
+        let subscription: LiveQuerySubscription
+        private let revocation = Mutex<String?>(nil)
+
+        init(peer: PeerCredentials?, name: String, tables: [TableName], subscription: LiveQuerySubscription) {
+            self.peer = peer
+            self.name = name
+            self.tables = tables
+            self.subscription = subscription
+        }
+
+        var revokedBecause: String? { revocation.withLock { $0 } }
+
+        func revoke(_ reason: String) {
+            revocation.withLock { $0 = reason }
+            subscription.cancel()
+        }
+    }
+
+    /// Hands the first update's iterator from the handler to the response
+    /// body. `@unchecked Sendable` because the invariant is kept by hand:
+    /// the handler stops using it before the body, the only other user, starts.
+    private final class UpdateIterator: @unchecked Sendable {
+        var iterator: LiveQuerySubscription.AsyncIterator
+
+        init(_ iterator: LiveQuerySubscription.AsyncIterator) {
+            self.iterator = iterator
+        }
+    }
+
+    func addQueryRoutes(to router: Router<SocketRequestContext>) {
+        router.get("queries/:name") { request, context in
+            await self.queryStream(request, context: context)
+        }
+    }
+
+    /// `GET /queries/NAME?PARAM=VALUE`: the query's whole result, then its
+    /// differences as they happen, as SSE or NDJSON (as `/events` chooses).
+    /// `Last-Event-ID` resumes from a result the daemon still holds.
+    private func queryStream(_ request: Request, context: SocketRequestContext) async -> Response {
+        guard let engine = outputs.first(LiveQueryOutput.self)?.engine else {
+            return refusal(.notFound, "unknown_query", "no live queries are configured (queries: in the configuration)")
+        }
+        let name = context.parameters.get("name") ?? ""
+        let items = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
+        let format: StreamFormat
+        do {
+            format = try Self.streamFormat(items: items, accept: request.headers[.accept])
+        } catch {
+            return refusal(.badRequest, "malformed", error.message)
+        }
+        var parameters: [String: String] = [:]
+        for item in items where item.name != "format" {
+            guard parameters.updateValue(item.value, forKey: item.name) == nil else {
+                return refusal(.badRequest, LiveQueryError.Code.badParameters.rawValue, "the parameter \(item.name) is given twice")
+            }
+        }
+        let policy = access.withLock { $0 }
+        let peer = policy == nil ? nil : await PeerCredentials.of(context.channel)
+        let tables: [TableName]
+        do {
+            tables = try await engine.tables(of: name)
+        } catch {
+            return refusal(error)
+        }
+        let (scope, identity) = scope(of: peer, under: policy)
+        if let reason = scope.refusal(ofQuery: name, reading: tables) {
+            logger.notice("refused a live query outside the peer's grant", metadata: [
+                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(reason)",
+            ])
+            return refusal(LiveQueryError(.forbidden, reason))
+        }
+        if trackedStreams.withLock({ $0.isShuttingDown }) {
+            return refusal(.serviceUnavailable, "shutting_down", "the daemon is shutting down")
+        }
+        guard let slot = reserveStream() else {
+            return refusal(.serviceUnavailable, "too_many_subscribers", "the daemon serves at most \(configuration.maximumSubscribers) streams")
+        }
+        let subscription: LiveQuerySubscription
+        let updates: UpdateIterator
+        let first: LiveQueryUpdate
+        do {
+            subscription = try await engine.subscribe(name, parameters: parameters, resumingAfter: request.headers[StreamRequest.lastEventID])
+            updates = UpdateIterator(subscription.makeAsyncIterator())
+            guard let update = try await updates.iterator.next() else {
+                return refusal(.serviceUnavailable, "shutting_down", "the daemon is shutting down")
+            }
+            first = update
+        } catch let error as LiveQueryError {
+            return refusal(error)
+        } catch {
+            return refusal(.internalServerError, "query_failed", "\(error)")
+        }
+        let stream = QueryStream(peer: peer, name: name, tables: tables, subscription: subscription)
+        slot.track(stream)
+        context.channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        let key = engine.definitions[name]?.key ?? []
+        logger.debug("live query stream opened", metadata: ["query": "\(name)", "format": "\(format.rawValue)"])
+        var headers = HTTPFields()
+        headers[.contentType] = format.contentType
+        headers[.cacheControl] = "no-cache"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            let allocator = ByteBufferAllocator()
+            if let frame = LiveQueryFrame.frame(first, key: key, format: format, allocator: allocator) { try await writer.write(frame) }
+            do {
+                while let update = try await updates.iterator.next() {
+                    guard let frame = LiveQueryFrame.frame(update, key: key, format: format, allocator: allocator) else { continue }
+                    try await writer.write(frame)
+                }
+                if let reason = stream.revokedBecause {
+                    try await writer.write(ByteBuffer(string: format.revokedFrame(reason: reason)))
+                }
+            } catch let error as LiveQueryError {
+                try await writer.write(ByteBuffer(string: LiveQueryFrame.errorFrame(error, format: format)))
+            }
+            try await writer.finish(nil)
+            withExtendedLifetime(slot) {}
+        })
+    }
+
+    private func refusal(_ error: LiveQueryError) -> Response {
+        let status: HTTPResponse.Status = switch error.code {
+        case .unknownQuery: .notFound
+        case .badParameters: .badRequest
+        case .forbidden: .forbidden
+        case .queryFailed: .internalServerError
+        case .unavailable: .serviceUnavailable
+        }
+        return refusal(status, error.code.rawValue, error.message)
+    }
+
+    private func refusal(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        metrics?.recordRefusal(status: status.code)
+        return Response.json(status, ErrorBody(code: code, message: message))
+    }
+}
