@@ -90,7 +90,7 @@ extension IntegrationTests {
             var parts = key.split(separator: ".").map(String.init)
             switch parts.first {
             case "webhooks" where parts.count > 3 && parts[2] == "headers": return "webhooks.NAME.headers"
-            case "access", "webhooks" where parts.count > 2: parts[1] = "NAME"
+            case "access", "webhooks", "queries" where parts.count > 2: parts[1] = "NAME"
             case "log" where parts.count == 3 && parts[1] == "categories": parts[2] = "CATEGORY"
             case "realtime" where parts.count > 3 && parts[1] == "keys": parts[2] = "NAME"
             case "realtime" where parts.count > 3 && parts[1] == "jwt" && parts[2] == "roles": return "realtime.jwt.roles.NAME"
@@ -123,6 +123,7 @@ extension IntegrationTests {
                 ops: [INSERT]
                 where: id.gt.0
                 topics: [room-*]
+                queries: [enrolments_*]
             log:
               format: logfmt
               categories:
@@ -161,6 +162,12 @@ extension IntegrationTests {
               ca_file: \(directory.path)/password
               max_in_flight: 100
               ack_timeout: 3s
+            queries:
+              enrolments_by_course:
+                sql: select course_id, count(*) as enrolled from enrols_in where course_id = $1 group by 1
+                key: [course_id]
+                params: [course_id]
+                tables: [public.enrols_in]
             webhooks:
               orders:
                 url: http://127.0.0.1:9/hook
