@@ -6,6 +6,11 @@ import Logging
 import Synchronization
 import Testing
 
+struct Student: Decodable, Hashable, Sendable {
+    var id: Int
+    var firstName: String
+}
+
 /// The seed app's row type, decoded from a live query's rows.
 struct CourseEnrolment: Decodable, Hashable, Sendable {
     var courseId: Int
@@ -45,13 +50,15 @@ extension IntegrationTests {
             let engine: LiveQueryEngine
             let task: Task<Void, any Error>
 
-            init(_ database: TestDatabase, _ definitions: [LiveQueryDefinition]) async throws {
+            init(_ database: TestDatabase, _ definitions: [LiveQueryDefinition], heartbeatInterval: Duration = .seconds(15)) async throws {
                 daemon = try await RunningListener(database: database)
                 var logger = Logger(label: "queries")
                 logger.logLevel = .warning
                 let engine = LiveQueryEngine(
                     definitions: definitions,
-                    configuration: .init(coalescing: .init(quietPeriod: .milliseconds(50), maximumDelay: .milliseconds(250))),
+                    configuration: .init(
+                        coalescing: .init(quietPeriod: .milliseconds(50), maximumDelay: .milliseconds(250)), heartbeatInterval: heartbeatInterval
+                    ),
                     broker: daemon.broker, database: try ConnectionString(database.connInfo), logger: logger
                 )
                 self.engine = engine
@@ -161,6 +168,23 @@ extension IntegrationTests {
             try database.execute("DELETE FROM enrols_in WHERE student_id = $1", parameters: [student])
             let removed = try #require(try await two.next()?.difference)
             #expect(removed.removed.map(\.description) == ["[\(student)]"])
+            try await running.stop()
+        }
+
+        @Test func aQuietResultSendsHeartbeatsAndNoQuery() async throws {
+            let database = try TestDatabase.create()
+            let running = try await Engine(database, [Self.enrolmentsByCourse], heartbeatInterval: .milliseconds(100))
+            var updates = try await running.engine.subscribe("enrolments_by_course").makeAsyncIterator()
+            guard case .update? = try await updates.nextDelivery() else { Issue.record("the first delivery is the result"); return }
+            for _ in 0..<3 {
+                guard case .heartbeat? = try await updates.nextDelivery() else { Issue.record("a quiet result sends heartbeats"); return }
+            }
+            #expect(running.evaluations == 1)
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('HB', 'Heartbeat')")
+            var delivery = try await updates.nextDelivery()
+            while case .heartbeat? = delivery { delivery = try await updates.nextDelivery() }
+            guard case .update(let update)? = delivery else { Issue.record("the change arrives"); return }
+            #expect(update.difference?.added.count == 1)
             try await running.stop()
         }
 
@@ -317,9 +341,22 @@ extension IntegrationTests {
             #expect(second.first { $0.courseId == 2 }?.enrolled == enrolledInTwo + 1)
             #expect(second.count == first.count)
 
-            // Raw SSE: the first frame is the whole result, with its key; resuming from it sends nothing until a change.
+            // The view model of the seed apps, with no refresh code.
+            let model = await LiveQueryModel(client: daemon.client, query: "students_of", parameters: ["course_id": "2"], as: Student.self)
+            let following = Task { await model.run() }
+            try await waitFor { await model.updateCount == 1 }
+            #expect(await model.rows.contains { $0.firstName == "Ada" })
+            try database.execute("UPDATE student SET first_name = 'Ada Lovelace' WHERE id = $1", parameters: [student])
+            try await waitFor { await model.rows.contains { $0.firstName == "Ada Lovelace" } }
+            #expect(await model.updateCount == 2)
+            following.cancel()
+            let unknown = await LiveQueryModel(client: daemon.client, query: "nope", as: Student.self)
+            await unknown.run()
+            #expect(await (unknown.failure as? HeraldClientError)?.code == .rejected)
+
             let statistics = try await daemon.statistics()
             #expect(statistics.queries?["enrolments_by_course"]?.subscribers == 1)
+            #expect(statistics.queries?["students_of"]?.parameterSets == 1)
             #expect((statistics.queries?["enrolments_by_course"]?.evaluations ?? 0) >= 2)
             try await daemon.stop()
         }

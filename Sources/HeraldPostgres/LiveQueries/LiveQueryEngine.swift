@@ -23,15 +23,19 @@ public final class LiveQueryEngine: Service, Sendable {
         public var linger: Duration
         /// The wait before a query that could not reach the database runs again. Default 1 s.
         public var retryDelay: Duration
+        /// How often subscribers of a result that has not changed hear that
+        /// it is still current, so that their streams never look dead. Default 15 s.
+        public var heartbeatInterval: Duration
 
         public init(
             coalescing: RefreshCoalescer.Configuration = .init(), history: Int = 16, linger: Duration = .seconds(30),
-            retryDelay: Duration = .seconds(1)
+            retryDelay: Duration = .seconds(1), heartbeatInterval: Duration = .seconds(15)
         ) {
             self.coalescing = coalescing
             self.history = history
             self.linger = linger
             self.retryDelay = retryDelay
+            self.heartbeatInterval = heartbeatInterval
         }
     }
 
@@ -55,6 +59,13 @@ public final class LiveQueryEngine: Service, Sendable {
 
     /// Follows the broker until cancelled or the graceful shutdown, then ends every subscription.
     public func run() async throws {
+        let heartbeats = Task { [weak self, configuration] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: configuration.heartbeatInterval)
+                self?.sendHeartbeats()
+            }
+        }
+        defer { heartbeats.cancel() }
         await cancelWhenGracefulShutdown {
             var subscription = self.broker.subscribe(.all, kind: "live-queries")
             while !Task.isCancelled {
@@ -127,6 +138,16 @@ public final class LiveQueryEngine: Service, Sendable {
             for (name, count) in state.evaluationCounts { all[name]?.evaluations = count }
             for (name, failure) in state.lastFailures { all[name]?.lastError = failure }
             return all
+        }
+    }
+
+    private func sendHeartbeats() {
+        state.withLock { state in
+            for evaluation in state.evaluations.values {
+                guard let latest = evaluation.latest else { continue }
+                let step = LiveQueryStep(result: latest, differenceFromPrevious: nil, transactionID: evaluation.scheduler.newestIncluded, isHeartbeat: true)
+                for (id, continuation) in evaluation.subscribers where !evaluation.awaitingFirst.contains(id) { continuation.yield(step) }
+            }
         }
     }
 

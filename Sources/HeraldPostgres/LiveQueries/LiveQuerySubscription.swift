@@ -6,6 +6,9 @@ public struct LiveQueryStep: Sendable {
     var result: LiveQueryResult
     var differenceFromPrevious: LiveQueryDifference?
     var transactionID: UInt64?
+    /// Sent to show an idle stream is alive. It carries the newest result,
+    /// so that it may stand in for a step it displaced from the buffer.
+    var isHeartbeat = false
 }
 
 /// One subscriber's updates of a live query: the whole result first (or,
@@ -37,13 +40,29 @@ public struct LiveQuerySubscription: AsyncSequence, Sendable {
         var previous: LiveQueryResult?
         var isFirst = true
 
+        /// What ``nextDelivery()`` waited for.
+        public enum Delivery: Sendable {
+            case update(LiveQueryUpdate)
+            /// Nothing changed for a while; a stream writer keeps its peer (and proxies) from timing out.
+            case heartbeat
+        }
+
         /// - Throws: ``LiveQueryError`` when the query failed.
         public mutating func next() async throws -> LiveQueryUpdate? {
+            while let delivery = try await nextDelivery() {
+                if case .update(let update) = delivery { return update }
+            }
+            return nil
+        }
+
+        /// The next update, or a heartbeat when the result has not changed for a while.
+        public mutating func nextDelivery() async throws -> Delivery? {
             while let step = try await base.next() {
                 defer { isFirst = false }
                 let update: LiveQueryUpdate
                 if let previous, previous.generation == step.result.generation {
                     if previous.version == step.result.version {
+                        if step.isHeartbeat, !isFirst { return .heartbeat }
                         // A resumed subscriber that missed nothing still hears that the query is on.
                         guard isFirst else { continue }
                         update = LiveQueryUpdate(result: step.result, difference: LiveQueryDifference(), transactionID: step.transactionID)
@@ -56,7 +75,7 @@ public struct LiveQuerySubscription: AsyncSequence, Sendable {
                     update = LiveQueryUpdate(result: step.result, difference: nil, transactionID: step.transactionID)
                 }
                 previous = step.result
-                return update
+                return .update(update)
             }
             return nil
         }

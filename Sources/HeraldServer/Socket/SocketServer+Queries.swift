@@ -115,9 +115,14 @@ extension SocketServer {
             let allocator = ByteBufferAllocator()
             if let frame = LiveQueryFrame.frame(first, key: key, format: format, allocator: allocator) { try await writer.write(frame) }
             do {
-                while let update = try await updates.iterator.next() {
-                    guard let frame = LiveQueryFrame.frame(update, key: key, format: format, allocator: allocator) else { continue }
-                    try await writer.write(frame)
+                while let delivery = try await updates.iterator.nextDelivery() {
+                    switch delivery {
+                    case .heartbeat:
+                        try await writer.write(ByteBuffer(staticString: format.heartbeat))
+                    case .update(let update):
+                        guard let frame = LiveQueryFrame.frame(update, key: key, format: format, allocator: allocator) else { continue }
+                        try await writer.write(frame)
+                    }
                 }
                 if let reason = stream.revokedBecause {
                     try await writer.write(ByteBuffer(string: format.revokedFrame(reason: reason)))
