@@ -224,6 +224,17 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // The seed app's "enrolments by course" screen on a live query (docs/live-queries.md).
+        .executableTarget(
+            name: "EnrolmentsByCourse",
+            dependencies: [
+                "HeraldClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/EnrolmentsByCourse",
+            exclude: ["pgherald.yaml"],
+            swiftSettings: strictConcurrency
+        ),
         // Load client and report for scripts/bench: many SSE streams on a few NIO threads.
         .executableTarget(
             name: "HeraldBench",

@@ -148,6 +148,58 @@ extension IntegrationTests {
             #expect(!status.stdout.contains("empty"), "\(status.stdout)")
         }
 
+        /// Every command scripts/demo prints for a second terminal works as
+        /// printed, from root's shell as here: psql, tail, demo and the
+        /// EnrolmentsByCourse example on its live query.
+        @Test func everyCommandTheDemoPrintsWorksAsPrinted() async throws {
+            let demo = try DaemonProcess(
+                ["--serve"],
+                environment: ["PGHERALD_BINARY": DaemonProcess.executable.path],
+                executable: TestDatabase.repositoryRoot.appending(path: "scripts/demo")
+            )
+            let printed = Recorded<[String]>([])
+            var serving = false
+            _ = try await demo.readLine(within: 90) { line in
+                if line.hasPrefix("==> serving") { printed.withLock { $0.append("") } }
+                let collecting = printed.withLock { !$0.isEmpty }
+                if collecting, line.hasPrefix("    "), !line.contains("Ctrl-C") {
+                    printed.withLock { $0.append(line.trimmingCharacters(in: .whitespaces)) }
+                }
+                return line.contains("Ctrl-C here stops everything")
+            }
+            serving = true
+            let commands = printed.withLock { $0 }.filter { !$0.isEmpty }
+            try #require(commands.count == 4, "\(commands)")
+            let bash = URL(fileURLWithPath: "/bin/bash")
+
+            let psql = try DaemonProcess(["-c", commands[0]], executable: bash, withInput: true)
+            psql.write(line: "INSERT INTO enrols_in (student_id, course_id) VALUES (1, 3) ON CONFLICT DO NOTHING;")
+            psql.write(line: "SELECT 'psql works' AS demo;")
+            psql.stdin?.fileHandleForWriting.closeFile()
+            let psqlResult = try await psql.finish(within: 20)
+            #expect(psqlResult.status == 0 && psqlResult.stdout.contains("psql works"), "\(commands[0]): \(psqlResult.stderr)")
+
+            let tail = try DaemonProcess(["-c", commands[1]], executable: bash)
+            let view = try DaemonProcess(["-c", commands[2]], executable: bash)
+            let example = try DaemonProcess(["-c", commands[3]], executable: bash)
+            _ = try await view.readLine(within: 20) { $0.contains("Enrolments by course") }
+            _ = try await example.readLine(within: 20) { $0.contains("Enrolments by course (result 1)") }
+            try await Task.sleep(for: .milliseconds(500))
+            let write = try DaemonProcess(["-c", commands[0]], executable: bash, withInput: true)
+            write.write(line: "INSERT INTO course (short_code, name) VALUES ('SECOND', 'Second terminal');")
+            write.stdin?.fileHandleForWriting.closeFile()
+            #expect(try await write.finish(within: 20).status == 0)
+            _ = try await tail.readLine(within: 20) { $0.contains("SECOND") || $0.contains("Second terminal") }
+            _ = try await example.readLine(within: 20) { $0.contains("Second terminal") }
+            for process in [tail, view, example] { process.signal(SIGTERM) }
+            // As Ctrl-C would: the script waits for its daemon, then removes the cluster.
+            let script = demo.process.processIdentifier
+            let children = (try? String(contentsOfFile: "/proc/\(script)/task/\(script)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGTERM) }
+            let result = try await demo.finish(within: 30)
+            #expect(serving && result.status == 0, "\(result.stderr)")
+        }
+
         @Test func theDemoReachesItsSampleWritesWithinFiveSecondsOfServing() async throws {
             let demo = try DaemonProcess(
                 ["--once"],

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import HeraldClient
+import Observation
+
+/// One row of the live query `enrolments_by_course` (see pgherald.yaml beside this file),
+/// decoded as the seed app decodes its Supabase rows.
+struct CourseEnrolment: Decodable, Sendable {
+    var courseId: Int
+    var name: String
+    var enrolled: Int64
+}
+
+/// The seed app's "enrolments by course" screen, rebuilt on a live query.
+///
+/// The seed app keeps an `EnrollmentChangeNotifier` that bumps `changeCount`
+/// on every change, and a view model that runs its query again each time.
+/// Here the daemon runs the query, once for every app that shows it, and
+/// ``LiveQueryModel`` holds its rows: the view only draws them.
+@main
+struct EnrolmentsByCourse: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Enrolments by course, kept current by pgherald's live query enrolments_by_course.",
+        discussion: "Needs `pgherald serve --config Examples/EnrolmentsByCourse/pgherald.yaml` on the enrolment example (scripts/demo starts one)."
+    )
+
+    @Option(help: "The daemon's socket.")
+    var socket = "/run/pgherald/pgherald.sock"
+
+    @Option(help: "Stop after this many results (0: run until interrupted).")
+    var count = 0
+
+    @MainActor
+    func run() async throws {
+        let model = LiveQueryModel(client: HeraldClient(socketPath: socket), query: "enrolments_by_course", as: CourseEnrolment.self)
+        let following = Task { await model.run() }
+        defer { following.cancel() }
+        var shown: UInt64 = 0
+        while count == 0 || shown < count {
+            await Self.nextChange(of: model)
+            if let failure = model.failure {
+                FileHandle.standardError.write(Data("Error: \(failure)\n".utf8))
+                throw ExitCode(69)
+            }
+            guard model.updateCount > shown else { continue }
+            shown = model.updateCount
+            Self.draw(model.rows, update: shown)
+        }
+    }
+
+    /// Waits until the model's rows or failure change, as SwiftUI would redraw.
+    @MainActor
+    static func nextChange(of model: LiveQueryModel<CourseEnrolment>) async {
+        await withCheckedContinuation { continuation in
+            withObservationTracking {
+                _ = model.updateCount
+                _ = model.failure
+            } onChange: {
+                continuation.resume()
+            }
+        }
+        // onChange runs before the change lands: let it land.
+        await Task.yield()
+    }
+
+    static func draw(_ rows: [CourseEnrolment], update: UInt64) {
+        let width = rows.map(\.name.count).max() ?? 0
+        var lines = ["Enrolments by course (result \(update))"]
+        for row in rows.sorted(by: { $0.courseId < $1.courseId }) {
+            lines.append("  \(row.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(row.enrolled)")
+        }
+        // Unbuffered, so a pipe sees each result as it comes.
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n\n").utf8))
+    }
+}
