@@ -77,6 +77,17 @@ struct BenchResults: Codable {
         var eventLogLines: Int?
         /// Scenario n.: what a nats-py subscriber received from the `nats:` output, and what JetStream acknowledged.
         var nats: NATSFigures?
+        /// Scenario o.: the queries PostgreSQL ran for the apps.
+        var liveQueries: LiveQueryFigures?
+    }
+
+    /// The queries run while the apps followed one query.
+    struct LiveQueryFigures: Codable {
+        /// By the daemon (shared) or by the apps themselves (seed).
+        var queriesRun: Int
+        var daemonEvaluations: Int
+        /// The writers' run, or the quiet wait.
+        var seconds: Int
     }
 
     /// Receipt by a nats-py subscriber, measured from the event's `at`.

@@ -22,6 +22,8 @@ struct LoadResult: Codable {
     var clientCPUSeconds: Double
     var clientWallSeconds: Double
     var clientThreads: Int
+    /// Scenario o.: queries the apps ran themselves (the seed pattern); absent where the daemon ran them.
+    var queriesRun: Int?
 
     struct Latency: Codable {
         var p50: Double

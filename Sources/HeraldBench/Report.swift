@@ -33,6 +33,7 @@ struct MarkdownReport {
         eventLog()
         webhooks()
         nats()
+        liveQueries()
         accessControl()
         twoDaemons()
         realtime()
@@ -310,6 +311,28 @@ struct MarkdownReport {
                  nats.seconds > 0 ? grouped(Double(nats.received) / nats.seconds) : "-",
                  nats.p50Milliseconds.map { format($0, 2) } ?? "-", nats.p99Milliseconds.map { format($0, 2) } ?? "-", cpu],
             ]
+        )
+    }
+
+    /// One query's result for many apps: a live query against the seed apps' pattern.
+    private mutating func liveQueries() {
+        let runs = results.runs("livequery")
+        guard !runs.isEmpty else { return }
+        line("### o. Live queries")
+        line()
+        line("Apps showing `select id, n, written_us from bench_live` (ten rows) while two writers update it at 200 transactions/s. *shared*: each follows `GET /queries/bench_live`, which the daemon runs once per burst; *seed*: each follows `/events?table=bench_live` and runs the query itself on its own connection at every change notice, as the seed apps do (1000 such apps would need 1000 connections). Latency is a result's receipt minus `written_us`, set with `clock_timestamp()` just before commit, for every row the result changed.")
+        line()
+        table(
+            ["run", "transactions written", "results received", "queries PostgreSQL ran", "queries/s", "p50 ms", "p99 ms", "pgherald CPU s", "load client CPU s"],
+            runs.map { run in
+                let figures = run.liveQueries
+                let perSecond = figures.map { $0.seconds > 0 ? format(Double($0.queriesRun) / Double($0.seconds), 1) : "-" } ?? "-"
+                return [
+                    run.result.label, "\(run.committed)", "\(run.result.received)", figures.map { "\($0.queriesRun)" } ?? "-", perSecond,
+                    milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
+                    format(run.result.clientCPUSeconds, 2),
+                ]
+            }
         )
     }
 

@@ -16,6 +16,9 @@ final class SSEStream: BenchStream {
     let path: String
     let eventLoop: any EventLoop
     var record = StreamRecord()
+    /// Reads a `data:` line instead of the event reader, for streams that
+    /// are not `/events` (a live query's frames).
+    var onData: ((_ line: UnsafeRawBufferPointer, _ now: Int64, _ record: inout StreamRecord) -> Void)?
     /// Whether the daemon refused or broke the stream in a way a resume cannot mend.
     var failure: String?
     private var partialLine: [UInt8] = []
@@ -93,6 +96,10 @@ final class SSEStream: BenchStream {
         switch first {
         case UInt8(ascii: "d"):  // data: {...}
             guard frameEvent != "overflow", frameEvent != "reset" else { return }
+            if let onData {
+                onData(line, now, &record)
+                return
+            }
             if let count = EventFields.count(in: line), let at = EventFields.timestamp(in: line) {
                 record.record(count: count, at: at, now: now)
             }

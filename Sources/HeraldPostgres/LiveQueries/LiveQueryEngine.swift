@@ -14,7 +14,11 @@ import Synchronization
 public final class LiveQueryEngine: Service, Sendable {
     /// Timing and memory of the evaluations, with documented defaults.
     public struct Configuration: Sendable, Hashable {
-        /// How changes are coalesced into one evaluation (50 ms quiet, at most 250 ms late by default).
+        /// How changes are coalesced into one evaluation. Default: 20 ms
+        /// without changes, or 50 ms after the first while they keep coming:
+        /// at most about 20 evaluations a second for each set of parameter
+        /// values, however many subscribers share it, and a result at most
+        /// about 50 ms plus the query's own time behind a commit.
         public var coalescing: RefreshCoalescer.Configuration
         /// Results kept per evaluation for subscribers that resume. Default 16.
         public var history: Int
@@ -28,7 +32,7 @@ public final class LiveQueryEngine: Service, Sendable {
         public var heartbeatInterval: Duration
 
         public init(
-            coalescing: RefreshCoalescer.Configuration = .init(), history: Int = 16, linger: Duration = .seconds(30),
+            coalescing: RefreshCoalescer.Configuration = .init(quietPeriod: .milliseconds(20), maximumDelay: .milliseconds(50)), history: Int = 16, linger: Duration = .seconds(30),
             retryDelay: Duration = .seconds(1), heartbeatInterval: Duration = .seconds(15)
         ) {
             self.coalescing = coalescing
