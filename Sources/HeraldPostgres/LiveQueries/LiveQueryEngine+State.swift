@@ -49,14 +49,13 @@ extension LiveQueryEngine {
         ) -> (UInt64, LiveQueryResult?, LiveQueryScheduler.Action) {
             let id = nextSubscriberID
             nextSubscriberID += 1
-            if evaluations[key] == nil {
-                evaluations[key] = Evaluation(
+            var evaluation = evaluations[key] ?? {
+                for table in tables { byTable[table, default: []].insert(key) }
+                return Evaluation(
                     scheduler: LiveQueryScheduler(configuration: configuration.coalescing), tables: tables,
                     generation: String(UInt32.random(in: .min ... .max), radix: 16)
                 )
-                for table in tables { byTable[table, default: []].insert(key) }
-            }
-            var evaluation = evaluations[key]!
+            }()
             defer { evaluations[key] = evaluation }
             let resumed = token.flatMap { token in evaluation.held.last { $0.token == token } }
             let keptCurrent = !evaluation.subscribers.isEmpty

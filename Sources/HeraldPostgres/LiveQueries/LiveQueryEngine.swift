@@ -91,9 +91,7 @@ public final class LiveQueryEngine: Service, Sendable {
     /// The tables `name` reads, which a caller's access rules must grant.
     /// - Throws: the query is unknown, or does not pass ``LiveQueryRunner/inspect(_:on:)``.
     public func tables(of name: String) async throws(LiveQueryError) -> [TableName] {
-        guard let definition = definitions[name] else {
-            throw LiveQueryError(.unknownQuery, "no live query is named \(name) (configured: \(definitions.keys.sorted().joined(separator: ", ")))")
-        }
+        let definition = try definition(named: name)
         if let known = state.withLock({ $0.inspections[name] }) { return known }
         do {
             let inspection = try await connection.run { connection throws(LibpqError) in
@@ -117,7 +115,7 @@ public final class LiveQueryEngine: Service, Sendable {
         _ name: String, parameters: [String: String] = [:], resumingAfter token: String? = nil
     ) async throws(LiveQueryError) -> LiveQuerySubscription {
         let tables = try await tables(of: name)
-        let values = try definitions[name]!.boundValues(parameters)
+        let values = try definition(named: name).boundValues(parameters)
         let key = EvaluationKey(name: name, values: values)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveQueryStep.self, bufferingPolicy: .bufferingNewest(1))
         let (subscriberID, resumedFrom, action) = state.withLock { state in
@@ -127,6 +125,13 @@ public final class LiveQueryEngine: Service, Sendable {
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(subscriberID, from: key) }
         perform(action, for: key)
         return subscription
+    }
+
+    private func definition(named name: String) throws(LiveQueryError) -> LiveQueryDefinition {
+        guard let definition = definitions[name] else {
+            throw LiveQueryError(.unknownQuery, "no live query is named \(name) (configured: \(definitions.keys.sorted().joined(separator: ", ")))")
+        }
+        return definition
     }
 
     /// Figures per query, for `/stats`.
@@ -184,9 +189,7 @@ public final class LiveQueryEngine: Service, Sendable {
     private func changeOfUnknownTransaction() {
         let now = ContinuousClock.now
         let actions = state.withLock { state in
-            state.evaluations.compactMap { key, evaluation in
-                evaluation.subscribers.isEmpty ? nil : (key, state.evaluations[key]!.changeArrived(transactionID: nil, at: now))
-            }
+            state.evaluations.keys.map { key in (key, state.evaluations[key]?.changeArrived(transactionID: nil, at: now) ?? .none) }
         }
         for (key, action) in actions { perform(action, for: key) }
     }
