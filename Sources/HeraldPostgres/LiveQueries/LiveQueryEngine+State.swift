@@ -15,9 +15,9 @@ extension LiveQueryEngine {
         var tables: [TableName]
         /// Random per evaluation: resume tokens from another are not taken for this one's.
         let generation: String
-        var latest: LiveQueryResult?
-        /// Recent results, oldest first, for subscribers that resume.
+        /// Recent results, oldest first, for subscribers that resume; the last is the current one.
         var held: [LiveQueryResult] = []
+        var latest: LiveQueryResult? { held.last }
         var subscribers: [UInt64: Continuation] = [:]
         /// Subscribers that joined while an evaluation was due and have no result yet.
         var awaitingFirst: Set<UInt64> = []
@@ -118,18 +118,19 @@ extension LiveQueryEngine {
             let action = evaluation.scheduler.evaluated(snapshot: read.snapshot, at: now)
             let transactionID = evaluation.scheduler.newestIncluded
             let difference = evaluation.latest.map { result.difference(from: $0) }
-            if difference?.isEmpty == true, let latest = evaluation.latest {
-                // The same rows: those still waiting get them, and nobody else hears of it.
-                evaluation.latest?.snapshot = read.snapshot
+            if difference?.isEmpty == true {
+                // The same rows, now known as of a newer snapshot: those still waiting get them, and nobody else hears of it.
+                evaluation.held[evaluation.held.count - 1].snapshot = read.snapshot
+                let latest = evaluation.held[evaluation.held.count - 1]
                 for id in evaluation.awaitingFirst {
                     evaluation.subscribers[id]?.yield(LiveQueryStep(result: latest, differenceFromPrevious: nil, transactionID: transactionID))
                 }
                 evaluation.awaitingFirst.removeAll()
                 return action
             }
-            evaluation.latest = result
             evaluation.held.append(result)
-            if evaluation.held.count > configuration.history { evaluation.held.removeFirst(evaluation.held.count - configuration.history) }
+            let kept = max(configuration.history, 1)
+            if evaluation.held.count > kept { evaluation.held.removeFirst(evaluation.held.count - kept) }
             let step = LiveQueryStep(result: result, differenceFromPrevious: difference, transactionID: transactionID)
             for continuation in evaluation.subscribers.values { continuation.yield(step) }
             evaluation.awaitingFirst.removeAll()

@@ -20,7 +20,7 @@ public final class LiveQueryEngine: Service, Sendable {
         /// values, however many subscribers share it, and a result at most
         /// about 50 ms plus the query's own time behind a commit.
         public var coalescing: RefreshCoalescer.Configuration
-        /// Results kept per evaluation for subscribers that resume. Default 16.
+        /// Results kept per evaluation for subscribers that resume (at least the current one). Default 16.
         public var history: Int
         /// How long an evaluation without subscribers keeps its results for
         /// a subscriber that comes back. Default 30 s.
