@@ -4,8 +4,18 @@ import NIOCore
 import Synchronization
 
 extension SocketServer {
+    /// A stream a reload of the access rules checks: `/events` or `/queries`.
+    protocol GrantedStream: AnyObject, Sendable {
+        /// Nil when the stream opened without access rules, so its peer was not read.
+        var peer: PeerCredentials? { get }
+        /// Why the stream may not go on under `scope`, the grant of `identity`; nil when it may.
+        func refusal(under scope: AccessScope, identity: PeerIdentity) -> String?
+        /// Ends the stream after what is buffered; its last frame says why.
+        func revoke(_ reason: String)
+    }
+
     /// One open stream, kept so that a reload can check it against the new grant.
-    final class OpenStream: Sendable {
+    final class OpenStream: GrantedStream {
         let peer: PeerCredentials?
         /// The filter as the client asked for it, and as its grant narrowed it.
         let requested: EventFilter
@@ -23,10 +33,18 @@ extension SocketServer {
         /// Why the stream was closed by a reload, if it was.
         var revokedBecause: String? { revocation.withLock { $0 } }
 
-        /// Ends the stream after what is buffered; its last frame says why.
         func revoke(_ reason: String) {
             revocation.withLock { $0 = reason }
             subscription.cancel()
+        }
+
+        /// Its filter narrowed differently under `scope`, or refused there.
+        func refusal(under scope: AccessScope, identity: PeerIdentity) -> String? {
+            do {
+                return try requested.narrowed(to: scope) == granted ? nil : "the access grant of \(identity) changed"
+            } catch {
+                return "\(identity): \(error.message)"
+            }
         }
 
         /// Ends the stream after what is buffered, as at the daemon's shutdown.
@@ -70,7 +88,7 @@ extension SocketServer {
     public func apply(access policy: AccessPolicy?) {
         access.withLock { $0 = policy }
         guard let policy else { return }
-        let streams = trackedStreams.withLock { Array($0.byID.values) }
+        let streams: [any GrantedStream] = trackedStreams.withLock { Array($0.byID.values) + Array($0.queries.values) }
         var identities: [PeerCredentials: PeerIdentity] = [:]
         var revoked = 0
         for stream in streams {
@@ -78,30 +96,12 @@ extension SocketServer {
             if let peer = stream.peer {
                 let identity = identities[peer] ?? peer.identity()
                 identities[peer] = identity
-                do {
-                    guard try stream.requested.narrowed(to: policy.scope(for: identity)) != stream.granted else { continue }
-                    reason = "the access grant of \(identity) changed"
-                } catch {
-                    reason = "\(identity): \(error.message)"
-                }
+                guard let refusal = stream.refusal(under: policy.scope(for: identity), identity: identity) else { continue }
+                reason = refusal
             } else {
                 reason = "access rules now apply"
             }
             stream.revoke(reason)
-            revoked += 1
-        }
-        let queries = trackedStreams.withLock { Array($0.queries.values) }
-        for query in queries {
-            let reason: String?
-            if let peer = query.peer {
-                let identity = identities[peer] ?? peer.identity()
-                identities[peer] = identity
-                reason = policy.scope(for: identity).refusal(ofQuery: query.name, reading: query.tables).map { "\(identity): \($0)" }
-            } else {
-                reason = "access rules now apply"
-            }
-            guard let reason else { continue }
-            query.revoke(reason)
             revoked += 1
         }
         let channelsEnded = realtime?.apply { peer in scope(of: peer, under: policy) } ?? 0

@@ -7,7 +7,7 @@ import Synchronization
 extension SocketServer {
     /// One open `GET /queries/NAME`, kept so that a reload of the access
     /// rules can check it and shutdown can end it.
-    final class QueryStream: Sendable {
+    final class QueryStream: GrantedStream {
         let peer: PeerCredentials?
         let name: String
         let tables: [TableName]
@@ -26,6 +26,11 @@ extension SocketServer {
         func revoke(_ reason: String) {
             revocation.withLock { $0 = reason }
             subscription.cancel()
+        }
+
+        /// The query, or a table it reads, no longer granted.
+        func refusal(under scope: AccessScope, identity: PeerIdentity) -> String? {
+            scope.refusal(ofQuery: name, reading: tables).map { "\(identity): \($0)" }
         }
     }
 
