@@ -3,7 +3,6 @@ import Herald
 import HeraldClient
 import HeraldPostgres
 import Logging
-import Synchronization
 import Testing
 
 struct Student: Decodable, Hashable, Sendable {
@@ -16,15 +15,6 @@ struct CourseEnrolment: Decodable, Hashable, Sendable {
     var courseId: Int
     var name: String
     var enrolled: Int64
-}
-
-/// What a test's tasks record, read when they are done.
-final class Recorded<Value: Sendable>: Sendable {
-    private let value: Mutex<Value>
-
-    init(_ value: Value) { self.value = Mutex(value) }
-
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { value.withLock { body(&$0) } }
 }
 
 extension IntegrationTests {
