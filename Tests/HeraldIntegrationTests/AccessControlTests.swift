@@ -190,5 +190,39 @@ extension IntegrationTests {
             try await tenant.wait { $0.contains("Dee") }
             #expect(!tenant.text.contains("revoked"))
         }
+    
+
+        /// Live queries: granted by name, only with every table they read,
+        /// and ended with `event: revoked` when a reload takes the grant away.
+        @Test func liveQueriesAreGrantedByNameWithTheirTablesAndRevokedOnReload() async throws {
+            let database = try TestDatabase.create()
+            let withQueries = Self.rules
+                .replacing("tables: [course]", with: "tables: [course]\n    queries: [course_*]")
+                .replacing("where: last_name.eq.T7", with: "where: last_name.eq.T7\n    queries: [course_*]")
+                + """
+                queries:
+                  course_names:
+                    sql: select id, name from course
+                    key: [id]
+                  course_enrolments:
+                    sql: select c.id, count(e.*) as enrolled from course c left join enrols_in e on e.course_id = c.id group by c.id
+                    key: [id]
+
+                """
+            let path = try configuration(withQueries)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", path])
+            let names = try peer(Self.coursesOnly, on: daemon).stream("/queries/course_names")
+            try await names.wait { $0.contains("event: result") }
+            #expect(try await peer(Self.coursesOnly, on: daemon).get("/queries/course_enrolments").status == 403, "enrols_in is not granted")
+            #expect(try await peer(60002, group: Self.tenantGroup, on: daemon).get("/queries/course_names").status == 403, "course is not granted")
+            #expect(try await peer(Self.stranger, on: daemon).get("/queries/course_names").status == 403)
+
+            try withQueries.replacing("queries: [course_*]\n  tenant7", with: "queries: [other]\n  tenant7")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            daemon.process.signal(SIGHUP)
+            let ended = try await names.wait { $0.contains("event: revoked") }
+            #expect(ended.contains("not granted"), "\(ended)")
+            #expect(try await peer(Self.coursesOnly, on: daemon).get("/queries/course_names").status == 403)
+        }
     }
 }
