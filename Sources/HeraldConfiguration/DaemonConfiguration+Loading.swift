@@ -18,10 +18,11 @@ extension DaemonConfiguration {
         var warnings: [String] = []
 
         let password = try passwordFromFile(settings)
+        let databaseText = settings.string("database", secret: true, recorded: false)
         let database = try connectionString(
-            "database", flag: "--db", text: settings.string("database", default: "", secret: true, recorded: false) as String,
-            password: password, settings, warnings: &warnings
+            "database", flag: "--db", text: databaseText ?? "", password: password, settings, warnings: &warnings
         )
+        let databaseIsNamed = databaseText != nil || libpqVariablesNamingADatabase.contains { !(sources.environment[$0] ?? "").isEmpty }
         // The listener's own conninfo, for a database reached through a transaction pooler.
         var listenDatabase: ConnectionString?
         if let text = settings.string("listen_database", secret: true, recorded: false), !text.isEmpty {
@@ -64,13 +65,17 @@ extension DaemonConfiguration {
         try settings.rejectUnknownKeys()
 
         return DaemonConfiguration(
-            database: database, listenDatabase: listenDatabase, name: name, durability: durability,
+            database: database, databaseIsNamed: databaseIsNamed, listenDatabase: listenDatabase, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration, probeInterval: probeInterval.duration,
             backstopInterval: backstopInterval.duration, stopGrace: stopGrace.duration, logLevels: levels, logFormat: format,
             metricsListen: metricsListen, access: access, outputs: outputs, warnings: warnings, effective: settings.effective
         )
     }
+
+    /// libpq's variables that choose a server or a database: with one of them
+    /// set, an empty `database` is a choice, not a file nobody has edited yet.
+    static let libpqVariablesNamingADatabase = ["PGHOST", "PGHOSTADDR", "PGDATABASE", "PGSERVICE", "PGSERVICEFILE"]
 
     /// `key` (`database`, or `listen_database` for the listener's own) as a
     /// conninfo, recorded with its password masked. A password written into

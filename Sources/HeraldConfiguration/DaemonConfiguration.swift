@@ -11,6 +11,12 @@ public struct DaemonConfiguration: Sendable {
     /// Key `database`: libpq conninfo or URI; empty (the default) uses libpq's
     /// defaults (`PG*` variables, `.pgpass`). With `password_file`, the password comes from that file.
     public var database: ConnectionString
+    /// Whether anything names the database: the key in the file, an
+    /// environment variable or a flag (`database: ""` chooses libpq's defaults
+    /// on purpose), or a libpq variable such as `PGHOST`. A configuration file
+    /// that names none has not been set up yet, as the packaged one is when
+    /// installed, and `serve` refuses to start with it (exit 78).
+    public var databaseIsNamed: Bool
     /// Key `listen_database`: the listener's own conninfo (LISTEN, catch-up,
     /// checkpoints), for a `database` that goes through a transaction pooler.
     /// Default: none, the listener uses `database`.

@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldPostgres
+import HeraldClient
 import HeraldServer
 import Synchronization
 import Testing
@@ -281,6 +282,36 @@ extension IntegrationTests {
             #expect(good.status == 0, "\(good.stderr)")
             #expect(good.stdout.contains("name: from-env"))
             #expect(good.stdout.contains("# PGHERALD_NAME"))
+        }
+
+        @Test func aFileThatNamesNoDatabaseKeepsServeDownWithStatus78AndCheckConfigSaysWhy() async throws {
+            let directory = temporaryDirectory()
+            let config = "\(directory)/pgherald.yaml"
+            try "name: not-set-up\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let unset: Set = ["PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGSERVICE", "PGSERVICEFILE", "PGHERALD_DATABASE"]
+            let serve = try await DaemonProcess(["serve", "--config", config], removing: unset).finish()
+            #expect(serve.status == 78)
+            #expect(serve.stderr.contains("\(config) names no database"), "\(serve.stderr)")
+            #expect(serve.stderr.contains("serve does not start until it does"), "\(serve.stderr)")
+            let check = try await DaemonProcess(["check-config", config], removing: unset).finish()
+            #expect(check.status == 0, "\(check.stderr)")
+            #expect(check.stderr.contains("serve refuses to start (exit 78) until it does"), "\(check.stderr)")
+
+            // Named by libpq's own variables instead, the same file serves.
+            let database = try TestDatabase.create()
+            let socket = "\(directory)/pgherald.sock"
+            try "name: named-by-libpq\nsocket:\n  path: \(socket)\n".write(toFile: config, atomically: true, encoding: .utf8)
+            var libpq: [String: String] = [:]
+            for pair in database.connInfo.split(separator: " ") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                if let variable = ["host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "dbname": "PGDATABASE"][parts[0]] { libpq[variable] = parts[1] }
+            }
+            let named = try DaemonProcess(["serve", "--config", config], environment: libpq, removing: unset.subtracting(libpq.keys))
+            try await waitFor(seconds: 20) {
+                (try? await HeraldClient(socketPath: socket).statistics()) != nil
+            } failure: { "serve with PGHOST and PGDATABASE did not come up" }
+            named.signal(SIGTERM)
+            #expect(try await named.finish().status == 0)
         }
     }
 }

@@ -45,6 +45,18 @@ import Testing
         #expect(configuration.effective.allSatisfy { $0.source == "default" })
     }
 
+    @Test func aDatabaseIsNamedByTheKeyAnyOfItsSourcesOrALibpqVariableButNotByNothing() async throws {
+        #expect(try await load("").databaseIsNamed == false)
+        #expect(try await load("name: x\n", environment: ["PGHOST": ""]).databaseIsNamed == false)
+        #expect(try await load("database: \"\"\n").databaseIsNamed)
+        #expect(try await load("database: dbname=app\n").databaseIsNamed)
+        #expect(try await load("", environment: ["PGHERALD_DATABASE": "dbname=app"]).databaseIsNamed)
+        #expect(try await load("", flags: ["database": .init(name: "--db", value: "dbname=app")]).databaseIsNamed)
+        for variable in ["PGHOST", "PGDATABASE", "PGSERVICE"] {
+            #expect(try await load("", environment: [variable: "x"]).databaseIsNamed, "\(variable)")
+        }
+    }
+
     @Test func theFileIsOverriddenByTheEnvironmentAndTheEnvironmentByFlags() async throws {
         let yaml = """
             name: from-file
@@ -210,6 +222,8 @@ import Testing
             environment: ["PGHERALD_SOCKET_GROUP": "root", "PGHERALD_EVENT_LOG_PATH": directory.appending(path: "events.jsonl").path]
         ))
         #expect(configuration.access?.rules.map(\.name) == ["clients"])
+        // Shipped unconfigured, so an installed service does not start until someone names the database.
+        #expect(!configuration.databaseIsNamed)
         let text = try String(contentsOfFile: example, encoding: .utf8)
         for setting in configuration.effective {
             let leaf = setting.key.split(separator: ".").last!

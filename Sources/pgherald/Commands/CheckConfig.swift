@@ -32,15 +32,17 @@ struct CheckConfig: AsyncParsableCommand {
 
     func run() async throws {
         let path = file ?? ConfigurationSources.defaultFile
-        let configuration = try await DaemonConfiguration.loadOrExit(from: ConfigurationSources(
-            file: path, fileRequired: file != nil, environment: ProcessInfo.processInfo.environment
-        ))
+        let sources = ConfigurationSources(file: path, fileRequired: file != nil, environment: ProcessInfo.processInfo.environment)
+        let configuration = try await DaemonConfiguration.loadOrExit(from: sources)
         if !FileManager.default.fileExists(atPath: path) {
             print("# no file at \(path): defaults and PGHERALD_* variables apply")
         }
         print(configuration.rendered)
         for warning in configuration.warnings {
             FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
+        }
+        if let file = configuration.fileNamingNoDatabase(sources) {
+            FileHandle.standardError.write(Data("warning: \(DaemonConfiguration.notSetUp(file)); serve refuses to start (exit 78) until it does\n".utf8))
         }
         guard connect else { return }
         let listenerDatabase = configuration.listenDatabase ?? configuration.database

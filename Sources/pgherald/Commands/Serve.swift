@@ -179,6 +179,10 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try await DaemonConfiguration.loadOrExit(from: sources)
+        if let file = settings.fileNamingNoDatabase(sources) {
+            FileHandle.standardError.write(Data("Error: configuration: \(DaemonConfiguration.notSetUp(file)); serve does not start until it does\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
         // What the daemon creates (the event log) is not for other users; the socket's mode is set explicitly.
         umask(0o027)
         LoggingSetup.bootstrap(.init(levels: settings.logLevels, format: settings.logFormat), environment: ProcessInfo.processInfo.environment)

@@ -16,10 +16,13 @@ struct DaemonProcess {
     let stdin: Pipe?
     private let reaper: Reaper
 
-    init(_ arguments: [String], environment: [String: String] = [:], executable: URL = Self.executable, withInput: Bool = false) throws {
+    /// `environment` adds to the test's own, less the variables named in `removing`.
+    init(
+        _ arguments: [String], environment: [String: String] = [:], removing: Set<String> = [], executable: URL = Self.executable, withInput: Bool = false
+    ) throws {
         process.executableURL = executable
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !removing.contains($0.key) }
         process.standardOutput = stdout
         process.standardError = stderr
         stdin = withInput ? Pipe() : nil
