@@ -284,6 +284,26 @@ extension IntegrationTests {
             #expect(good.stdout.contains("# PGHERALD_NAME"))
         }
 
+        /// As the hardened unit once did by filtering chown: the daemon cannot give its socket to
+        /// `socket.group`. It must not serve that socket, and must end as an error, not a crash.
+        @Test(.enabled(if: getuid() == 0, "runs the daemon as nobody, which needs root"))
+        func aSocketThatCannotBeGivenToItsGroupEndsServeWithAnErrorAndNoSocket() async throws {
+            let database = try TestDatabase.create()
+            let directory = temporaryDirectory()
+            chmod(directory, 0o777)
+            let socket = "\(directory)/pgherald.sock"
+            let daemon = try DaemonProcess(
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", DaemonProcess.executable.path,
+                 "serve", "--db", database.connInfo, "--socket", socket, "--log-format", "logfmt"],
+                environment: ["PGHERALD_SOCKET_GROUP": "root"], executable: URL(fileURLWithPath: "/usr/bin/setpriv")
+            )
+            let result = try await daemon.finish(within: 30)
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("cannot secure the socket; exiting"), "\(result.stderr)")
+            #expect(result.stderr.contains("cannot give \(socket) to group root"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: socket))
+        }
+
         @Test func aFileThatNamesNoDatabaseKeepsServeDownWithStatus78AndCheckConfigSaysWhy() async throws {
             let directory = temporaryDirectory()
             let config = "\(directory)/pgherald.yaml"

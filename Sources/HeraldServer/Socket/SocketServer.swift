@@ -99,6 +99,7 @@ public final class SocketServer: Service, Sendable {
         }
         let inode = Mutex<ino_t?>(nil)
         defer { inode.withLock { $0 }.map { SocketFile.remove(path, inode: $0) } }
+        let (securing, secured) = AsyncStream.makeStream(of: (any Error).self)
 
         let router = Router(context: SocketRequestContext.self)
         addRoutes(to: router)
@@ -143,14 +144,27 @@ public final class SocketServer: Service, Sendable {
                 } catch {
                     // The socket exists with the wrong permissions: stop rather than serve it.
                     logger.critical("cannot secure the socket; exiting", metadata: ["error": "\(error)"])
-                    exit(1)
+                    unlink(path)
+                    secured.yield(error)
                 }
+                secured.finish()
             },
             logger: logger
         )
         // Streams have no task for the server's shutdown to wait for: they are ended here.
         try await withGracefulShutdownHandler {
-            try await application.run()
+            // A socket that cannot be secured ends the server, and the daemon with it, as an
+            // error: exit() from the server's own callback would tear down threads still running.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    defer { secured.finish() }
+                    try await application.run()
+                }
+                group.addTask {
+                    for await error in securing { throw error }
+                }
+                while try await group.next() != nil {}
+            }
         } onGracefulShutdown: { [self] in
             let (streams, queries) = trackedStreams.withLock { tracked in
                 tracked.isShuttingDown = true
