@@ -21,7 +21,10 @@ struct Serve: AsyncParsableCommand {
             with jitter). In durable mode (the default install) it then catches up from the journal, \
             so nothing committed in between is lost, and it records its progress under --name. \
             SIGINT or SIGTERM shut it down after delivering what it has received and recording \
-            exactly where it stopped.
+            exactly where it stopped. A bad configuration exits 78 (EX_CONFIG), and so does a \
+            configuration file that names no database while neither PGHERALD_DATABASE, --db nor a \
+            libpq variable such as PGHOST does: the packaged file ships that way, so an installed \
+            service stays down until someone sets database:.
             """
     )
 
