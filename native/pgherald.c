@@ -16,7 +16,13 @@
  *
  * In durable mode the notification goes out only while a daemon is parked
  * (pgherald.doorbell, sql/install.sql): otherwise the daemons are reading
- * the journal, and the commit skips NOTIFY's database-wide lock.
+ * the journal, and the commit skips NOTIFY's database-wide lock. It goes out
+ * at the transaction's pre-commit, not from the trigger: a transaction that
+ * is prepared instead (PREPARE TRANSACTION, which PostgreSQL refuses after
+ * NOTIFY) then notifies no one, and the daemon finds its events in the
+ * journal once it commits. pgherald.ring, which the plpgsql functions call
+ * in durable mode, defers the same way, so a transaction's notifications
+ * keep their order whichever library wrote them.
  */
 #include "postgres.h"
 
@@ -59,6 +65,7 @@ PG_MODULE_MAGIC;
 PG_FUNCTION_INFO_V1(pgherald_native_version);
 PG_FUNCTION_INFO_V1(pgherald_publish_statement_durable);
 PG_FUNCTION_INFO_V1(pgherald_publish_statement);
+PG_FUNCTION_INFO_V1(pgherald_ring);
 
 static Datum publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function);
 
@@ -66,7 +73,7 @@ static Datum publish_statement(FunctionCallInfo fcinfo, bool durable, const char
  * The pgherald.version() whose events this library writes; install.sql uses
  * the library only when the two agree.
  */
-#define PUBLISHER_VERSION 8
+#define PUBLISHER_VERSION 9
 
 /* pgherald.notify_limit(): NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. */
 #define NOTIFY_LIMIT (BLCKSZ - 192)
@@ -370,6 +377,101 @@ has_virtual_columns(Relation relation)
 }
 
 /*
+ * A durable notification waiting for its transaction's pre-commit, with the
+ * transaction nesting level that queued it, so that a rolled back
+ * subtransaction takes its own back, as it takes back its journal rows.
+ */
+typedef struct DeferredNotification
+{
+	int			nest_level;
+	char	   *channel;
+	char	   *payload;
+} DeferredNotification;
+
+/* This transaction's deferred notifications, in the order they were queued; kept in TopTransactionContext. */
+static List *deferred = NIL;
+static bool callbacks_registered = false;
+
+/* Sends what waited, in order: before the commit, so NOTIFY queues it with the transaction. */
+static void
+send_deferred(void)
+{
+	List	   *sending = deferred;
+	ListCell   *cell;
+
+	deferred = NIL;
+	foreach(cell, sending)
+	{
+		DeferredNotification *notification = (DeferredNotification *) lfirst(cell);
+
+		Async_Notify(notification->channel, notification->payload);
+	}
+}
+
+static void
+transaction_ends(XactEvent event, void *argument)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			send_deferred();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/*
+			 * A prepared transaction notifies no one. Its journal rows wait
+			 * for COMMIT PREPARED, after which the daemon's sweeps find them.
+			 */
+			deferred = NIL;
+			break;
+		default:
+			/* Ended: the list itself went with TopTransactionContext. */
+			deferred = NIL;
+			break;
+	}
+}
+
+static void
+subtransaction_ends(SubXactEvent event, SubTransactionId subtransaction, SubTransactionId parent, void *argument)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *cell;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	foreach(cell, deferred)
+	{
+		DeferredNotification *notification = (DeferredNotification *) lfirst(cell);
+
+		if (notification->nest_level < level)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			deferred = foreach_delete_current(deferred, cell);
+		else
+			notification->nest_level = level - 1;
+	}
+}
+
+/* Queues a notification for the transaction's pre-commit. */
+static void
+defer_notification(const char *channel, const char *payload)
+{
+	MemoryContext previous = MemoryContextSwitchTo(TopTransactionContext);
+	DeferredNotification *notification = palloc(sizeof(DeferredNotification));
+
+	notification->nest_level = GetCurrentTransactionNestLevel();
+	notification->channel = pstrdup(channel);
+	notification->payload = pstrdup(payload);
+	deferred = lappend(deferred, notification);
+	MemoryContextSwitchTo(previous);
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(transaction_ends, NULL);
+		RegisterSubXactCallback(subtransaction_ends, NULL);
+		callbacks_registered = true;
+	}
+}
+
+/*
  * Says, under any error raised while a change is published, that the
  * user's write failed because pgherald could not publish it, and how to
  * stop publishing that table.
@@ -488,6 +590,8 @@ publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_fun
 			appendStringInfo(&event, "{\"ref\":\"" INT64_FORMAT "\",\"txid\":\"" UINT64_FORMAT "\"}",
 							 event_id, U64FromFullTransactionId(transaction_id));
 		}
+		defer_notification(notify_channel(namespace), event.data);
+		return PointerGetDatum(NULL);
 	}
 	else if (event.len >= NOTIFY_LIMIT)
 	{
@@ -513,6 +617,19 @@ Datum
 pgherald_publish_statement(PG_FUNCTION_ARGS)
 {
 	return publish(fcinfo, false, "publish_statement");
+}
+
+/*
+ * pgherald.ring(payload): a durable notification from the plpgsql
+ * functions, deferred to pre-commit with the native triggers' own.
+ */
+Datum
+pgherald_ring(PG_FUNCTION_ARGS)
+{
+	char	   *payload = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	defer_notification(notify_channel(get_namespace_oid("pgherald", false)), payload);
+	PG_RETURN_VOID();
 }
 
 Datum

@@ -36,7 +36,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 8 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 9 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -420,7 +420,7 @@ BEGIN
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
     END IF;
-    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
+    PERFORM pgherald.ring(payload);
     RETURN NULL;
 END
 $fn$;
@@ -434,9 +434,10 @@ DECLARE
 BEGIN
     IF pgherald.durability() = 'durable' THEN
         INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
-        IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
-            RETURN NULL;
+        IF (SELECT last_value FROM pgherald.doorbell) > 0 THEN
+            PERFORM pgherald.ring(payload);
         END IF;
+        RETURN NULL;
     END IF;
     PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
@@ -477,6 +478,8 @@ BEGIN
         IF octet_length(message) >= pgherald.notify_limit() THEN
             message := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
         END IF;
+        PERFORM pgherald.ring(message);
+        RETURN;
     ELSIF octet_length(message) >= pgherald.notify_limit() THEN
         RAISE EXCEPTION 'pgherald.send: a message of % bytes does not fit in a notification (at most % in notify-only mode)',
             octet_length(message), pgherald.notify_limit() - 1
@@ -767,7 +770,7 @@ BEGIN
         payload := concat('{"ref":"', first_id, '",', CASE WHEN through_id > first_id THEN concat('"through":"', through_id, '",') END,
                           '"txid":"', transaction_id, '"}');
     END IF;
-    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
+    PERFORM pgherald.ring(payload);
     RETURN NULL;
 END
 $fn$;
@@ -1070,7 +1073,12 @@ $fn$;
 -- The native library (native/pgherald.c, version 7) publishes a
 -- single-row statement, the common case, without plpgsql, and hands any other
 -- statement to the plpgsql function of the same mode, so the events are the
--- same either way. Creating its functions needs a superuser and the library
+-- same either way. In durable mode it holds a transaction's notifications
+-- until pre-commit (version 9), so that a transaction prepared while a
+-- daemon is parked still prepares; pgherald.ring, through which the plpgsql
+-- functions ring in durable mode, is then the library's too, and keeps
+-- their notifications in order with its own. Without the library,
+-- pgherald.ring notifies at once. Creating its functions needs a superuser and the library
 -- in the server's $libdir, of this publisher version. Where it cannot be
 -- used, functions left from an earlier install are dropped once no trigger
 -- calls them: a write through a missing library would fail.
@@ -1094,6 +1102,8 @@ BEGIN
                 LANGUAGE c AS '$libdir/pgherald', 'pgherald_publish_statement_durable';
             CREATE OR REPLACE FUNCTION pgherald.publish_statement_native() RETURNS trigger
                 LANGUAGE c AS '$libdir/pgherald', 'pgherald_publish_statement';
+            CREATE OR REPLACE FUNCTION pgherald.ring(payload text) RETURNS void
+                LANGUAGE c AS '$libdir/pgherald', 'pgherald_ring';
         EXCEPTION
             WHEN insufficient_privilege THEN
                 -- Only a superuser creates them: a superuser's earlier install stays as it was.
@@ -1117,6 +1127,16 @@ BEGIN
     END IF;
     IF reason IS NOT NULL THEN
         RAISE NOTICE 'pgherald: the triggers run in plpgsql: %', reason;
+    END IF;
+    -- Kept from a superuser's install, the library's own ring stays; one from
+    -- before version 9 had none.
+    IF NOT pgherald.native_triggers() OR to_regprocedure('pgherald.ring(text)') IS NULL THEN
+        CREATE OR REPLACE FUNCTION pgherald.ring(payload text) RETURNS void
+        LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $ring$
+        BEGIN
+            PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
+        END
+        $ring$;
     END IF;
     -- Without the library, triggers that call it move to plpgsql. (The
     -- other way, watched tables move when they are attached below.)

@@ -39,6 +39,7 @@ extension IntegrationTests {
                 "SELECT value FROM pgherald.setting",
                 "SELECT pgherald.version()",
                 "SELECT nextval('pgherald.event_id')",
+                #"SELECT pgherald.ring('{"id":"1","op":"INSERT","schema":"public","table":"course"}')"#,
                 "INSERT INTO pgherald.journal (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
                 "CREATE TEMP TABLE mine (id int); CREATE TRIGGER forged AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION pgherald.publish_row()",
             ] {

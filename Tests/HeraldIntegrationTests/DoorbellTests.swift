@@ -167,6 +167,70 @@ extension IntegrationTests {
 
         /// The backstop: an event whose notification never came reaches the
         /// daemon within the backstop interval, and is counted.
+        /// With the native library the doorbell rings at pre-commit, for every statement shape in
+        /// the transaction, in order, and not for a savepoint rolled back. A transaction prepared
+        /// instead notifies no one, so it prepares while the daemon is parked, and its events
+        /// arrive from the journal once it commits. plpgsql rings from the trigger, after which
+        /// PostgreSQL refuses PREPARE TRANSACTION.
+        @Test(arguments: cells)
+        func aParkedDaemonsDoorbellRingsAtCommitSoTransactionsPrepareWithTheNativeLibrary(_ cell: TriggerCell) async throws {
+            let database = try TestDatabase.create(install: false, on: cell.cluster)
+            try Installer.install(on: database.connect(), durability: .durable, triggers: cell.triggers)
+            let daemon = try await RunningListener(database: database, backstopInterval: .milliseconds(500))
+            let eavesdropper = try Eavesdropper(database: database)
+            try await waitUntilParked(database)
+            // An application's own role, with no grant for pgherald.
+            let role = "writer_\(UInt32.random(in: 0...UInt32.max))"
+            try database.execute("""
+                CREATE ROLE \(role) LOGIN; GRANT SELECT, INSERT, UPDATE ON course TO \(role);
+                GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)
+                """)
+            let writer = try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
+
+            // Single rows (the native path), a multi-row statement (plpgsql's), and a savepoint rolled back.
+            try writer.execute("""
+                BEGIN;
+                INSERT INTO course (short_code, name) VALUES ('FIRST', 'One row');
+                INSERT INTO course (short_code, name) SELECT 'MANY' || g, 'Many rows' FROM generate_series(1, 3) AS g;
+                SAVEPOINT undone;
+                INSERT INTO course (short_code, name) VALUES ('GONE', 'Rolled back');
+                ROLLBACK TO SAVEPOINT undone;
+                UPDATE course SET name = 'Renamed' WHERE short_code = 'FIRST';
+                COMMIT
+                """)
+            #expect(eavesdropper.notifications(within: .seconds(5), wanted: 1) >= 1, "the parked daemon's doorbell did not ring")
+            let events = try await daemon.inbox.take(5, within: 10)
+            #expect(events.map { $0.new?["short_code"]?.stringValue ?? "" } == ["FIRST", "MANY1", "MANY2", "MANY3", "FIRST"])
+            #expect(events.map { UInt64($0.id) ?? 0 } == events.map { UInt64($0.id) ?? 0 }.sorted(), "in the order they were written")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(daemon.inbox.count == 0, "an event of the rolled back savepoint arrived")
+
+            try await waitUntilParked(database)
+            let gid = "pgherald-\(database.name)"
+            var refusal: String?
+            do {
+                try writer.execute("""
+                    BEGIN;
+                    INSERT INTO course (short_code, name) VALUES ('PREPARED', 'One row');
+                    INSERT INTO course (short_code, name) SELECT 'PREPARED' || g, 'Many rows' FROM generate_series(1, 2) AS g;
+                    PREPARE TRANSACTION '\(gid)'
+                    """)
+            } catch {
+                refusal = error.message
+                _ = try? writer.execute("ROLLBACK")
+            }
+            if cell.triggers == .native {
+                #expect(refusal == nil, "\(refusal ?? "")")
+                try writer.execute("COMMIT PREPARED '\(gid)'")
+                let prepared = try await daemon.inbox.take(3, within: 10)
+                #expect(prepared.map { $0.new?["short_code"]?.stringValue ?? "" } == ["PREPARED", "PREPARED1", "PREPARED2"])
+            } else {
+                #expect(refusal?.contains("cannot PREPARE a transaction that has executed LISTEN, UNLISTEN, or NOTIFY") == true, "\(refusal ?? "prepared")")
+                #expect(try writer.execute("SELECT count(*) FROM course WHERE short_code LIKE 'PREPARED%'").rows == [["0"]])
+            }
+            try await daemon.stop()
+        }
+
         @Test func theBackstopFindsAnEventWhoseNotificationWasLost() async throws {
             let database = try TestDatabase.create(durability: .durable)
             let daemon = try await RunningListener(database: database, backstopInterval: .seconds(1))

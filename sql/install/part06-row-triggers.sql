@@ -141,7 +141,7 @@ BEGIN
     IF octet_length(payload) >= pgherald.notify_limit() THEN
         payload := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
     END IF;
-    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
+    PERFORM pgherald.ring(payload);
     RETURN NULL;
 END
 $fn$;
@@ -155,9 +155,10 @@ DECLARE
 BEGIN
     IF pgherald.durability() = 'durable' THEN
         INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
-        IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
-            RETURN NULL;
+        IF (SELECT last_value FROM pgherald.doorbell) > 0 THEN
+            PERFORM pgherald.ring(payload);
         END IF;
+        RETURN NULL;
     END IF;
     PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
     RETURN NULL;
@@ -198,6 +199,8 @@ BEGIN
         IF octet_length(message) >= pgherald.notify_limit() THEN
             message := json_build_object('ref', event_id::text, 'txid', txid::text)::text;
         END IF;
+        PERFORM pgherald.ring(message);
+        RETURN;
     ELSIF octet_length(message) >= pgherald.notify_limit() THEN
         RAISE EXCEPTION 'pgherald.send: a message of % bytes does not fit in a notification (at most % in notify-only mode)',
             octet_length(message), pgherald.notify_limit() - 1

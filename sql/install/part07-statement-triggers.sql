@@ -280,7 +280,7 @@ BEGIN
         payload := concat('{"ref":"', first_id, '",', CASE WHEN through_id > first_id THEN concat('"through":"', through_id, '",') END,
                           '"txid":"', transaction_id, '"}');
     END IF;
-    PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
+    PERFORM pgherald.ring(payload);
     RETURN NULL;
 END
 $fn$;

@@ -1,7 +1,12 @@
 -- The native library (native/pgherald.c, version 7) publishes a
 -- single-row statement, the common case, without plpgsql, and hands any other
 -- statement to the plpgsql function of the same mode, so the events are the
--- same either way. Creating its functions needs a superuser and the library
+-- same either way. In durable mode it holds a transaction's notifications
+-- until pre-commit (version 9), so that a transaction prepared while a
+-- daemon is parked still prepares; pgherald.ring, through which the plpgsql
+-- functions ring in durable mode, is then the library's too, and keeps
+-- their notifications in order with its own. Without the library,
+-- pgherald.ring notifies at once. Creating its functions needs a superuser and the library
 -- in the server's $libdir, of this publisher version. Where it cannot be
 -- used, functions left from an earlier install are dropped once no trigger
 -- calls them: a write through a missing library would fail.
@@ -25,6 +30,8 @@ BEGIN
                 LANGUAGE c AS '$libdir/pgherald', 'pgherald_publish_statement_durable';
             CREATE OR REPLACE FUNCTION pgherald.publish_statement_native() RETURNS trigger
                 LANGUAGE c AS '$libdir/pgherald', 'pgherald_publish_statement';
+            CREATE OR REPLACE FUNCTION pgherald.ring(payload text) RETURNS void
+                LANGUAGE c AS '$libdir/pgherald', 'pgherald_ring';
         EXCEPTION
             WHEN insufficient_privilege THEN
                 -- Only a superuser creates them: a superuser's earlier install stays as it was.
@@ -48,6 +55,16 @@ BEGIN
     END IF;
     IF reason IS NOT NULL THEN
         RAISE NOTICE 'pgherald: the triggers run in plpgsql: %', reason;
+    END IF;
+    -- Kept from a superuser's install, the library's own ring stays; one from
+    -- before version 9 had none.
+    IF NOT pgherald.native_triggers() OR to_regprocedure('pgherald.ring(text)') IS NULL THEN
+        CREATE OR REPLACE FUNCTION pgherald.ring(payload text) RETURNS void
+        LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $ring$
+        BEGIN
+            PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), payload);
+        END
+        $ring$;
     END IF;
     -- Without the library, triggers that call it move to plpgsql. (The
     -- other way, watched tables move when they are attached below.)

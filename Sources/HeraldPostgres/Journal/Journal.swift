@@ -44,8 +44,9 @@ public enum Journal {
         return try connection.execute("SELECT pgherald.durability()").scalar.flatMap { Durability(rawValue: $0) }
     }
 
-    /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell).
-    public static let requiredPublisherVersion = 8
+    /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell), and
+    /// version 9 holds those notifications until pre-commit with the native library, so prepared transactions prepare.
+    public static let requiredPublisherVersion = 9
 
     /// The channel the triggers notify on, which the install chose at random
     /// and only roles that may read `pgherald.setting` learn; `nil` where
