@@ -37,24 +37,57 @@ extension IntegrationTests {
             }
         }
 
-        @Test func aClientThatReadsTooSlowlyGetsAnOverflowFrameThenTheConnectionCloses() async throws {
+        /// A client that keeps reading, however much slower than a burst, is never dropped: past
+        /// its buffer it reads on from the daemon's history, while a stalled client beside it is
+        /// closed once its writes stall.
+        @Test func aClientThatReadsSlowerThanABurstKeepsItsStreamAndGetsEveryEventInOrder() async throws {
             let database = try TestDatabase.create()
             try database.execute("CREATE TABLE mark (id int PRIMARY KEY, note text)")
             let daemon = try await SocketDaemon(database: database, arguments: ["--subscriber-buffer", "128"])
-            let lagging = try StalledClient(socketPath: daemon.socketPath)
-            try await daemon.waitForSubscribers(1, kind: "sse")
+            let stalled = try StalledClient(socketPath: daemon.socketPath, path: "/events?table=mark")
+            let lagging = try StalledClient(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=mark")
+            try await daemon.waitForSubscribers(1, kind: "ndjson")
             try database.execute("INSERT INTO mark SELECT g, repeat('x', 200) FROM generate_series(1, 3000) g")
-            // About 400 kB/s: far slower than the burst, so it overflows, but it
-            // keeps reading, so it is not cut off before the overflow frame.
-            let (text, closedByPeer) = try await lagging.readSlowly()
-            #expect(closedByPeer)
-            #expect(try await daemon.statistics().overflows == 1)
-            #expect(text.hasPrefix("HTTP/1.1 200 OK"))
-            #expect(text.contains("event: INSERT"))
-            let overflow = try #require(text.range(of: "event: overflow\ndata: {\"error\":\"overflow\",\"capacity\":128,"))
-            // The overflow frame is the last thing on the stream (only HTTP chunk framing may follow).
-            #expect(!text[overflow.upperBound...].contains("event:"))
-            #expect(try await daemon.statistics().subscribers.isEmpty)
+            // About 400 kB/s: far slower than the burst, so it falls behind its 128-event buffer again and again.
+            let (body, closedByPeer) = try await lagging.readSlowly(untilBodyContains: #""id":3000,"#)
+            #expect(!closedByPeer)
+            #expect(!body.contains("overflow"))
+            let rows = rowIDs(body.split(separator: "\n").compactMap { try? Event(payload: String($0)) })
+            #expect(rows == Array(1...3000), "every row once, in order")
+            #expect(try await daemon.statistics().overflows >= 1, "the reader never fell behind its buffer, so this proves nothing")
+            try await waitFor(seconds: 10) { stalled.isClosedByPeer } failure: { "the stalled client was not closed" }
+        }
+
+        /// One that falls behind the history itself gets `event: overflow`, and resumes from the
+        /// journal with the last id it had: nothing is missing, nothing repeated.
+        @Test func aClientSlowerThanTheHistoryGetsAnOverflowFrameAndResumesFromTheJournal() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE TABLE mark (id int PRIMARY KEY, note text)")
+            let daemon = try await SocketDaemon(database: database, arguments: ["--subscriber-buffer", "128", "--history", "500"])
+            let lagging = try StalledClient(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=mark")
+            try await daemon.waitForSubscribers(1, kind: "ndjson")
+            try database.execute("INSERT INTO mark SELECT g, repeat('x', 200) FROM generate_series(1, 3000) g")
+            let (body, closedByPeer) = try await lagging.readSlowly(untilBodyContains: #""error":"overflow""#)
+            let lines = body.split(separator: "\n")
+            let overflow = try #require(lines.last { $0.contains(#""error":"overflow""#) }, "no overflow frame")
+            #expect(overflow.contains("fell behind the daemon's history of 500 events"), "\(overflow)")
+            let first = lines.compactMap { try? Event(payload: String($0)) }
+            let lastID = try #require(first.last?.id, "no event before the overflow")
+            _ = closedByPeer
+
+            let resumed = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=mark&since=\(lastID)")
+            try await resumed.waitForLines(3000 - first.count)
+            let rest = resumed.lines.compactMap { try? Event(payload: String($0)) }
+            let rows = rowIDs(first + rest)
+            #expect(rows == Array(1...3000), "every row once, in order")
+        }
+
+        /// The `id` column of each event's new row.
+        private func rowIDs(_ events: [Event]) -> [Int] {
+            events.compactMap { event in
+                guard case .number(let number)? = event.new?["id"] else { return nil }
+                return number.int64Value.map(Int.init)
+            }
         }
 
         @Test func aThousandSubscribersEachGetEveryEventInOrder() async throws {

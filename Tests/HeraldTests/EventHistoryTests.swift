@@ -32,6 +32,32 @@ import Testing
         #expect(String(decoding: stamped[1].jsonBytes, as: UTF8.self).contains("\"count\":2"))
     }
 
+    /// A socket stream that fell behind its mailbox reads the history like a cursor, by change count.
+    @Test func aStreamBehindItsMailboxReadsTheHistoryByCountThenSubscribesWithoutAGap() throws {
+        let broker = Broker(configuration: .init(historyCapacity: 5))
+        let course = EventFilter(tables: [TableName(schema: "public", name: "course")])
+        broker.publish((1...4).map { makeEvent($0, table: $0 == 2 ? "student" : "course") })
+        let first = try #require(broker.historyEvents(afterCount: 0, matching: course, limit: 2))
+        #expect(first.events.map(\.id) == ["1", "3"] && first.position == 3 && !first.isNewest, "the student row is passed over")
+        let rest = try #require(broker.historyEvents(afterCount: first.position, matching: course, limit: 2))
+        #expect(rest.events.map(\.id) == ["4"] && rest.position == 4 && rest.isNewest)
+        // Published between the last read and the subscription: in the replay, so nothing is missed.
+        broker.publish([makeEvent(5)])
+        let (subscription, replay) = broker.subscribe(course, resumingAfterCount: rest.position)
+        #expect(replay?.map(\.id) == ["5"])
+        #expect(subscription.startCount == 5)
+        broker.publish([makeEvent(6)])
+        #expect(try subscription.pollDelivery().map { delivery in
+            guard case .events(let events) = delivery else { return [] }
+            return events.map(\.id)
+        } == ["6"])
+        // Once the history has let the next event go, the cursor is lost: the stream gets event: overflow.
+        broker.publish((7...12).map { makeEvent($0) })
+        #expect(broker.historyEvents(afterCount: 5, matching: course, limit: 10) == nil)
+        #expect(broker.subscribe(course, resumingAfterCount: 5).replay == nil)
+        #expect(broker.historyEvents(afterCount: 7, matching: course, limit: 10)?.events.map(\.id) == ["8", "9", "10", "11", "12"])
+    }
+
     @Test func filtersTheReplay() throws {
         let broker = Broker(configuration: .init(historyCapacity: 10))
         broker.publish([makeEvent(1), makeEvent(2, table: "student"), makeEvent(3)])

@@ -101,8 +101,49 @@ public final class Broker: Sendable {
         wantsHeartbeats: Bool = false,
         onOverflow: (@Sendable () -> Void)? = nil
     ) -> (subscription: Subscription, replay: [Event]?) {
+        subscribe(filter, capacity: capacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow) { history in
+            eventID.flatMap { history.events(after: $0, matching: filter) }
+        }
+    }
+
+    /// Registers a subscriber that continues after the event counted
+    /// `position`, for a consumer that fell behind its mailbox and caught up
+    /// from the history (``historyEvents(afterCount:matching:limit:)``).
+    ///
+    /// - Returns: the live stream, and the events after `position` that match
+    ///   the filter, to be consumed first; `replay` is `nil` when the history
+    ///   no longer holds what follows `position`.
+    public func subscribe(
+        _ filter: EventFilter = .all,
+        resumingAfterCount position: UInt64,
+        capacity: Int? = nil,
+        kind: String = "in-process",
+        wantsHeartbeats: Bool = false,
+        onOverflow: (@Sendable () -> Void)? = nil
+    ) -> (subscription: Subscription, replay: [Event]?) {
+        subscribe(filter, capacity: capacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow) { history in
+            history.events(afterCount: position, matching: filter, limit: .max, scanLimit: .max)?.events
+        }
+    }
+
+    /// For a consumer that fell behind its mailbox: up to `limit` of the
+    /// events after the change count `position` that `filter` matches, read
+    /// from the history like a cursor, with the position reached and whether
+    /// that is the newest event. Nil once the history no longer holds what
+    /// follows `position`. Reads at most 8,192 events per call, so that a
+    /// narrow filter does not hold the broker's lock for long.
+    public func historyEvents(
+        afterCount position: UInt64, matching filter: EventFilter, limit: Int
+    ) -> (events: [Event], position: UInt64, isNewest: Bool)? {
+        state.withLock { $0.history.events(afterCount: position, matching: filter, limit: limit, scanLimit: 8_192) }
+    }
+
+    private func subscribe(
+        _ filter: EventFilter, capacity: Int?, kind: String, wantsHeartbeats: Bool, onOverflow: (@Sendable () -> Void)?,
+        replaying: (EventHistory) -> [Event]?
+    ) -> (subscription: Subscription, replay: [Event]?) {
         let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity, wantsHeartbeats: wantsHeartbeats)
-        let (id, replay) = state.withLock { state -> (UInt64, [Event]?) in
+        let (id, startCount, replay) = state.withLock { state -> (UInt64, UInt64, [Event]?) in
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
             let subscriber = Subscriber(id: id, filter: filter, mailbox: mailbox, kind: kind, onOverflow: onOverflow)
@@ -113,9 +154,9 @@ public final class Broker: Sendable {
             } else {
                 state.subscribersForAllTables.insert(subscriber)
             }
-            return (id, eventID.flatMap { state.history.events(after: $0, matching: filter) })
+            return (id, state.changeCount, replaying(state.history))
         }
-        return (Subscription(id: id, filter: filter, mailbox: mailbox, broker: self), replay)
+        return (Subscription(id: id, filter: filter, startCount: startCount, mailbox: mailbox, broker: self), replay)
     }
 
     /// The newest event a subscriber may resume after (see ``subscribe(_:resumingAfter:capacity:kind:wantsHeartbeats:onOverflow:)``).

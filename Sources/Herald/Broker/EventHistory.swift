@@ -60,6 +60,30 @@ struct EventHistory {
         return events[start...].filter { filter.matches($0) }
     }
 
+    /// Up to `limit` of the events after the change count `position` that
+    /// `filter` matches, looking at no more than `scanLimit` events, with the
+    /// position reached and whether that is the newest event; nil when the
+    /// history no longer holds the event after `position`.
+    func events(
+        afterCount position: UInt64, matching filter: EventFilter, limit: Int, scanLimit: Int
+    ) -> (events: [Event], position: UInt64, isNewest: Bool)? {
+        guard let first = events.first else { return capacity > 0 && !hasEvicted ? ([], position, true) : nil }
+        // Counts are consecutive here: the broker appends every event it counts.
+        guard position + 1 >= first.count else { return nil }
+        var index = Int(position + 1 - first.count)
+        var found: [Event] = []
+        var reached = position
+        var scanned = 0
+        while index < events.count, found.count < limit, scanned < scanLimit {
+            let event = events[index]
+            if filter.matches(event) { found.append(event) }
+            reached = event.count
+            index += 1
+            scanned += 1
+        }
+        return (found, reached, index >= events.count)
+    }
+
     /// The change count the event `id` was delivered with, while it is held.
     func changeCount(of id: String) -> UInt64? {
         counts[id]

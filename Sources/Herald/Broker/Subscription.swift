@@ -11,12 +11,16 @@ public final class Subscription: AsyncSequence, Sendable {
     /// Identifies the subscription within its broker.
     public let id: UInt64
     public let filter: EventFilter
+    /// The change count of the last event published before the subscription
+    /// began: it gets the events counted after it.
+    public let startCount: UInt64
     let mailbox: Mailbox
     private let broker: Broker
 
-    init(id: UInt64, filter: EventFilter, mailbox: Mailbox, broker: Broker) {
+    init(id: UInt64, filter: EventFilter, startCount: UInt64, mailbox: Mailbox, broker: Broker) {
         self.id = id
         self.filter = filter
+        self.startCount = startCount
         self.mailbox = mailbox
         self.broker = broker
     }

@@ -38,6 +38,12 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var heldHead: HTTPRequest?
     private var takenOver = false
     private var stream: SocketServer.OpenedStream?
+    /// The live events; nil while the stream catches up from the broker's history.
+    private var subscription: Subscription?
+    /// The change count of the last event the client was sent (or skipped by
+    /// its filter): where a stream that fell behind its mailbox reads on from
+    /// the history. Nil while a journal replay's events may still come live.
+    private var position: UInt64?
     private var direct: DirectChunkWriter?
     private var ticker: WriteTicker?
     private var covering: TransactionSnapshot?
@@ -126,7 +132,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         ended = true
         if let stream {
-            stream.subscription.cancel()
+            subscription?.cancel()
+            subscription = nil
             server.logger.debug("stream closed", metadata: ["format": "\(stream.format.rawValue)"])
             // Frees the subscriber slot.
             self.stream = nil
@@ -145,7 +152,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
         case .streaming(let opened):
             stream = opened
+            subscription = opened.subscription
             covering = opened.covering
+            if covering == nil { position = opened.subscription.startCount }
             direct = DirectChunkWriter(channel: context.channel)
             ticker = server.writeTicker(for: context.eventLoop)
             pump()
@@ -162,18 +171,28 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         for _ in 0..<Self.batchesPerTurn {
             // Unwritable: events wait in the mailbox until the client reads, or it overflows.
             guard context.channel.isActive, context.channel.isWritable else { return }
+            guard let subscription else {
+                if catchUp(context, stream) { continue } else { return }
+            }
             let delivery: Subscription.Delivery?
             do {
-                delivery = try stream.subscription.pollDelivery(limit: 512)
+                delivery = try subscription.pollDelivery(limit: 512)
             } catch {
-                return end(context, lastFrame: format.overflowFrame(capacity: error.capacity))
+                // Fallen behind its mailbox: a reader that keeps reading reads on from the history.
+                guard let position else { return end(context, lastFrame: format.overflowFrame(capacity: error.capacity)) }
+                self.subscription = nil
+                guard stream.open.replaceSubscription(with: nil) else { return end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame)) }
+                server.logger.debug("a stream fell behind its buffer; it reads on from the history", metadata: [
+                    "capacity": "\(error.capacity)", "after_count": "\(position)",
+                ])
+                continue
             }
             switch delivery {
             case nil:
                 waitingForEvents = true
                 let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
-                stream.subscription.whenReady {
+                subscription.whenReady {
                     eventLoop.execute {
                         handler.value.waitingForEvents = false
                         handler.value.pump()
@@ -188,13 +207,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                     if !events.isEmpty { covering = nil }
                 }
                 if events.isEmpty { continue }
-                if let direct {
-                    direct.write(format.frames(events, allocator: context.channel.allocator, asHTTPChunk: true))
-                } else {
-                    context.writeAndFlush(wrapOutboundOut(.body(format.frames(events, allocator: context.channel.allocator))), promise: nil)
-                }
-                stream.progress.recordWrite()
-                server.eventsWritten.add(UInt64(events.count), ordering: .relaxed)
+                write(events, context, stream)
                 if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
                     waitingForTick = true
                     ticker.schedule(at: due, grid: grid) { [self] in
@@ -212,6 +225,54 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         // Busy: the other channels on this loop get their turn first.
         context.eventLoop.assumeIsolated().execute { [self] in pump() }
+    }
+
+    private func write(_ events: [Event], _ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
+        let format = stream.format
+        if let direct {
+            direct.write(format.frames(events, allocator: context.channel.allocator, asHTTPChunk: true))
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.body(format.frames(events, allocator: context.channel.allocator))), promise: nil)
+        }
+        stream.progress.recordWrite()
+        server.eventsWritten.add(UInt64(events.count), ordering: .relaxed)
+        // Past a journal replay's coverage, live events say where the stream stands.
+        if covering == nil, let last = events.last?.count, last > 0 { position = last }
+    }
+
+    /// One step of a stream that fell behind its mailbox: the next events
+    /// after ``position`` from the broker's history, as fast as the client
+    /// takes them, then, once at the newest, the live subscription again. A
+    /// stalled client so holds a position, not a copy of what it missed.
+    /// `event: overflow` only when the history no longer reaches back to it.
+    /// - Returns: whether to go on pumping.
+    private func catchUp(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) -> Bool {
+        let format = stream.format
+        guard !stream.open.isEnded, let position else {
+            end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame))
+            return false
+        }
+        guard let read = server.broker.historyEvents(afterCount: position, matching: stream.open.granted, limit: 512) else {
+            end(context, lastFrame: format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
+            return false
+        }
+        self.position = read.position
+        if !read.events.isEmpty { write(read.events, context, stream) }
+        guard read.isNewest else { return true }
+        let (live, replay) = server.resubscribe(stream, afterCount: read.position, channel: context.channel)
+        guard let replay else {
+            live.cancel()
+            end(context, lastFrame: format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
+            return false
+        }
+        guard stream.open.replaceSubscription(with: live) else {
+            end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame))
+            return false
+        }
+        subscription = live
+        if !replay.isEmpty { write(replay, context, stream) }
+        server.logger.debug("a stream caught up from the history; it reads live events again", metadata: ["at_count": "\(self.position ?? 0)"])
+        return true
     }
 
     /// Writes `lastFrame` and the end of the response, then closes the connection.

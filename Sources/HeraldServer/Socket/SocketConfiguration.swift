@@ -19,7 +19,9 @@ public struct SocketConfiguration: Sendable, Equatable {
     /// or sits idle this long between requests, is closed (slow or silent
     /// clients); open streams are never idle. Default 10 s.
     public var idleTimeout: Duration
-    /// Events a stream may fall behind before it gets `event: overflow` and is closed. Default 4096.
+    /// Events a stream may fall behind live before it reads on from the
+    /// broker's history instead; `event: overflow` ends it only once it falls
+    /// behind the history too. Default 4096.
     public var mailboxCapacity: Int
     /// How often idle streams get a heartbeat comment. Default 15 s.
     public var heartbeatInterval: Duration

@@ -20,22 +20,35 @@ extension SocketServer {
         /// The filter as the client asked for it, and as its grant narrowed it.
         let requested: EventFilter
         let granted: EventFilter
-        private let subscription: Subscription
-        private let revocation = Mutex<String?>(nil)
+        private let state: Mutex<State>
+
+        private struct State {
+            /// Nil while the stream catches up from the broker's history.
+            var subscription: Subscription?
+            var revocation: String?
+            var isEnded = false
+        }
 
         init(peer: PeerCredentials?, requested: EventFilter, granted: EventFilter, subscription: Subscription) {
             self.peer = peer
             self.requested = requested
             self.granted = granted
-            self.subscription = subscription
+            self.state = Mutex(State(subscription: subscription))
         }
 
         /// Why the stream was closed by a reload, if it was.
-        var revokedBecause: String? { revocation.withLock { $0 } }
+        var revokedBecause: String? { state.withLock { $0.revocation } }
+
+        /// Whether a reload or the shutdown has ended the stream.
+        var isEnded: Bool { state.withLock { $0.isEnded } }
 
         func revoke(_ reason: String) {
-            revocation.withLock { $0 = reason }
-            subscription.cancel()
+            let subscription = state.withLock { state in
+                state.revocation = reason
+                state.isEnded = true
+                return state.subscription
+            }
+            subscription?.cancel()
         }
 
         /// Its filter narrowed differently under `scope`, or refused there.
@@ -49,7 +62,23 @@ extension SocketServer {
 
         /// Ends the stream after what is buffered, as at the daemon's shutdown.
         func end() {
-            subscription.cancel()
+            let subscription = state.withLock { state in
+                state.isEnded = true
+                return state.subscription
+            }
+            subscription?.cancel()
+        }
+
+        /// The stream's subscription is now `subscription` (nil while it
+        /// catches up from the history); false, with `subscription`
+        /// cancelled, when the stream has ended meanwhile.
+        func replaceSubscription(with subscription: Subscription?) -> Bool {
+            let ended = state.withLock { state in
+                state.subscription = subscription
+                return state.isEnded
+            }
+            if ended { subscription?.cancel() }
+            return !ended
         }
     }
 

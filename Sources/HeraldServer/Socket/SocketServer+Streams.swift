@@ -88,10 +88,7 @@ extension SocketServer {
             capacity: configuration.mailboxCapacity,
             kind: parsed.format.rawValue,
             wantsHeartbeats: true,
-            onOverflow: {
-                // A client that stopped reading never gets to the overflow frame; close it.
-                progress.closeWhenStalled(channel)
-            }
+            onOverflow: Self.closeWhenStalled(channel, progress)
         )
         // A client that vanishes stops its subscription at once, not at the next write that fails.
         channel.closeFuture.whenComplete { _ in subscription.cancel() }
@@ -120,6 +117,28 @@ extension SocketServer {
         } catch {
             return .closed
         }
+    }
+
+    /// A stream that fell behind its mailbox reads on from the history; one
+    /// whose client stopped reading is closed once its writes stall.
+    private static func closeWhenStalled(_ channel: any Channel, _ progress: StreamProgress) -> @Sendable () -> Void {
+        { progress.closeWhenStalled(channel) }
+    }
+
+    /// Subscribes `stream` again once it has caught up from the history to
+    /// the change count `position`: the live subscription, and what was
+    /// published after `position` meanwhile (nil when the history lost it).
+    func resubscribe(_ stream: OpenedStream, afterCount position: UInt64, channel: any Channel) -> (Subscription, [Event]?) {
+        let (subscription, replay) = broker.subscribe(
+            stream.open.granted,
+            resumingAfterCount: position,
+            capacity: configuration.mailboxCapacity,
+            kind: stream.format.rawValue,
+            wantsHeartbeats: true,
+            onOverflow: Self.closeWhenStalled(channel, stream.progress)
+        )
+        channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        return (subscription, replay)
     }
 
     /// What a `GET /events` asks for, read from its target and headers.

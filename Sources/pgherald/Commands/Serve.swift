@@ -115,7 +115,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Concurrent event streams on the socket; more get 503. Default: 10000. Key: socket.max_subscribers.")
     var maxSubscribers: Int?
 
-    @Option(help: "Events a socket stream may fall behind before it gets `event: overflow` and is closed. Default: 4096. Key: socket.subscriber_buffer.")
+    @Option(help: "Events a socket stream may fall behind live before it reads on from the resume history (--history); only behind that does it get `event: overflow` and close. Default: 4096. Key: socket.subscriber_buffer.")
     var subscriberBuffer: Int?
 
     @Option(help: ArgumentHelp("Time between heartbeats on idle socket streams. Default: 15s. Key: socket.heartbeat_interval.", valueName: "duration"))

@@ -208,5 +208,44 @@ final class StalledClient {
         }
     }
 
+    /// Reads as ``readSlowly(chunk:pause:within:)`` does, until the body
+    /// (HTTP chunking taken off) holds `marker`, or the daemon closes the
+    /// connection. Returns the body and whether the daemon closed it.
+    func readSlowly(
+        untilBodyContains marker: String, chunk: Int = 4096, pause: Duration = .milliseconds(10), within seconds: Int = 30
+    ) async throws -> (body: String, closedByPeer: Bool) {
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        while ContinuousClock.now < deadline {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            guard count > 0 else { return (Self.body(of: received), count == 0) }
+            received += buffer[0..<count]
+            // The marker's last line may still be arriving: look at whole frames only.
+            if Self.body(of: received).contains(marker) { return (Self.body(of: received), false) }
+            try await Task.sleep(for: pause)
+        }
+        return (Self.body(of: received), false)
+    }
+
+    /// The body of a chunked HTTP/1.1 response, as far as it has arrived.
+    static func body(of response: [UInt8]) -> String {
+        let text = String(decoding: response, as: UTF8.self)
+        guard let headEnd = text.range(of: "\r\n\r\n") else { return "" }
+        var rest = text[headEnd.upperBound...].utf8[...]
+        var body: [UInt8] = []
+        while let lineEnd = rest.firstRange(of: "\r\n".utf8) {
+            guard let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0 else { break }
+            let start = lineEnd.upperBound
+            guard let end = rest.index(start, offsetBy: size, limitedBy: rest.endIndex) else { break }
+            body += rest[start..<end]
+            guard let next = rest.index(end, offsetBy: 2, limitedBy: rest.endIndex) else { break }
+            rest = rest[next...]
+        }
+        return String(decoding: body, as: UTF8.self)
+    }
+
     deinit { close(descriptor) }
 }
