@@ -28,7 +28,7 @@ extension IntegrationTests {
 
             // The stalled connection is closed, so it holds nothing in the daemon.
             let deadline = ContinuousClock.now + .seconds(10)
-            while !stalled.isClosedByPeer {
+            while !stalled.isHungUpByPeer {
                 guard ContinuousClock.now < deadline else {
                     Issue.record("the stalled connection was not closed")
                     break
@@ -55,7 +55,12 @@ extension IntegrationTests {
             let rows = rowIDs(body.split(separator: "\n").compactMap { try? Event(payload: String($0)) })
             #expect(rows == Array(1...3000), "every row once, in order")
             #expect(try await daemon.statistics().overflows >= 1, "the reader never fell behind its buffer, so this proves nothing")
-            try await waitFor(seconds: 10) { stalled.isClosedByPeer } failure: { "the stalled client was not closed" }
+            try await waitFor(seconds: 10) { stalled.isHungUpByPeer } failure: { "the stalled client was not closed" }
+            // Caught up, it is an ordinary stream again: quiet for longer than the stall timeout, it stays open.
+            try await Task.sleep(for: .seconds(3))
+            try database.execute("INSERT INTO mark VALUES (3001, 'after the quiet')")
+            let (later, closedLater) = try await lagging.readSlowly(untilBodyContains: #""id":3001,"#, within: 10)
+            #expect(!closedLater && later.contains(#""id":3001,"#), "the stream was closed while it had nothing to send")
         }
 
         /// One that falls behind the history itself gets `event: overflow`, and resumes from the

@@ -270,6 +270,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return false
         }
         subscription = live
+        stream.progress.caughtUp()
         if !replay.isEmpty { write(replay, context, stream) }
         server.logger.debug("a stream caught up from the history; it reads live events again", metadata: ["at_count": "\(self.position ?? 0)"])
         return true

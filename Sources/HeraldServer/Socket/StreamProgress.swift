@@ -8,20 +8,33 @@ final class StreamProgress: Sendable {
     static let stallTimeout: Duration = .seconds(2)
 
     private let lastWrite = Mutex(ContinuousClock.now)
+    /// A stream that falls behind again and again while it keeps reading gets one watch, not one per fall.
+    private let watching = Atomic<Bool>(false)
 
     func recordWrite() {
         lastWrite.withLock { $0 = .now }
     }
 
-    /// Closes `channel` once its writes have made no progress for ``stallTimeout``;
-    /// checks again while they still do.
+    /// Closes `channel` once it cannot take more and its writes have made no
+    /// progress for ``stallTimeout``; checks again while they still do, until
+    /// ``caughtUp()``. A stream with nothing to send is never closed for it.
     func closeWhenStalled(_ channel: any Channel) {
+        guard watching.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        watch(channel)
+    }
+
+    /// The stream is live again: the watch ends.
+    func caughtUp() {
+        watching.store(false, ordering: .relaxed)
+    }
+
+    private func watch(_ channel: any Channel) {
         channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(Self.stallTimeout / .nanoseconds(1)))) {
-            guard channel.isActive else { return }
-            if ContinuousClock.now - self.lastWrite.withLock({ $0 }) >= Self.stallTimeout {
+            guard channel.isActive, self.watching.load(ordering: .relaxed) else { return }
+            if !channel.isWritable, ContinuousClock.now - self.lastWrite.withLock({ $0 }) >= Self.stallTimeout {
                 channel.close(promise: nil)
             } else {
-                self.closeWhenStalled(channel)
+                self.watch(channel)
             }
         }
     }

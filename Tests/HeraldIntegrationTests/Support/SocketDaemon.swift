@@ -180,6 +180,15 @@ final class StalledClient {
         _ = request.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
+    /// Whether the daemon has closed the connection, without reading a byte:
+    /// a client that read while it waited would be a slow reader, which the daemon keeps.
+    var isHungUpByPeer: Bool {
+        // POLLRDHUP, which Glibc's module leaves out (it needs _GNU_SOURCE).
+        let peerHungUp: Int16 = 0x2000
+        var descriptors = pollfd(fd: descriptor, events: peerHungUp, revents: 0)
+        return poll(&descriptors, 1, 0) == 1 && descriptors.revents & (peerHungUp | Int16(POLLHUP)) != 0
+    }
+
     /// Whether the daemon has closed the connection (reads the little that is buffered, then EOF).
     var isClosedByPeer: Bool {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -208,16 +217,18 @@ final class StalledClient {
         }
     }
 
+    /// Everything ``readSlowly(untilBodyContains:chunk:pause:within:)`` has read so far.
+    private var received: [UInt8] = []
+
     /// Reads as ``readSlowly(chunk:pause:within:)`` does, until the body
     /// (HTTP chunking taken off) holds `marker`, or the daemon closes the
-    /// connection. Returns the body and whether the daemon closed it.
+    /// connection. Returns the whole body read so far and whether the daemon closed it.
     func readSlowly(
         untilBodyContains marker: String, chunk: Int = 4096, pause: Duration = .milliseconds(10), within seconds: Int = 30
     ) async throws -> (body: String, closedByPeer: Bool) {
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let deadline = ContinuousClock.now + .seconds(seconds)
-        var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: chunk)
         while ContinuousClock.now < deadline {
             let count = recv(descriptor, &buffer, buffer.count, 0)
