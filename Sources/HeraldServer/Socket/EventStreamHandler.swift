@@ -193,7 +193,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
                 subscription.whenReady {
+                    let woken = NIODeadline.now()
                     eventLoop.execute {
+                        handler.value.ticker?.recordRun(dueAt: woken)
                         handler.value.waitingForEvents = false
                         handler.value.pump()
                     }
@@ -208,7 +210,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 if events.isEmpty { continue }
                 write(events, context, stream)
-                if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
+                if let ticker, let (due, grid) = server.nextWrite(after: .now(), loopLag: ticker.lag) {
                     waitingForTick = true
                     ticker.schedule(at: due, grid: grid) { [self] in
                         waitingForTick = false
@@ -256,8 +258,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             end(context, lastFrame: format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
             return false
         }
-        self.position = read.position
         if !read.events.isEmpty { write(read.events, context, stream) }
+        // Past the events the filter passed over too.
+        self.position = read.position
         guard read.isNewest else { return true }
         let (live, replay) = server.resubscribe(stream, afterCount: read.position, channel: context.channel)
         guard let replay else {
