@@ -40,7 +40,7 @@ import Testing
         #expect(configuration.name == "default")
         #expect(configuration.retention == .seconds(86_400))
         #expect(configuration[SocketServer.self]?.maximumSubscribers == 10_000)
-        #expect(configuration[SocketServer.self]?.writePacing == .adaptive)
+        #expect(configuration[SocketServer.self]?.writeRate == 50_000)
         #expect(configuration[EventLogOutput.self] == nil)
         #expect(configuration.effective.allSatisfy { $0.source == "default" })
     }
@@ -69,7 +69,7 @@ import Testing
         let configuration = try await load(yaml, environment: environment, flags: ["retention": .init(name: "--retention", value: "3h")])
         #expect(configuration.name == "from-file")
         #expect(configuration[SocketServer.self]?.maximumSubscribers == 20)
-        #expect(configuration[SocketServer.self]?.writePacing == .ceiling(100))
+        #expect(configuration[SocketServer.self]?.writeRate == 100)
         #expect(configuration.retention == .seconds(3 * 3600))
         let sources = Dictionary(uniqueKeysWithValues: configuration.effective.map { ($0.key, $0.source) })
         #expect(sources["name"]?.hasSuffix("pgherald.yaml line 1") == true)

@@ -8,32 +8,12 @@ import HeraldWebhooks
 @testable import HeraldServer
 
 @Suite struct SocketWriteTests {
-    @Test func aCeilingSpacesStreamsAlwaysAndGrowsWithTheOpenStreams() {
-        let configuration = SocketConfiguration(path: "s", writePacing: .ceiling(50_000))
+    @Test func writeSpacingGrowsWithTheOpenStreams() {
+        let configuration = SocketConfiguration(path: "s", writeRate: 50_000)
         #expect(configuration.writeSpacing(openStreams: 1) == .microseconds(20))
         #expect(configuration.writeSpacing(openStreams: 100) == .milliseconds(2))
         #expect(configuration.writeSpacing(openStreams: 1000) == .milliseconds(20))
-        #expect(SocketConfiguration(path: "s", writePacing: .unpaced).writeSpacing(openStreams: 1000, loopLag: .seconds(1)) == nil)
-    }
-
-    @Test func automaticPacingSpacesStreamsOnlyWhileTheirLoopRunsLate() {
-        let configuration = SocketConfiguration(path: "s")
-        #expect(configuration.writePacing == .adaptive)
-        #expect(configuration.writeSpacing(openStreams: 1000, loopLag: .microseconds(300)) == nil)
-        #expect(configuration.writeSpacing(openStreams: 1000, loopLag: .milliseconds(1)) == .milliseconds(20))
-        #expect(WritePacing("auto") == .adaptive && WritePacing("0") == .unpaced && WritePacing("200") == .ceiling(200))
-        #expect(WritePacing("-5") == nil && WritePacing("fast") == nil)
-    }
-
-    /// A loop's lateness is a moving average of how late what was due ran.
-    @Test func theTickerAveragesHowLateItsLoopRuns() throws {
-        let loop = EmbeddedEventLoop()
-        let ticker = WriteTicker(eventLoop: loop)
-        #expect(ticker.lag == .zero)
-        for _ in 0..<64 { ticker.recordRun(dueAt: .now() - .milliseconds(4)) }
-        #expect(ticker.lag >= .milliseconds(3))
-        for _ in 0..<64 { ticker.recordRun(dueAt: .now()) }
-        #expect(ticker.lag < .milliseconds(1))
+        #expect(SocketConfiguration(path: "s", writeRate: nil).writeSpacing(openStreams: 1000) == nil)
     }
 
     /// Stamped events, as the broker delivers them, and one replayed from the journal, which is not.

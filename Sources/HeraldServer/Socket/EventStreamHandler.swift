@@ -193,9 +193,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop
                 subscription.whenReady {
-                    let woken = NIODeadline.now()
                     eventLoop.execute {
-                        handler.value.ticker?.recordRun(dueAt: woken)
                         handler.value.waitingForEvents = false
                         handler.value.pump()
                     }
@@ -210,7 +208,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 if events.isEmpty { continue }
                 write(events, context, stream)
-                if let ticker, let (due, grid) = server.nextWrite(after: .now(), loopLag: ticker.lag) {
+                if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
                     waitingForTick = true
                     ticker.schedule(at: due, grid: grid) { [self] in
                         waitingForTick = false

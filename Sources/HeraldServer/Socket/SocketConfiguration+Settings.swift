@@ -21,15 +21,12 @@ extension SocketConfiguration {
         let idleTimeout = try settings.value("socket.idle_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
         let buffer = try settings.int("socket.subscriber_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
         let heartbeat = try settings.value("socket.heartbeat_interval", default: "15s" as HumanDuration, expected: "a duration such as 15s")
-        let rate = settings.string("socket.write_rate", default: "auto")
-        guard let pacing = WritePacing(rate) else {
-            throw settings.fail("socket.write_rate", "'\(rate)' is not auto, 0 or a number of writes per second")
-        }
+        let writeRate = try settings.int("socket.write_rate", default: 50_000, in: 0...Int.max)
         guard enabled else { return nil }
         return SocketConfiguration(
             path: path, mode: mode, group: group, maximumSubscribers: maximum, maximumConnections: connections,
             idleTimeout: idleTimeout.duration, mailboxCapacity: buffer,
-            heartbeatInterval: heartbeat.duration, writePacing: pacing
+            heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate
         )
     }
 }

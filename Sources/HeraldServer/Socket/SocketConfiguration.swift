@@ -27,9 +27,13 @@ public struct SocketConfiguration: Sendable, Equatable {
     public var heartbeatInterval: Duration
     /// Writes per second the socket aims to spend on all streams together. Default 50,000.
     ///
-    /// Key `socket.write_rate`: how often a stream may be written. Default
-    /// ``WritePacing/adaptive`` (`auto`).
-    public var writePacing: WritePacing
+    /// A stream is written at most every `open streams / writeRate` seconds:
+    /// events that arrive sooner wait and go out together in its next write.
+    /// With 100 streams that is 2 ms, with 1000 streams 20 ms. Each write
+    /// costs a system call and a wake-up of the reader, whatever its size, so
+    /// at high fan-out fewer, larger writes keep the latency bounded where one
+    /// write per event would overload the machine. `nil`: write every batch at once.
+    public var writeRate: Int?
 
     public init(
         path: String,
@@ -40,7 +44,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         idleTimeout: Duration = .seconds(10),
         mailboxCapacity: Int = 4096,
         heartbeatInterval: Duration = .seconds(15),
-        writePacing: WritePacing = .adaptive
+        writeRate: Int? = 50_000
     ) {
         self.path = path
         self.mode = mode
@@ -50,13 +54,13 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.idleTimeout = idleTimeout
         self.mailboxCapacity = mailboxCapacity
         self.heartbeatInterval = heartbeatInterval
-        self.writePacing = writePacing
+        self.writeRate = writeRate
     }
 
     /// How long a stream waits after a write before its next one, with
-    /// `openStreams` streams open and its event loop running `loopLag` late; nil: no wait.
-    public func writeSpacing(openStreams: Int, loopLag: Duration = .zero) -> Duration? {
-        writePacing.spacing(openStreams: openStreams, loopLag: loopLag)
+    /// `openStreams` streams open; `nil` without a ``writeRate``.
+    public func writeSpacing(openStreams: Int) -> Duration? {
+        writeRate.map { .seconds(openStreams) / $0 }
     }
 
     /// `$RUNTIME_DIRECTORY/pgherald.sock` under systemd, else

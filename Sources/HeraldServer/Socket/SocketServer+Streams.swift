@@ -294,12 +294,10 @@ extension SocketServer {
     }
 
     /// When a stream written at `lastWrite` may be written again (see
-    /// ``SocketConfiguration/writePacing``), its event loop running `loopLag`
-    /// late, and the grid that due time is rounded up to; nil: at once. The
-    /// events that arrive meanwhile go out in one write.
-    func nextWrite(after lastWrite: NIODeadline, loopLag: TimeAmount) -> (due: NIODeadline, grid: TimeAmount)? {
-        let lag = Duration.nanoseconds(loopLag.nanoseconds)
-        guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }, loopLag: lag) else { return nil }
+    /// ``SocketConfiguration/writeRate``), and the grid that due time is
+    /// rounded up to; nil: at once. The events that arrive meanwhile go out in one write.
+    func nextWrite(after lastWrite: NIODeadline) -> (due: NIODeadline, grid: TimeAmount)? {
+        guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return nil }
         let nanoseconds = Int64(spacing / .nanoseconds(1))
         let due = lastWrite + .nanoseconds(nanoseconds)
         // Below this, the wait costs more than the write it would save.

@@ -122,11 +122,10 @@ struct Serve: AsyncParsableCommand {
     var heartbeatInterval: String?
 
     @Option(help: ArgumentHelp(
-        "How often socket streams may be written: auto, 0 (every batch at once) or a ceiling in writes per second for all streams together. Default: auto. Key: socket.write_rate.",
-        discussion: "auto writes every batch at once while the event loop keeps up, and once it runs 1 ms late writes each stream at most every (open streams / 50000) seconds, the events that arrive meanwhile going out together (20 ms with 1000 streams). A write costs a system call and a wake-up of the client whatever its size, so at high fan-out this keeps the daemon from spending the machine on writes. A number is that spacing always, as a ceiling.",
-        valueName: "auto|0|N"
+        "Writes per second to spend on all socket streams together; 0 writes every batch at once. Default: 50000. Key: socket.write_rate.",
+        discussion: "Each stream is written at most every (open streams / write rate) seconds, and the events that arrive meanwhile go out together: 2 ms apart with 100 streams, 20 ms with 1000. A write costs a system call and a wake-up of the client whatever its size, so at high fan-out this keeps the daemon from spending the machine on writes."
     ))
-    var writeRate: String?
+    var writeRate: Int?
 
     @Option(help: ArgumentHelp(
         "Append every event to this file as one JSON line. Default: off. Key: event_log.path (with event_log.sync, sync_interval, max_size, keep and feed in the file; feed: durable, the default, reads the journal through its own cursor and loses nothing; feed: live is a broker subscriber).",
@@ -163,7 +162,7 @@ struct Serve: AsyncParsableCommand {
             ("socket.max_subscribers", "--max-subscribers", maxSubscribers.map(String.init)),
             ("socket.subscriber_buffer", "--subscriber-buffer", subscriberBuffer.map(String.init)),
             ("socket.heartbeat_interval", "--heartbeat-interval", heartbeatInterval),
-            ("socket.write_rate", "--write-rate", writeRate),
+            ("socket.write_rate", "--write-rate", writeRate.map(String.init)),
             ("event_log.path", "--event-log", eventLog),
             ("metrics.listen", "--metrics-listen", metricsListen),
         ]
