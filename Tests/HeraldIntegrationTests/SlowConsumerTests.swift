@@ -63,6 +63,30 @@ extension IntegrationTests {
             #expect(!closedLater && later.contains(#""id":3001,"#), "the stream was closed while it had nothing to send")
         }
 
+        /// At the defaults (a 4,096-event buffer, a history of 100,000 events), a reader at the
+        /// pace of a simple Python client (about 15 µs an event) reads a batch job's 100,000-row
+        /// statement whole, in order, with no overflow, beside a client that never reads.
+        @Test func aReaderAtAPythonClientsPaceGetsAllOfAHundredThousandRowStatement() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE TABLE mark (id int PRIMARY KEY, note text)")
+            let daemon = try await SocketDaemon(database: database)
+            let stalled = try StalledClient(socketPath: daemon.socketPath, path: "/events?table=mark")
+            let reader = try StalledClient(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=mark")
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try await daemon.waitForSubscribers(1, kind: "ndjson")
+            try database.execute("INSERT INTO mark SELECT g, repeat('x', 100) FROM generate_series(1, 100000) g")
+            // 64 KiB holds about 250 of these lines: 15 µs each is about 4 ms a read.
+            let (body, closedByPeer) = try await reader.readSlowly(
+                untilBodyContains: #""id":100000,"#, chunk: 64 << 10, pause: .milliseconds(4), within: 120
+            )
+            #expect(!closedByPeer)
+            #expect(!body.contains("overflow"))
+            let rows = rowIDs(body.split(separator: "\n").compactMap { try? Event(payload: String($0)) })
+            #expect(rows.count == 100_000 && rows == Array(1...100_000), "\(rows.count) rows")
+            #expect(try await daemon.statistics().overflows >= 1, "the reader never fell behind its buffer, so this proves nothing")
+            try await waitFor(seconds: 10) { stalled.isHungUpByPeer } failure: { "the stalled client was not closed" }
+        }
+
         /// One that falls behind the history itself gets `event: overflow`, and resumes from the
         /// journal with the last id it had: nothing is missing, nothing repeated.
         @Test func aClientSlowerThanTheHistoryGetsAnOverflowFrameAndResumesFromTheJournal() async throws {

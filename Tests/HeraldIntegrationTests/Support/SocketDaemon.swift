@@ -230,12 +230,19 @@ final class StalledClient {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let deadline = ContinuousClock.now + .seconds(seconds)
         var buffer = [UInt8](repeating: 0, count: chunk)
+        var seen = false
         while ContinuousClock.now < deadline {
             let count = recv(descriptor, &buffer, buffer.count, 0)
             guard count > 0 else { return (Self.body(of: received), count == 0) }
             received += buffer[0..<count]
-            // The marker's last line may still be arriving: look at whole frames only.
-            if Self.body(of: received).contains(marker) { return (Self.body(of: received), false) }
+            // Seen in the newest bytes first (a frame may straddle two reads), then in
+            // whole chunks only, since its line may still be arriving: the body is decoded rarely.
+            let recent = String(decoding: received.suffix(count + marker.utf8.count), as: UTF8.self)
+            if seen || recent.contains(marker) {
+                seen = true
+                let body = Self.body(of: received)
+                if body.contains(marker) { return (body, false) }
+            }
             try await Task.sleep(for: pause)
         }
         return (Self.body(of: received), false)
