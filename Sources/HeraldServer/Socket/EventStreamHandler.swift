@@ -181,7 +181,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 // Fallen behind its mailbox: a reader that keeps reading reads on from the history.
                 guard let position else { return end(context, lastFrame: format.overflowFrame(capacity: error.capacity)) }
                 self.subscription = nil
-                guard stream.open.replaceSubscription(with: nil) else { return end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame)) }
+                guard stream.open.replaceSubscription(with: nil) else { return endAsRevokedOrFinished(context, stream) }
                 server.logger.debug("a stream fell behind its buffer; it reads on from the history", metadata: [
                     "capacity": "\(error.capacity)", "after_count": "\(position)",
                 ])
@@ -220,7 +220,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(staticString: format.heartbeat))), promise: nil)
                 stream.progress.recordWrite()
             case .finished?:
-                return end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame))
+                return endAsRevokedOrFinished(context, stream)
             }
         }
         // Busy: the other channels on this loop get their turn first.
@@ -247,13 +247,12 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// `event: overflow` only when the history no longer reaches back to it.
     /// - Returns: whether to go on pumping.
     private func catchUp(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) -> Bool {
-        let format = stream.format
         guard !stream.open.isEnded, let position else {
-            end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame))
+            endAsRevokedOrFinished(context, stream)
             return false
         }
         guard let read = server.broker.historyEvents(afterCount: position, matching: stream.open.granted, limit: 512) else {
-            end(context, lastFrame: format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
+            endBehindTheHistory(context, stream)
             return false
         }
         if !read.events.isEmpty { write(read.events, context, stream) }
@@ -263,11 +262,11 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let (live, replay) = server.resubscribe(stream, afterCount: read.position, channel: context.channel)
         guard let replay else {
             live.cancel()
-            end(context, lastFrame: format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
+            endBehindTheHistory(context, stream)
             return false
         }
         guard stream.open.replaceSubscription(with: live) else {
-            end(context, lastFrame: stream.open.revokedBecause.map(format.revokedFrame))
+            endAsRevokedOrFinished(context, stream)
             return false
         }
         subscription = live
@@ -275,6 +274,16 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if !replay.isEmpty { write(replay, context, stream) }
         server.logger.debug("a stream caught up from the history; it reads live events again", metadata: ["at_count": "\(self.position ?? 0)"])
         return true
+    }
+
+    /// Ends a stream that a reload revoked (its last frame says why) or the shutdown finished.
+    private func endAsRevokedOrFinished(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
+        end(context, lastFrame: stream.open.revokedBecause.map(stream.format.revokedFrame))
+    }
+
+    /// Ends a stream that fell behind the broker's history, whence only the journal can resume it.
+    private func endBehindTheHistory(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
+        end(context, lastFrame: stream.format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
     }
 
     /// Writes `lastFrame` and the end of the response, then closes the connection.

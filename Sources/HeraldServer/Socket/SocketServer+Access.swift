@@ -43,12 +43,7 @@ extension SocketServer {
         var isEnded: Bool { state.withLock { $0.isEnded } }
 
         func revoke(_ reason: String) {
-            let subscription = state.withLock { state in
-                state.revocation = reason
-                state.isEnded = true
-                return state.subscription
-            }
-            subscription?.cancel()
+            finish(revocation: reason)
         }
 
         /// Its filter narrowed differently under `scope`, or refused there.
@@ -62,7 +57,12 @@ extension SocketServer {
 
         /// Ends the stream after what is buffered, as at the daemon's shutdown.
         func end() {
+            finish(revocation: nil)
+        }
+
+        private func finish(revocation: String?) {
             let subscription = state.withLock { state in
+                if let revocation { state.revocation = revocation }
                 state.isEnded = true
                 return state.subscription
             }

@@ -189,40 +189,12 @@ final class StalledClient {
         return poll(&descriptors, 1, 0) == 1 && descriptors.revents & (peerHungUp | Int16(POLLHUP)) != 0
     }
 
-    /// Whether the daemon has closed the connection (reads the little that is buffered, then EOF).
-    var isClosedByPeer: Bool {
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if count == 0 { return true }
-            if count < 0 { return errno != EAGAIN && errno != EWOULDBLOCK }
-        }
-    }
-
-    /// Reads `chunk` bytes at a time with `pause` between reads until the daemon
-    /// closes the connection (or a read waits `seconds`). Returns the text and
-    /// whether it ended because the daemon closed the connection.
-    func readSlowly(chunk: Int = 4096, pause: Duration = .milliseconds(10), within seconds: Int = 20) async throws -> (text: String, closedByPeer: Bool) {
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: chunk)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            guard count > 0 else {
-                return (String(decoding: received, as: UTF8.self), count == 0)
-            }
-            received += buffer[0..<count]
-            try await Task.sleep(for: pause)
-        }
-    }
-
     /// Everything ``readSlowly(untilBodyContains:chunk:pause:within:)`` has read so far.
     private var received: [UInt8] = []
 
-    /// Reads as ``readSlowly(chunk:pause:within:)`` does, until the body
-    /// (HTTP chunking taken off) holds `marker`, or the daemon closes the
-    /// connection. Returns the whole body read so far and whether the daemon closed it.
+    /// Reads `chunk` bytes at a time with `pause` between reads, until the
+    /// body (HTTP chunking taken off) holds `marker`, or the daemon closes the
+    /// connection (or `seconds` pass). Returns the whole body read so far and whether the daemon closed it.
     func readSlowly(
         untilBodyContains marker: String, chunk: Int = 4096, pause: Duration = .milliseconds(10), within seconds: Int = 30
     ) async throws -> (body: String, closedByPeer: Bool) {
