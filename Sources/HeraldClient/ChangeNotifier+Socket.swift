@@ -18,6 +18,7 @@ extension ChangeNotifier {
         for try await message in client.messages(filter) {
             switch message {
             case .event(let event): recordChange(transaction: event.transactionID)
+            case .transaction(let group): recordChange(transaction: group.transactionID)
             case .reconnected: break
             case .reset: recordChange(transaction: nil)
             case .unreachable(let error):

@@ -13,14 +13,17 @@ extension HeraldClient {
 
         let client: HeraldClient
         let filter: EventFilter
+        /// `group=transaction`: one message per committed transaction.
+        let groupsTransactions: Bool
 
         public func makeAsyncIterator() -> Iterator {
-            Iterator(client: client, filter: filter)
+            Iterator(client: client, filter: filter, groupsTransactions: groupsTransactions)
         }
 
         public struct Iterator: AsyncIteratorProtocol {
             let client: HeraldClient
             let filter: EventFilter
+            let groupsTransactions: Bool
             private var body: HTTPClientResponse.Body.AsyncIterator?
             private var parser = ServerSentEventParser()
             private var pending: [Message] = []
@@ -30,9 +33,10 @@ extension HeraldClient {
             /// Where to resume after a reconnect.
             private var lastEventID: String?
 
-            init(client: HeraldClient, filter: EventFilter) {
+            init(client: HeraldClient, filter: EventFilter, groupsTransactions: Bool) {
                 self.client = client
                 self.filter = filter
+                self.groupsTransactions = groupsTransactions
             }
 
             public mutating func next() async throws -> Message? {
@@ -82,12 +86,17 @@ extension HeraldClient {
                     do {
                         let event = try Event(payload: message.data)
                         pending.append(.event(event))
-                        // Only journal ids (digits) are positions the daemon can resume from.
-                        if event.id.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
-                            lastEventID = event.id
-                        }
+                        resume(after: event.id)
                     } catch {
                         throw HeraldClientError(code: .protocolError, message: "the daemon sent an event that does not decode: \(error)")
+                    }
+                case "transaction":
+                    do {
+                        let group = try TransactionGroup(payload: message.data)
+                        pending.append(.transaction(group))
+                        resume(after: group.lastEventID)
+                    } catch {
+                        throw HeraldClientError(code: .protocolError, message: "the daemon sent a transaction that does not decode: \(error)")
                     }
                 case "overflow":
                     client.logger.warning("fell behind the daemon and was dropped; reconnecting to resume")
@@ -101,11 +110,18 @@ extension HeraldClient {
                 }
             }
 
+            /// Only journal ids (digits) are positions the daemon can resume from.
+            private mutating func resume(after eventID: String) {
+                if eventID.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                    lastEventID = eventID
+                }
+            }
+
             private mutating func connect(isolation actor: isolated (any Actor)? = #isolation) async throws {
                 if failedAttempts > 0 {
                     try await Task.sleep(for: client.configuration.backoff.delay(beforeAttempt: failedAttempts, random: .random(in: 0..<1)))
                 }
-                let query = FilterQuery.queryItems(for: filter)
+                let query = (FilterQuery.queryItems(for: filter) + (groupsTransactions ? [("group", "transaction")] : []))
                     .map { "\(Self.encode($0.name))=\(Self.encode($0.value))" }
                     .joined(separator: "&")
                 var request = try client.request(path: query.isEmpty ? "/events" : "/events?\(query)")

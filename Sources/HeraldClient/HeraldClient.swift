@@ -76,9 +76,28 @@ public struct HeraldClient: Sendable {
         }
     }
 
+    /// Committed transactions whose rows `filter` passes, one
+    /// ``TransactionGroup`` each, reconnecting as needed (`GET
+    /// /events?group=transaction`). A 1,000-row transaction is one group.
+    /// The daemon must run in durable mode; else the stream ends with
+    /// ``HeraldClientError/Code/rejected``.
+    public func transactions(_ filter: EventFilter = .all) -> some AsyncSequence<TransactionGroup, any Error> {
+        transactionMessages(filter).compactMap { message in
+            if case .transaction(let group) = message { return group }
+            return nil
+        }
+    }
+
+    /// Transactions and reconnect markers that match `filter`.
+    public func transactionMessages(_ filter: EventFilter = .all) -> EventStream {
+        EventStream(client: self, filter: filter, groupsTransactions: true)
+    }
+
     /// What a stream carries: events, and the points where some may have been missed.
     public enum Message: Sendable {
         case event(Event)
+        /// One committed transaction, from ``transactionMessages(_:)``.
+        case transaction(TransactionGroup)
         /// The stream was established after failed attempts
         /// (``unreachable(_:)``), or re-established after a drop or an overflow. It
         /// resumed after the last event received (`Last-Event-ID`), so the
@@ -96,7 +115,7 @@ public struct HeraldClient: Sendable {
 
     /// Events and reconnect markers that match `filter`.
     public func messages(_ filter: EventFilter = .all) -> EventStream {
-        EventStream(client: self, filter: filter)
+        EventStream(client: self, filter: filter, groupsTransactions: false)
     }
 
     /// `GET /stats`.

@@ -204,3 +204,23 @@ final class CallCounter: Sendable {
     func increment() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
 }
+
+@Suite struct BrokerTransactionTests {
+    @Test func transactionEndsAreMarkedWhileSomethingGroupsAndNotAfter() async throws {
+        let broker = Broker()
+        #expect(!broker.marksTransactionEnds)
+        do {
+            var iterator = broker.transactions(EventFilter(tables: [TableName(name: "course")])).makeAsyncIterator()
+            #expect(broker.marksTransactionEnds)
+            broker.publish([
+                makeEvent(1, transaction: "7"), makeEvent(2, table: "student", transaction: "7").endingTransaction(),
+                makeEvent(3, transaction: "8").endingTransaction(),
+            ])
+            let first = try await iterator.next()
+            let second = try await iterator.next()
+            #expect(first?.events.map(\.count) == [1])
+            #expect(second?.events.map(\.count) == [3])
+        }
+        #expect(!broker.marksTransactionEnds, "a dropped stream no longer asks for marks")
+    }
+}

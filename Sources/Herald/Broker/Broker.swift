@@ -59,6 +59,8 @@ public final class Broker: Sendable {
 
     public let configuration: Configuration
     let state: Mutex<State>
+    /// Holders of a ``TransactionEndsDemand``: while there are any, the listener marks transaction ends.
+    let transactionEndDemand = Atomic<Int>(0)
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration

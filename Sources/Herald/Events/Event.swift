@@ -22,6 +22,7 @@ public struct Event: Sendable, Hashable {
         let transactionID: String
         let at: String
         let rowDataOmitted: Bool
+        let endsTransaction: Bool
         /// The compact JSON, encoded once by the broker when it stamps the count.
         let encodedJSON: [UInt8]?
         /// The Server-Sent Events frame, encoded with the JSON.
@@ -30,7 +31,8 @@ public struct Event: Sendable, Hashable {
         init(
             id: String, count: UInt64, operation: Operation, table: TableName,
             primaryKeyJSON: RawJSON?, newJSON: RawJSON?, oldJSON: RawJSON?,
-            transactionID: String, at: String, rowDataOmitted: Bool, encodedJSON: [UInt8]?, encodedFrame: [UInt8]?
+            transactionID: String, at: String, rowDataOmitted: Bool, endsTransaction: Bool,
+            encodedJSON: [UInt8]?, encodedFrame: [UInt8]?
         ) {
             self.id = id
             self.count = count
@@ -42,6 +44,7 @@ public struct Event: Sendable, Hashable {
             self.transactionID = transactionID
             self.at = at
             self.rowDataOmitted = rowDataOmitted
+            self.endsTransaction = endsTransaction
             self.encodedJSON = encodedJSON
             self.encodedFrame = encodedFrame
         }
@@ -67,6 +70,12 @@ public struct Event: Sendable, Hashable {
     public var at: String { storage.at }
     /// True when the row was too large for a notification and `new`/`old` were left out.
     public var rowDataOmitted: Bool { storage.rowDataOmitted }
+    /// True when the listener knows this is its transaction's last event.
+    /// It marks ends only while something groups events by transaction
+    /// (``Broker/demandTransactionEnds()``), and only in durable mode, where
+    /// the journal says how many events a transaction has. Not part of the
+    /// event's identity or its JSON.
+    public var endsTransaction: Bool { storage.endsTransaction }
     var encodedJSON: [UInt8]? { storage.encodedJSON }
 
     init(
@@ -84,7 +93,8 @@ public struct Event: Sendable, Hashable {
         storage = Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, encodedJSON: nil, encodedFrame: nil
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: false,
+            encodedJSON: nil, encodedFrame: nil
         )
     }
 
@@ -123,8 +133,18 @@ public struct Event: Sendable, Hashable {
         return Event(storage: Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted,
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: endsTransaction,
             encodedJSON: json, encodedFrame: serverSentEventFrame(json: json)
+        ))
+    }
+
+    /// This event, marked as the last of its transaction.
+    public func endingTransaction() -> Event {
+        Event(storage: Storage(
+            id: id, count: count, operation: operation, table: table,
+            primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: true,
+            encodedJSON: storage.encodedJSON, encodedFrame: storage.encodedFrame
         ))
     }
 

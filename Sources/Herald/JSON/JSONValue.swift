@@ -31,6 +31,11 @@ public enum JSONValue: Sendable, Hashable {
         if case .object(let object) = self { return object }
         return nil
     }
+
+    public var arrayValue: [JSONValue]? {
+        if case .array(let array) = self { return array }
+        return nil
+    }
 }
 
 /// A JSON number, kept as the exact text it was written with.

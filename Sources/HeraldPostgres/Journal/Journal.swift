@@ -169,6 +169,16 @@ public enum Journal {
         return try events(result.namedRows).filter { wanted.contains($0.id) }
     }
 
+    /// The id of the last event the committed transaction `transactionID`
+    /// wrote, or nil when it wrote none to the journal.
+    public static func lastEventID(ofTransaction transactionID: UInt64, on connection: LibpqConnection) throws(LibpqError) -> UInt64? {
+        let result = try connection.execute(
+            "SELECT coalesce(last_id, id) AS last FROM pgherald.journal WHERE txid = $1::xid8 ORDER BY id DESC LIMIT 1",
+            parameters: [String(transactionID)]
+        )
+        return try result.namedRows.first?.value("last")
+    }
+
     /// The events one statement wrote, from `first` through `last`, in id order.
     public static func events(
         transactionID: UInt64, from first: UInt64, through last: UInt64, on connection: LibpqConnection

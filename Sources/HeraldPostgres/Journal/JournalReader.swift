@@ -58,6 +58,17 @@ public final class JournalReader: Sendable {
         }
     }
 
+    /// Whether `event` is the last its committed transaction wrote: for an
+    /// event delivered before anything asked for transaction ends to be marked.
+    /// True for an event sent by hand, which has no journal position.
+    public func endsTransaction(_ event: Event) async throws(LibpqError) -> Bool {
+        guard let transactionID = UInt64(event.transactionID), let id = UInt64(event.id) else { return true }
+        let last = try await connection.run { connection throws(LibpqError) in
+            try Journal.lastEventID(ofTransaction: transactionID, on: connection)
+        }
+        return last.map { $0 <= id } ?? true
+    }
+
     /// The next page of a replay that `filter` matches; may be empty even
     /// before the end. Sets `isFinished` after the last page.
     public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {

@@ -181,7 +181,7 @@ extension PostgresListener {
                     }
                 }
                 delivered += admitted.count
-                publishAdmitted()
+                try publishAdmitted()
                 if page.isLast { break }
                 page = try Journal.events(
                     visibleIn: snapshot, notVisibleIn: covered, after: page.rows.last.map { ($0.transactionID, $0.id) },
@@ -328,7 +328,7 @@ extension PostgresListener {
                     }
                 }
                 batch.removeAll(keepingCapacity: true)
-                publishAdmitted()
+                try publishAdmitted()
                 for position in positions { cursor?.recordDelivered(id: position.id, transactionID: position.transactionID) }
                 positions.removeAll(keepingCapacity: true)
                 parking?.rang(rings, now: .now)
@@ -347,7 +347,8 @@ extension PostgresListener {
         }
 
         /// Hands the admitted events to the broker, at most a batch at a time.
-        private mutating func publishAdmitted() {
+        private mutating func publishAdmitted() throws(LibpqError) {
+            if listener.broker.marksTransactionEnds { try markTransactionEnds() }
             var start = admitted.startIndex
             while start < admitted.endIndex {
                 let end = min(start + PostgresListener.maximumBatch, admitted.endIndex)
@@ -355,6 +356,28 @@ extension PostgresListener {
                 start = end
             }
             admitted.removeAll(keepingCapacity: true)
+        }
+
+        /// Marks the admitted events that end their transaction, for whatever
+        /// groups events by transaction. A transaction's events arrive
+        /// together and in order, by notification or by sweep, so one followed
+        /// by another transaction's ends its own. In durable mode, the last one
+        /// ends its transaction when the journal holds no later event of it:
+        /// the transaction has committed, so the journal's answer is final.
+        private mutating func markTransactionEnds() throws(LibpqError) {
+            guard let last = admitted.indices.last else { return }
+            for index in admitted.indices.dropLast() where admitted[index].transactionID != admitted[index + 1].transactionID {
+                admitted[index] = admitted[index].endingTransaction()
+            }
+            // Without a journal, nothing says whether more of the last transaction follows.
+            guard listener.durability == .durable else { return }
+            let event = admitted[last]
+            // Events sent by hand carry no journal position: each stands alone.
+            if let transactionID = UInt64(event.transactionID), let id = UInt64(event.id),
+                let journalLast = try Journal.lastEventID(ofTransaction: transactionID, on: connection), journalLast > id {
+                return
+            }
+            admitted[last] = event.endingTransaction()
         }
 
         /// Reads from the journal the events a notification referred to: one

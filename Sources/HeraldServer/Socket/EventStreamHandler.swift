@@ -47,6 +47,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var direct: DirectChunkWriter?
     private var ticker: WriteTicker?
     private var covering: TransactionSnapshot?
+    /// With `group=transaction`: the transaction being gathered.
+    private var grouper: TransactionGrouper?
     /// The subscription will call back when it has something.
     private var waitingForEvents = false
     /// The write ticker will call back when the write spacing has passed.
@@ -154,6 +156,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             stream = opened
             subscription = opened.subscription
             covering = opened.covering
+            grouper = opened.grouper
             if covering == nil { position = opened.subscription.startCount }
             direct = DirectChunkWriter(channel: context.channel)
             ticker = server.writeTicker(for: context.eventLoop)
@@ -207,7 +210,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                     if !events.isEmpty { covering = nil }
                 }
                 if events.isEmpty { continue }
-                write(events, context, stream)
+                deliver(events, context, stream)
                 if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
                     waitingForTick = true
                     ticker.schedule(at: due, grid: grid) { [self] in
@@ -227,17 +230,32 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.eventLoop.assumeIsolated().execute { [self] in pump() }
     }
 
-    private func write(_ events: [Event], _ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
-        let format = stream.format
-        if let direct {
-            direct.write(format.frames(events, allocator: context.channel.allocator, asHTTPChunk: true))
+    /// Writes `events`, or with `group=transaction` the transactions they complete.
+    private func deliver(_ events: [Event], _ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
+        let allocator = context.channel.allocator
+        let asHTTPChunk = direct != nil
+        if grouper != nil {
+            let groups = grouper!.add(events)
+            if !groups.isEmpty {
+                write(stream.format.frames(groups, allocator: allocator, asHTTPChunk: asHTTPChunk), context, stream)
+                server.eventsWritten.add(UInt64(groups.reduce(0) { $0 + $1.count }), ordering: .relaxed)
+            }
         } else {
-            context.writeAndFlush(wrapOutboundOut(.body(format.frames(events, allocator: context.channel.allocator))), promise: nil)
+            write(stream.format.frames(events, allocator: allocator, asHTTPChunk: asHTTPChunk), context, stream)
+            server.eventsWritten.add(UInt64(events.count), ordering: .relaxed)
         }
-        stream.progress.recordWrite()
-        server.eventsWritten.add(UInt64(events.count), ordering: .relaxed)
         // Past a journal replay's coverage, live events say where the stream stands.
         if covering == nil, let last = events.last?.count, last > 0 { position = last }
+    }
+
+    /// Writes framed events: as one HTTP chunk of its own when ``direct`` is set.
+    private func write(_ frames: ByteBuffer, _ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
+        if let direct {
+            direct.write(frames)
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.body(frames)), promise: nil)
+        }
+        stream.progress.recordWrite()
     }
 
     /// One step of a stream that fell behind its mailbox: the next events
@@ -251,11 +269,11 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             endAsRevokedOrFinished(context, stream)
             return false
         }
-        guard let read = server.broker.historyEvents(afterCount: position, matching: stream.open.granted, limit: 512) else {
+        guard let read = server.broker.historyEvents(afterCount: position, matching: stream.subscribedFilter, limit: 512) else {
             endBehindTheHistory(context, stream)
             return false
         }
-        if !read.events.isEmpty { write(read.events, context, stream) }
+        if !read.events.isEmpty { deliver(read.events, context, stream) }
         // Past the events the filter passed over too.
         self.position = read.position
         guard read.isNewest else { return true }
@@ -271,7 +289,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         subscription = live
         stream.progress.caughtUp()
-        if !replay.isEmpty { write(replay, context, stream) }
+        if !replay.isEmpty { deliver(replay, context, stream) }
         server.logger.debug("a stream caught up from the history; it reads live events again", metadata: ["at_count": "\(self.position ?? 0)"])
         return true
     }

@@ -36,10 +36,15 @@ extension SocketServer {
         let progress: StreamProgress
         /// The transactions the journal replay already covered; live events from them are repeats.
         let covering: TransactionSnapshot?
+        /// With `group=transaction`: the grouper as the backlog left it,
+        /// holding the start of a transaction whose end is still to come.
+        let grouper: TransactionGrouper?
+        /// Held for the stream's life with `group=transaction`, so that the listener marks transaction ends.
+        let demand: TransactionEndsDemand?
 
         init(
             subscription: Subscription, open: OpenStream, slot: StreamSlot, format: StreamFormat, progress: StreamProgress,
-            covering: TransactionSnapshot?
+            covering: TransactionSnapshot?, grouper: TransactionGrouper?, demand: TransactionEndsDemand?
         ) {
             self.subscription = subscription
             self.open = open
@@ -47,6 +52,15 @@ extension SocketServer {
             self.format = format
             self.progress = progress
             self.covering = covering
+            self.grouper = grouper
+            self.demand = demand
+        }
+
+        /// What the broker delivers to the stream: with `group=transaction`,
+        /// every event, so that the grouper sees each transaction's end
+        /// whichever table it is on; it passes on only what the grant allows.
+        var subscribedFilter: EventFilter {
+            grouper == nil ? open.granted : .all
         }
     }
 
@@ -70,6 +84,7 @@ extension SocketServer {
         case .failure(let refusal): return .refused(refusal)
         }
         if let refusal = await validate(parsed.requested) { return .refused(refusal) }
+        if parsed.groupsTransactions, let refusal = refuseGrouping(under: listener.durability) { return .refused(refusal) }
         // A client whose stream shutdown just ended may come straight back: it is told to try later, not given a stream.
         if trackedStreams.withLock({ $0.isShuttingDown }) {
             return .refused(refuse(.serviceUnavailable, ErrorBody(code: "shutting_down", message: "the daemon is shutting down")))
@@ -82,20 +97,30 @@ extension SocketServer {
             ))
         }
         let progress = StreamProgress()
+        // Before the subscription, so that the events it gets are marked.
+        let demand = parsed.groupsTransactions ? broker.demandTransactionEnds() : nil
+        var grouper = parsed.groupsTransactions ? TransactionGrouper(filter: filter) : nil
         let (subscription, history) = broker.subscribe(
-            filter,
+            grouper == nil ? filter : .all,
             resumingAfter: parsed.resumeFrom.map(String.init),
             capacity: configuration.mailboxCapacity,
             kind: parsed.format.rawValue,
             wantsHeartbeats: true,
             onOverflow: Self.closeWhenStalled(channel, progress)
         )
+        if parsed.resumeFrom == nil, let newest = broker.historyEvents(
+            afterCount: subscription.startCount &- 1, matching: .all, limit: 1
+        )?.events.first, newest.count == subscription.startCount, !newest.endsTransaction {
+            // Subscribed between two batches of one transaction: its rest alone would not be the whole.
+            grouper?.begin(after: newest.transactionID)
+        }
         // A client that vanishes stops its subscription at once, not at the next write that fails.
         channel.closeFuture.whenComplete { _ in subscription.cancel() }
         let open = OpenStream(peer: peer, requested: parsed.requested, granted: filter, subscription: subscription)
         slot.track(open)
         logger.debug("stream opened", metadata: [
             "format": "\(parsed.format.rawValue)",
+            "group": "\(parsed.groupsTransactions ? "transaction" : "none")",
             "filter": "\(FilterQuery.queryItems(for: parsed.requested))",
             "resume_from": "\(parsed.resumeFrom.map(String.init) ?? "none")",
             "peer": "\(peer.map { "uid \($0.userID), pid \($0.processID)" } ?? "unknown")",
@@ -110,9 +135,12 @@ extension SocketServer {
             backlog = .history([])
         }
         do {
-            let covering = try await writeStart(of: parsed.format, backlog: backlog, granted: filter, to: channel, progress: progress)
+            let covering = try await writeStart(
+                of: parsed.format, backlog: backlog, granted: filter, grouper: &grouper, to: channel, progress: progress
+            )
             return .streaming(OpenedStream(
-                subscription: subscription, open: open, slot: slot, format: parsed.format, progress: progress, covering: covering
+                subscription: subscription, open: open, slot: slot, format: parsed.format, progress: progress, covering: covering,
+                grouper: grouper, demand: demand
             ))
         } catch {
             return .closed
@@ -130,7 +158,7 @@ extension SocketServer {
     /// published after `position` meanwhile (nil when the history lost it).
     func resubscribe(_ stream: OpenedStream, afterCount position: UInt64, channel: any Channel) -> (Subscription, [Event]?) {
         let (subscription, replay) = broker.subscribe(
-            stream.open.granted,
+            stream.subscribedFilter,
             resumingAfterCount: position,
             capacity: configuration.mailboxCapacity,
             kind: stream.format.rawValue,
@@ -150,6 +178,8 @@ extension SocketServer {
         let format: StreamFormat
         let requested: EventFilter
         let resumeFrom: UInt64?
+        /// `group=transaction`: one message per committed transaction.
+        let groupsTransactions: Bool
 
         static let lastEventID = HTTPField.Name("Last-Event-ID")!
 
@@ -157,9 +187,12 @@ extension SocketServer {
             let items = URI(head.path ?? "/").queryParameters.map { (name: String($0.key), value: String($0.value)) }
             do throws(FilterError) {
                 let format = try SocketServer.streamFormat(items: items, accept: head.headerFields[.accept])
-                let requested = try FilterQuery.parse(items, ignoring: ["format", "since"])
+                let requested = try FilterQuery.parse(items, ignoring: ["format", "since", "group"])
                 let resumeFrom = try SocketServer.resumePosition(items: items, lastEventID: head.headerFields[lastEventID])
-                return .success(StreamRequest(format: format, requested: requested, resumeFrom: resumeFrom))
+                let groupsTransactions = try SocketServer.groupsTransactions(items: items)
+                return .success(StreamRequest(
+                    format: format, requested: requested, resumeFrom: resumeFrom, groupsTransactions: groupsTransactions
+                ))
             } catch {
                 return .failure(Refusal(body: ErrorBody(error)))
             }
@@ -173,6 +206,25 @@ extension SocketServer {
             return refuse(.badRequest, ErrorBody(problem))
         } catch {
             return refuse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: "cannot check the filter against the database: \(error)"))
+        }
+    }
+
+    /// Why `group=transaction` cannot be served now, or nil: it needs the
+    /// journal, and until the first connection it is not known whether there is one.
+    private func refuseGrouping(under durability: Durability?) -> StreamRefusal? {
+        switch durability {
+        case .durable?:
+            return nil
+        case nil:
+            return refuse(.serviceUnavailable, ErrorBody(
+                code: "starting", message: "the daemon has not reached the database yet; try again shortly"
+            ))
+        case .notifyOnly?:
+            return refuse(.badRequest, ErrorBody(
+                code: "group_needs_journal",
+                message: "group=transaction needs durable mode, where the journal says which event ends a transaction; "
+                    + "this daemon runs notify-only (pgherald install --durability durable turns the journal on)"
+            ))
         }
     }
 
@@ -198,6 +250,15 @@ extension SocketServer {
         case journal(JournalReader.ReplayCursor)
         /// The position is unknown: the client must refetch everything.
         case reset(reason: String)
+    }
+
+    /// `?group=transaction`, or no grouping.
+    fileprivate static func groupsTransactions(items: [(name: String, value: String)]) throws(FilterError) -> Bool {
+        guard let group = items.last(where: { $0.name == "group" })?.value else { return false }
+        guard group == "transaction" else {
+            throw FilterError(.malformed, parameter: "group", "group is transaction (one message per commit), or left out, not '\(group.prefix(40))'")
+        }
+        return true
     }
 
     /// `Last-Event-ID` (what SSE clients send on reconnect) or `?since=`.
@@ -235,9 +296,11 @@ extension SocketServer {
 
     /// Writes the response head and the backlog, each write waited for so
     /// that a slow reader holds the replay back; returns the transactions a
-    /// journal replay covered.
+    /// journal replay covered. With a `grouper`, the backlog goes out as
+    /// whole transactions.
     private func writeStart(
-        of format: StreamFormat, backlog: Backlog, granted: EventFilter, to channel: any Channel, progress: StreamProgress
+        of format: StreamFormat, backlog: Backlog, granted: EventFilter, grouper: inout TransactionGrouper?,
+        to channel: any Channel, progress: StreamProgress
     ) async throws -> TransactionSnapshot? {
         var head = HTTPResponse(status: .ok)
         head.headerFields[.contentType] = format.contentType
@@ -249,6 +312,14 @@ extension SocketServer {
             try await channel.writeAndFlush(HTTPResponsePart.body(bytes)).get()
             progress.recordWrite()
         }
+        func send(_ events: some Collection<Event>) async throws {
+            if grouper != nil {
+                let groups = grouper!.add(events)
+                if !groups.isEmpty { try await send(format.frames(groups, allocator: channel.allocator)) }
+            } else if !events.isEmpty {
+                try await send(format.frames(events, allocator: channel.allocator))
+            }
+        }
         // The head leaves at once; SSE clients are told how soon to reconnect.
         if format == .sse {
             channel.write(HTTPResponsePart.head(head), promise: nil)
@@ -259,16 +330,22 @@ extension SocketServer {
         switch backlog {
         case .history(let events):
             for start in stride(from: 0, to: events.count, by: 512) {
-                try await send(format.frames(events[start..<min(start + 512, events.count)], allocator: channel.allocator))
+                try await send(events[start..<min(start + 512, events.count)])
+            }
+            // Delivered before this stream asked for ends to be marked, the newest transaction may lack its mark.
+            if let last = events.last, !last.endsTransaction, grouper?.isInsideTransaction == true,
+                (try? await journal.endsTransaction(last)) == true, let group = grouper?.flush() {
+                try await send(format.frames([group], allocator: channel.allocator))
             }
             return nil
         case .journal(var cursor):
             // Live events wait in the subscription's buffer meanwhile; a long
             // replay may overflow it, and the client resumes from where it got to.
             while !cursor.isFinished {
-                let page = try await journal.nextPage(&cursor, matching: granted)
-                if !page.isEmpty { try await send(format.frames(page, allocator: channel.allocator)) }
+                try await send(try await journal.nextPage(&cursor, matching: granted))
             }
+            // A replay ends with whole transactions: each it read had committed.
+            if let last = grouper?.flush() { try await send(format.frames([last], allocator: channel.allocator)) }
             return cursor.covering
         case .reset(let reason):
             try await send(ByteBuffer(string: format.resetFrame(reason: reason)))

@@ -4,8 +4,10 @@ import NIOCore
 /// How `/events` frames events.
 public enum StreamFormat: String, Sendable, CaseIterable {
     /// Server-Sent Events: `id:` event id, `event:` op, `data:` the event JSON.
+    /// With `group=transaction`: `id:` the last event's id, `event: transaction`,
+    /// `data:` the transaction's JSON.
     case sse
-    /// One event JSON object per line.
+    /// One event JSON object per line; with `group=transaction`, one transaction per line.
     case ndjson
 
     public var contentType: String {
@@ -21,7 +23,15 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     /// CRLF), for ``DirectChunkWriter``.
     func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
         // Each event's bytes are looked up once: one replayed from the journal is encoded here.
-        let encoded = events.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }
+        frames(encoded: events.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }, allocator: allocator, asHTTPChunk: asHTTPChunk)
+    }
+
+    /// Whole transactions (`group=transaction`), one frame each.
+    func frames(_ groups: [TransactionGroup], allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
+        frames(encoded: groups.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }, allocator: allocator, asHTTPChunk: asHTTPChunk)
+    }
+
+    private func frames(encoded: [[UInt8]], allocator: ByteBufferAllocator, asHTTPChunk: Bool) -> ByteBuffer {
         let size = encoded.reduce(self == .ndjson ? encoded.count : 0) { $0 + $1.count }
         var buffer = allocator.buffer(capacity: size + (asHTTPChunk ? 20 : 0))
         if asHTTPChunk {

@@ -71,6 +71,8 @@ struct Tail: AsyncParsableCommand {
             switch message {
             case .event(let event):
                 printEvent(event)
+            case .transaction(let group):
+                group.events.forEach(printEvent)
             case .reconnected where !connected:
                 Self.status("connected to \(socket.path)")
             case .reconnected:

@@ -24,7 +24,7 @@ final class ResumingSubscriber: Sendable {
                 case .event(let event): received.events.withLock { $0.append(event) }
                 case .reset(let reason): received.resets.withLock { $0.append(reason) }
                 case .reconnected: received.reconnects.withLock { $0.append(received.events.withLock { $0.count }) }
-                case .unreachable: break
+                case .unreachable, .transaction: break
                 }
             }
         }
