@@ -37,6 +37,24 @@ enum EventFields {
         number(in: line, after: find(#""record":{"id":"#, in: line))
     }
 
+    /// Each event's `count` and `at` in a transaction frame's
+    /// `{"txid":…,"count":N,"events":[{…},…]}`, in order.
+    static func groupedEvents(in line: UnsafeRawBufferPointer) -> [(count: UInt64, at: Int64)] {
+        guard var start = find(#""events":["#, in: line) else { return [] }
+        var events: [(count: UInt64, at: Int64)] = []
+        // The daemon writes count first and at last, right after txid; the rows lie between.
+        while let countStart = find(#""count":"#, in: UnsafeRawBufferPointer(rebasing: line[start...])).map({ $0 + start }),
+            let count = number(in: line, after: countStart),
+            let txid = find(#""txid":""#, in: UnsafeRawBufferPointer(rebasing: line[countStart...])).map({ $0 + countStart }),
+            let at = find(#""at":""#, in: UnsafeRawBufferPointer(rebasing: line[txid...])).map({ $0 + txid }),
+            let time = time(in: line, at: at, fractionDigits: 6)
+        {
+            events.append((count, time))
+            start = at
+        }
+        return events
+    }
+
     private static func number(in line: UnsafeRawBufferPointer, after start: Int?) -> UInt64? {
         guard var index = start else { return nil }
         var value: UInt64 = 0

@@ -34,6 +34,7 @@ struct MarkdownReport {
         webhooks()
         nats()
         liveQueries()
+        transactions()
         accessControl()
         twoDaemons()
         realtime()
@@ -331,6 +332,26 @@ struct MarkdownReport {
                     run.result.label, "\(run.committed)", "\(run.result.received)", figures.map { "\($0.queriesRun)" } ?? "-", perSecond,
                     milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
                     format(run.result.clientCPUSeconds, 2),
+                ]
+            }
+        )
+    }
+
+    /// The same load per event and per commit (`group=transaction`).
+    private mutating func transactions() {
+        let runs = results.runs("transactions")
+        guard !runs.isEmpty else { return }
+        line("### p. Whole transactions: one message per commit")
+        line()
+        line("100 subscribers while writers commit 10-row transactions at 100/s: per event (`GET /events`), then one message per commit (`GET /events?group=transaction`), each message checked to hold its transaction's 10 rows in order. Latency is each row's receipt minus its `at`.")
+        line()
+        table(
+            ["run", "delivered ratio", "rows delivered/s", "p50 ms", "p99 ms", "pgherald CPU s / 1000 rows delivered", "failed streams"],
+            runs.map { run in
+                [
+                    run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                    milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
+                    run.result.failedStreams == 0 ? "0" : "\(run.result.failedStreams): \(run.result.firstFailure ?? "")",
                 ]
             }
         )

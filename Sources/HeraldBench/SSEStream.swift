@@ -19,6 +19,9 @@ final class SSEStream: BenchStream {
     /// Reads a `data:` line instead of the event reader, for streams that
     /// are not `/events` (a live query's frames).
     var onData: ((_ line: UnsafeRawBufferPointer, _ now: Int64, _ record: inout StreamRecord) -> Void)?
+    /// With `group=transaction`: how many events each transaction must hold;
+    /// one that arrives split, or merged with another, fails the stream.
+    var transactionSize: Int?
     /// Whether the daemon refused or broke the stream in a way a resume cannot mend.
     var failure: String?
     private var partialLine: [UInt8] = []
@@ -100,7 +103,13 @@ final class SSEStream: BenchStream {
                 onData(line, now, &record)
                 return
             }
-            if let count = EventFields.count(in: line), let at = EventFields.timestamp(in: line) {
+            if frameEvent == "transaction" {
+                let events = EventFields.groupedEvents(in: line)
+                if let transactionSize, events.count != transactionSize, failure == nil {
+                    failure = "a transaction of \(transactionSize) rows arrived as a message of \(events.count)"
+                }
+                for event in events { record.record(count: event.count, at: event.at, now: now) }
+            } else if let count = EventFields.count(in: line), let at = EventFields.timestamp(in: line) {
                 record.record(count: count, at: at, now: now)
             }
         case UInt8(ascii: "i"):  // id: N

@@ -22,14 +22,19 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "sse (GET /events) or realtime (WebSocket, Supabase Realtime postgres_changes on bench_event).")
     var `protocol`: StreamProtocol = .sse
 
+    @Option(help: "With a number N: GET /events?group=transaction, every message checked to hold N events (the writers' rows per transaction).")
+    var transactionSize: Int?
+
     @OptionGroup var run: RunOptions
 
     func run() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         switch self.protocol {
         case .sse:
-            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket] loop in
-                SSEStream(socketPath: socket, path: "/events", eventLoop: loop)
+            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket, transactionSize] loop in
+                let stream = SSEStream(socketPath: socket, path: transactionSize == nil ? "/events" : "/events?group=transaction", eventLoop: loop)
+                stream.transactionSize = transactionSize
+                return stream
             })
         case .realtime:
             try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket] loop in
