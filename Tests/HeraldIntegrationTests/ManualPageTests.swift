@@ -162,6 +162,10 @@ extension IntegrationTests {
               ca_file: \(directory.path)/password
               max_in_flight: 100
               ack_timeout: 3s
+            console:
+              enabled: true
+              listen: 127.0.0.1:9188
+              key: 0123456789abcdef0123
             queries:
               enrolments_by_course:
                 sql: select course_id, count(*) as enrolled from enrols_in where course_id = $1 group by 1
@@ -189,7 +193,8 @@ extension IntegrationTests {
             #expect(read.subtracting(documented).sorted() == [], "keys serve reads that pgherald.yaml(5) lacks: run scripts/man-pages")
             // Second ways to give a secret, which one file cannot hold beside the first, and the
             // JWT roles, which check-config counts rather than prints.
-            let alternatives: Set = ["webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME", "nats.token_file",
+            // The console is on with a console: section, which is no setting of its own.
+            let alternatives: Set = ["console", "console.key_file", "webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME", "nats.token_file",
                                       "nats.nkey_seed_file", "nats.credentials_file"]
             #expect(documented.subtracting(read).subtracting(alternatives).sorted() == [], "pgherald.yaml(5) names keys serve does not read")
         }

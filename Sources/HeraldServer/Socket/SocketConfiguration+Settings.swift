@@ -22,11 +22,15 @@ extension SocketConfiguration {
         let buffer = try settings.int("socket.subscriber_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
         let heartbeat = try settings.value("socket.heartbeat_interval", default: "15s" as HumanDuration, expected: "a duration such as 15s")
         let writeRate = try settings.int("socket.write_rate", default: 50_000, in: 0...Int.max)
-        guard enabled else { return nil }
+        let console = try ConsoleConfiguration.read(from: settings)
+        guard enabled else {
+            if console != nil { throw settings.fail("console", "the console is served by the socket, and socket.enabled is false") }
+            return nil
+        }
         return SocketConfiguration(
             path: path, mode: mode, group: group, maximumSubscribers: maximum, maximumConnections: connections,
             idleTimeout: idleTimeout.duration, mailboxCapacity: buffer,
-            heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate
+            heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate, console: console
         )
     }
 }

@@ -34,6 +34,9 @@ public struct SocketConfiguration: Sendable, Equatable {
     /// at high fan-out fewer, larger writes keep the latency bounded where one
     /// write per event would overload the machine. `nil`: write every batch at once.
     public var writeRate: Int?
+    /// The live console (`console:`), served at `/console` and, with
+    /// `console.listen`, on TCP too. Default: off.
+    public var console: ConsoleConfiguration?
 
     public init(
         path: String,
@@ -44,7 +47,8 @@ public struct SocketConfiguration: Sendable, Equatable {
         idleTimeout: Duration = .seconds(10),
         mailboxCapacity: Int = 4096,
         heartbeatInterval: Duration = .seconds(15),
-        writeRate: Int? = 50_000
+        writeRate: Int? = 50_000,
+        console: ConsoleConfiguration? = nil
     ) {
         self.path = path
         self.mode = mode
@@ -55,6 +59,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.mailboxCapacity = mailboxCapacity
         self.heartbeatInterval = heartbeatInterval
         self.writeRate = writeRate
+        self.console = console
     }
 
     /// How long a stream waits after a write before its next one, with

@@ -77,9 +77,22 @@ extension SocketServer {
         }
         // Before the catalog is asked, so a refused peer cannot tell which tables exist.
         let policy = access.withLock { $0 }
-        let peer = policy == nil ? nil : await PeerCredentials.of(channel)
+        let peer: PeerCredentials?
+        let viewer: (scope: AccessScope, identity: String?)
+        if Self.isConsoleListener(channel) {
+            // The console's TCP listener: a key, not the peer, says what may be seen.
+            switch consoleViewer(presenting: Self.presentedKey(head)) {
+            case .success(let found): viewer = (found.scope, found.name)
+            case .failure(let refusal): return .refused(refuse(refusal.status, refusal.body))
+            }
+            peer = nil
+        } else {
+            peer = policy == nil ? nil : await PeerCredentials.of(channel)
+            let (scope, identity) = scope(of: peer, under: policy)
+            viewer = (scope, identity.map(String.init(describing:)))
+        }
         let filter: EventFilter
-        switch grant(parsed.requested, to: peer, under: policy) {
+        switch grant(parsed.requested, to: viewer) {
         case .success(let narrowed): filter = narrowed
         case .failure(let refusal): return .refused(refusal)
         }
@@ -187,7 +200,7 @@ extension SocketServer {
             let items = URI(head.path ?? "/").queryParameters.map { (name: String($0.key), value: String($0.value)) }
             do throws(FilterError) {
                 let format = try SocketServer.streamFormat(items: items, accept: head.headerFields[.accept])
-                let requested = try FilterQuery.parse(items, ignoring: ["format", "since", "group"])
+                let requested = try FilterQuery.parse(items, ignoring: ["format", "since", "group", "key"])
                 let resumeFrom = try SocketServer.resumePosition(items: items, lastEventID: head.headerFields[lastEventID])
                 let groupsTransactions = try SocketServer.groupsTransactions(items: items)
                 return .success(StreamRequest(
@@ -228,14 +241,13 @@ extension SocketServer {
         }
     }
 
-    /// `requested` narrowed to what `peer` may see, or a 403.
-    private func grant(_ requested: EventFilter, to peer: PeerCredentials?, under policy: AccessPolicy?) -> Result<EventFilter, StreamRefusal> {
-        let (scope, identity) = scope(of: peer, under: policy)
+    /// `requested` narrowed to what the viewer may see, or a 403.
+    private func grant(_ requested: EventFilter, to viewer: (scope: AccessScope, identity: String?)) -> Result<EventFilter, StreamRefusal> {
         do {
-            return .success(try requested.narrowed(to: scope))
+            return .success(try requested.narrowed(to: viewer.scope))
         } catch {
             logger.notice("refused a stream outside the peer's grant", metadata: [
-                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(error.message)",
+                "peer": "\(viewer.identity ?? "unknown")", "reason": "\(error.message)",
                 "filter": "\(FilterQuery.queryItems(for: requested))",
             ])
             return .failure(refuse(.forbidden, ErrorBody(code: "forbidden", message: error.message)))

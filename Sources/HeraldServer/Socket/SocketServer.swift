@@ -17,6 +17,8 @@ import Synchronization
 /// - `GET /stats`: ``DaemonStatistics`` as JSON.
 /// - `GET /healthz`: 200 while listening, 503 with a reason otherwise.
 /// - `GET /metrics`: Prometheus text (``DaemonMetrics``).
+/// - `GET /console`: the live console, with `console:` (see ``ConsoleConfiguration``),
+///   also on TCP with `console.listen`, where only the console is served.
 ///
 /// With an ``AccessPolicy``, each connection's peer (`SO_PEERCRED`) gets only
 /// what its grant covers: `/events` outside it is refused with 403, a wider
@@ -104,6 +106,7 @@ public final class SocketServer: Service, Sendable {
         let router = Router(context: SocketRequestContext.self)
         addRoutes(to: router)
         addQueryRoutes(to: router)
+        if configuration.console != nil { addConsoleRoutes(to: router, onTCP: false) }
         let connections = SocketLimitsHandler.Counter(limit: configuration.maximumConnections)
         let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
         let server: HTTPServerBuilder
@@ -163,6 +166,10 @@ public final class SocketServer: Service, Sendable {
                 group.addTask {
                     for await error in securing { throw error }
                 }
+                if let address = configuration.console?.listen {
+                    let console = consoleApplication(at: address)
+                    group.addTask { try await console.run() }
+                }
                 while try await group.next() != nil {}
             }
         } onGracefulShutdown: { [self] in
@@ -174,6 +181,34 @@ public final class SocketServer: Service, Sendable {
             for query in queries { query.subscription.cancel() }
         }
         await waitForStreamsToEnd(within: .seconds(2))
+    }
+
+    /// The console on TCP: its page, state and controls, and `/events` for
+    /// its tail, each asking for a key. Nothing else of the socket's API is
+    /// reachable there.
+    private func consoleApplication(at address: ListenAddress) -> some ApplicationProtocol {
+        let router = Router(context: SocketRequestContext.self)
+        addConsoleRoutes(to: router, onTCP: true)
+        // The console holds a few connections per viewer; this bounds what a flood of them can take.
+        let connections = SocketLimitsHandler.Counter(limit: 256)
+        let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil)], idleTimeout: requestTimeout
+        )
+        let server = HTTPServerBuilder { [self] responder in
+            SocketChildChannel(
+                inner: HTTP1Channel(responder: responder, configuration: http1), server: self, connections: connections, requestTimeout: requestTimeout
+            )
+        }
+        return Application(
+            router: router,
+            server: server,
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "pgherald"),
+            onServerRunning: { [logger] _ in
+                logger.info("console listening", metadata: ["address": "http://\(address)/console"])
+            },
+            logger: logger
+        )
     }
 
     /// Waits until every stream has written its end and closed, or `limit` has passed.

@@ -16,9 +16,9 @@ struct PeerClient {
         )
     }
 
-    /// GET a small document: the status and the body.
-    func get(_ path: String) async throws -> (status: Int, body: String) {
-        let result = try await process(["-w", "\n%{http_code}", "http://localhost\(path)"]).finish(within: 10)
+    /// GET (or `method`) a small document: the status and the body.
+    func get(_ path: String, method: String = "GET") async throws -> (status: Int, body: String) {
+        let result = try await process(["-X", method, "-w", "\n%{http_code}", "http://localhost\(path)"]).finish(within: 10)
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }

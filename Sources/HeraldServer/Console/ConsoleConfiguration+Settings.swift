@@ -1,0 +1,50 @@
+import Herald
+public import HeraldRealtime
+public import HeraldSettings
+
+extension ConsoleConfiguration {
+    /// The `console:` section; nil without one, or with `console.enabled: false`.
+    public static func read(from settings: SettingsReader) throws(ConfigurationError) -> ConsoleConfiguration? {
+        // An empty `console:` turns it on too.
+        guard settings.fileContains("console") || !settings.fileKeys(under: "console").isEmpty else { return nil }
+        let enabled = try settings.bool("console.enabled", default: true)
+        let listenText = settings.string("console.listen")
+        var listen: ListenAddress?
+        if let listenText {
+            guard let address = ListenAddress(listenText) else {
+                throw settings.fail("console.listen", "'\(listenText)' is not HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080")
+            }
+            listen = address
+        }
+        let key = try consoleKey(settings)
+        if listen != nil, key == nil, settings.fileSections(under: "realtime.keys").isEmpty {
+            throw settings.fail(
+                "console.listen",
+                "a console on TCP asks for a key, and none is configured: add console.key_file (such as `openssl rand -hex 24` in a file), or realtime.keys"
+            )
+        }
+        guard enabled else { return nil }
+        return ConsoleConfiguration(listen: listen, key: key)
+    }
+
+    private static func consoleKey(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key? {
+        let secret: String
+        if let inline = settings.string("console.key", secret: true, recorded: false) {
+            secret = inline
+            settings.record("console.key", "(set, \(inline.count) characters)")
+        } else if let reference = settings.string("console.key_file", recorded: false) {
+            let (path, lines) = try settings.secretFile(reference, key: "console.key_file")
+            guard let first = lines.first?.trimmingCharacters(in: .whitespaces), !first.isEmpty else {
+                throw settings.fail("console.key_file", "\(path) is empty")
+            }
+            secret = first
+            settings.record("console.key_file", "\(path) (read)")
+        } else {
+            return nil
+        }
+        guard secret.utf8.count >= 16 else {
+            throw settings.fail("console.key", "the console key must be at least 16 characters, such as `openssl rand -hex 24`")
+        }
+        return RealtimeCredentials.Key(name: "console", secret: secret, grant: AccessGrant())
+    }
+}
