@@ -137,6 +137,7 @@ public final class WebhookService: Service, Sendable {
                 let backlog = state.backlogs[endpoint.name] ?? WebhookStore.Backlog()
                 figures.backlog = backlog.pending
                 figures.oldestPendingSeconds = backlog.oldestPendingSeconds
+                figures.nextRetryAt = backlog.nextRetryAt
                 figures.dead = backlog.dead
                 all[endpoint.name] = figures
             }

@@ -14,6 +14,8 @@ extension WebhookStore {
         public var failing: Int
         public var dead: Int
         public var oldestPendingSeconds: Double?
+        /// When the earliest retry of a failed delivery is due (ISO 8601, UTC); nil when none waits for one.
+        public var nextRetryAt: String?
         public var lastStatus: Int?
         public var lastError: String?
         /// For ordered endpoints: the event that holds the others back, if it is being retried.
@@ -49,6 +51,8 @@ extension WebhookStore {
                        count(*) FILTER (WHERE leased_by IS NOT NULL AND next_attempt_at > now()) AS in_flight,
                        count(*) FILTER (WHERE attempts > 0 AND leased_by IS NULL) AS failing,
                        extract(epoch FROM now() - min(created_at))::float8 AS oldest_seconds,
+                       to_char(min(next_attempt_at) FILTER (WHERE attempts > 0 AND leased_by IS NULL) AT TIME ZONE 'UTC',
+                               'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS next_retry_at,
                        (array_agg(last_status ORDER BY last_attempt_at DESC NULLS LAST))[1] AS last_status,
                        (array_agg(last_error ORDER BY last_attempt_at DESC NULLS LAST))[1] AS last_error,
                        (array_agg(event_id::text || CASE WHEN attempts > 0 AND leased_by IS NULL
@@ -59,6 +63,7 @@ extension WebhookStore {
             for row in pending.namedRows {
                 var backlog = Backlog(pending: try row.value("pending"), inFlight: try row.value("in_flight"), failing: try row.value("failing"))
                 backlog.oldestPendingSeconds = try row.optional("oldest_seconds")
+                backlog.nextRetryAt = try row.text("next_retry_at")
                 backlog.lastStatus = try row.optional("last_status")
                 backlog.lastError = try row.text("last_error")
                 backlog.heldBy = try row.text("held_by")

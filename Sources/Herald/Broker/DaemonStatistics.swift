@@ -55,6 +55,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         /// Deliveries waiting in the database (for every daemon), as last measured.
         public var backlog: Int?
         public var oldestPendingSeconds: Double?
+        /// When the earliest retry of a failed delivery is due (ISO 8601, UTC), as last measured.
+        public var nextRetryAt: String?
         public var dead: Int?
 
         public init() {}

@@ -158,18 +158,23 @@ extension ConsolePage {
       title.textContent = 'Webhook endpoints';
       const table = document.createElement('table');
       const head = table.createTHead().insertRow();
-      for (const name of ['endpoint', 'backlog', 'retrying', 'dead', 'last error']) cell(head, name);
+      for (const name of ['endpoint', 'backlog', 'next retry', 'dead', 'last error']) cell(head, name);
       const body = table.createTBody();
       for (const name of names) {
         const endpoint = webhooks[name];
         const row = body.insertRow();
         cell(row, name);
         cell(row, endpoint.backlog === undefined ? '-' : endpoint.backlog, 'number');
-        cell(row, endpoint.failing ? 'yes, oldest pending ' + formatDuration(endpoint.oldestPendingSeconds || 0) : 'no');
+        cell(row, endpoint.nextRetryAt ? nextRetry(endpoint.nextRetryAt) : (endpoint.failing ? 'probing' : 'no'));
         cell(row, endpoint.dead === undefined ? '-' : endpoint.dead, 'number');
         cell(row, endpoint.lastError || (endpoint.lastStatus ? 'HTTP ' + endpoint.lastStatus : ''));
       }
       box.append(title, table);
+    }
+
+    function nextRetry(at) {
+      const seconds = (Date.parse(at) - Date.now()) / 1000;
+      return seconds > 0 ? 'in ' + formatDuration(seconds) : 'due now';
     }
 
     function renderDeadLetters(letters, mayControl) {
