@@ -35,6 +35,7 @@ struct MarkdownReport {
         nats()
         liveQueries()
         transactions()
+        console()
         accessControl()
         twoDaemons()
         realtime()
@@ -352,6 +353,26 @@ struct MarkdownReport {
                     run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
                     milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
                     run.result.failedStreams == 0 ? "0" : "\(run.result.failedStreams): \(run.result.firstFailure ?? "")",
+                ]
+            }
+        )
+    }
+
+    /// c.'s 100-subscriber run with and without ten consoles open.
+    private mutating func console() {
+        let runs = results.runs("console")
+        guard !runs.isEmpty else { return }
+        line("### q. The console: what ten open pages cost")
+        line()
+        line("c.'s 100 subscribers at 1000 events/s, then the same with ten consoles open beside them: each page is one more `/events` stream and one `GET /console/state` a second.")
+        line()
+        table(
+            ["run", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "pgherald CPU s", "pgherald CPU s / 1000 deliveries"],
+            runs.map { run in
+                [
+                    run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                    milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
+                    run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
                 ]
             }
         )

@@ -23,3 +23,30 @@ extension SettingsReader {
         return (path, lines)
     }
 }
+
+extension SettingsReader {
+    /// A key given inline as `prefix.key` or on the first line of
+    /// `prefix.key_file`, recorded for `check-config` without its value; nil
+    /// when neither is given.
+    /// - Throws: an empty file, or a key shorter than `minimumLength`, naming `what`.
+    public func keySecret(under prefix: String, minimumLength: Int, what: String) throws(ConfigurationError) -> String? {
+        let secret: String
+        if let inline = string("\(prefix).key", secret: true, recorded: false) {
+            secret = inline
+            record("\(prefix).key", "(set, \(inline.count) characters)")
+        } else if let reference = string("\(prefix).key_file", recorded: false) {
+            let (path, lines) = try secretFile(reference, key: "\(prefix).key_file")
+            guard let first = lines.first?.trimmingCharacters(in: .whitespaces), !first.isEmpty else {
+                throw fail("\(prefix).key_file", "\(path) is empty")
+            }
+            secret = first
+            record("\(prefix).key_file", "\(path) (read)")
+        } else {
+            return nil
+        }
+        guard secret.utf8.count >= minimumLength else {
+            throw fail("\(prefix).key", "\(what) must be at least \(minimumLength) characters, such as `openssl rand -hex 24`")
+        }
+        return secret
+    }
+}

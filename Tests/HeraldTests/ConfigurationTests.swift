@@ -211,6 +211,26 @@ import Testing
         #expect(error.key == "metrics.listen")
     }
 
+    @Test func theConsoleIsOffWithoutItsSectionAndOnTCPOnlyWithAKey() async throws {
+        #expect(try await load("")[SocketServer.self]?.console == nil)
+        #expect(try await load("console: {}\n")[SocketServer.self]?.console == ConsoleConfiguration())
+        #expect(try await load("console:\n  enabled: false\n  listen: 127.0.0.1:8080\n  key: 0123456789abcdef\n")[SocketServer.self]?.console == nil)
+        let keyed = try await load("console:\n  listen: '[::1]:8080'\n  key: 0123456789abcdef\n")[SocketServer.self]?.console
+        #expect(keyed?.listen == ListenAddress("[::1]:8080"))
+        #expect(keyed?.key?.name == "console")
+        var error = try await rejection("console:\n  listen: 127.0.0.1:8080\n")
+        #expect(error.key == "console.listen" && error.reason.contains("asks for a key"))
+        error = try await rejection("console:\n  listen: 127.0.0.1:8080\n  key: short\n")
+        #expect(error.key == "console.key" && error.reason.contains("at least 16"))
+        error = try await rejection("console:\n  listen: eighty\n  key: 0123456789abcdef\n")
+        #expect(error.key == "console.listen")
+        error = try await rejection("socket:\n  enabled: false\nconsole: {}\n")
+        #expect(error.key == "console" && error.reason.contains("socket.enabled"))
+        // A realtime key opens a console on TCP too.
+        let viewer = try await load("console:\n  listen: 127.0.0.1:8080\nrealtime:\n  keys:\n    web:\n      key: 0123456789abcdef\n")
+        #expect(viewer[SocketServer.self]?.console?.listen != nil)
+    }
+
     @Test func theShippedExampleIsValidAndNamesEveryKey() async throws {
         let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appending(path: "systemd/pgherald.yaml").path

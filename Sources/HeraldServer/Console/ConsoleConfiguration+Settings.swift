@@ -28,23 +28,8 @@ extension ConsoleConfiguration {
     }
 
     private static func consoleKey(_ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key? {
-        let secret: String
-        if let inline = settings.string("console.key", secret: true, recorded: false) {
-            secret = inline
-            settings.record("console.key", "(set, \(inline.count) characters)")
-        } else if let reference = settings.string("console.key_file", recorded: false) {
-            let (path, lines) = try settings.secretFile(reference, key: "console.key_file")
-            guard let first = lines.first?.trimmingCharacters(in: .whitespaces), !first.isEmpty else {
-                throw settings.fail("console.key_file", "\(path) is empty")
-            }
-            secret = first
-            settings.record("console.key_file", "\(path) (read)")
-        } else {
-            return nil
+        try settings.keySecret(under: "console", minimumLength: 16, what: "the console key").map {
+            RealtimeCredentials.Key(name: "console", secret: $0, grant: AccessGrant())
         }
-        guard secret.utf8.count >= 16 else {
-            throw settings.fail("console.key", "the console key must be at least 16 characters, such as `openssl rand -hex 24`")
-        }
-        return RealtimeCredentials.Key(name: "console", secret: secret, grant: AccessGrant())
     }
 }

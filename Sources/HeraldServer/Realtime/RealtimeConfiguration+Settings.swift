@@ -42,22 +42,8 @@ extension RealtimeConfiguration {
         for key in settings.fileKeys(under: prefix) where !keySettings.contains(where: { key == "\(prefix).\($0)" }) {
             throw settings.fail(key, "not a realtime key setting (known: \(keySettings.joined(separator: ", ")))")
         }
-        let secret: String
-        if let inline = settings.string("\(prefix).key", secret: true, recorded: false) {
-            secret = inline
-            settings.record("\(prefix).key", "(set, \(inline.count) characters)")
-        } else if let reference = settings.string("\(prefix).key_file", recorded: false) {
-            let (path, lines) = try settings.secretFile(reference, key: "\(prefix).key_file")
-            guard let first = lines.first?.trimmingCharacters(in: .whitespaces), !first.isEmpty else {
-                throw settings.fail("\(prefix).key_file", "\(path) is empty")
-            }
-            secret = first
-            settings.record("\(prefix).key_file", "\(path) (read)")
-        } else {
+        guard let secret = try settings.keySecret(under: prefix, minimumLength: 16, what: "a realtime key") else {
             throw settings.fail("\(prefix).key_file", "every realtime key needs key_file (or key): the apikey its clients present")
-        }
-        guard secret.utf8.count >= 16 else {
-            throw settings.fail("\(prefix).key", "a realtime key must be at least 16 characters, such as `openssl rand -hex 24`")
         }
         return RealtimeCredentials.Key(name: name, secret: secret, grant: try settings.grant(under: prefix))
     }

@@ -125,10 +125,14 @@ extension SocketServer {
         outputs.all.lazy.compactMap { $0 as? any DeadLetterQueue }.first
     }
 
+    /// The oldest 100 dead letters, read at most once a second however many consoles are open.
     private func deadLetterSummaries() async -> [DeadLetterSummary]? {
         guard let queue = deadLetterQueue else { return nil }
+        if let cached = recentDeadLetters.withLock({ $0 }), ContinuousClock.now - cached.at < .seconds(1) { return cached.letters }
         do {
-            return try await queue.deadLetterSummaries(limit: 100)
+            let letters = try await queue.deadLetterSummaries(limit: 100)
+            recentDeadLetters.withLock { $0 = (.now, letters) }
+            return letters
         } catch {
             logger.warning("cannot read the dead letters for the console", metadata: ["error": "\(error)"])
             return nil

@@ -50,6 +50,8 @@ public final class SocketServer: Service, Sendable {
     /// One ``WriteTicker`` per event loop; the loops live as long as the server.
     let writeTickers = Mutex<[ObjectIdentifier: WriteTicker]>([:])
     private let serving = OneShotFlag()
+    /// What the consoles were last shown of the dead letters, and when it was read.
+    let recentDeadLetters = Mutex<(at: ContinuousClock.Instant, letters: [DeadLetterSummary])?>(nil)
 
     public init(
         configuration: SocketConfiguration,
