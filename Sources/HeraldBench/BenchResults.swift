@@ -10,7 +10,19 @@ struct BenchResults: Codable {
     var bulkStatements: BulkStatements?
     /// Scenario l.'s writers with no trigger (no events to receive); absent before it was measured.
     var writersWithoutTrigger: [WriterBaseline]?
+    /// Scenario r.: the kernel's cost of the same writes with nothing else done (bench/floor.c); absent before it was measured.
+    var floor: [Floor]?
     var runs: [Run]
+
+    /// One run of bench/floor.c: a writer writing each event's frame to every socket, an epoll reader reading them.
+    struct Floor: Codable {
+        var sockets: Int
+        var eventsPerSecond: Int
+        var frameBytes: Int
+        var writes: Int
+        var writerMicrosecondsPerWrite: Double
+        var readerMicrosecondsPerRead: Double
+    }
 
     struct WriterBaseline: Codable {
         var writers: Int

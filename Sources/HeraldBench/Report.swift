@@ -36,6 +36,7 @@ struct MarkdownReport {
         liveQueries()
         transactions()
         console()
+        kernelFloor()
         accessControl()
         twoDaemons()
         realtime()
@@ -353,6 +354,28 @@ struct MarkdownReport {
                     run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
                     milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
                     run.result.failedStreams == 0 ? "0" : "\(run.result.failedStreams): \(run.result.firstFailure ?? "")",
+                ]
+            }
+        )
+    }
+
+    /// The kernel's cost of c.'s writes with nothing else done, beside what pgherald spent per delivery in c.
+    private mutating func kernelFloor() {
+        guard let floor = results.floor, !floor.isEmpty else { return }
+        line("### r. The kernel's floor: one write and one reader wake-up")
+        line()
+        line("`bench/floor.c` writes a frame to each of N Unix stream sockets per event, at c.'s rates, with nothing else done; one epoll reader reads them, as the load client does. Beside it, what pgherald spent per delivery in c. with the same shape.")
+        line()
+        table(
+            ["shape", "frame bytes", "writer µs per write", "reader µs per read", "pgherald µs per delivery (c.)", "pgherald / writer floor"],
+            floor.map { measured in
+                let ours = results.runs("latency").first { $0.result.subscribers == measured.sockets && $0.rate == measured.eventsPerSecond }
+                let perDelivery = ours?.daemonCPUPerThousand.map { $0 * 1000 }
+                return [
+                    "\(measured.sockets) sockets × \(measured.eventsPerSecond) events/s", "\(measured.frameBytes)",
+                    format(measured.writerMicrosecondsPerWrite, 2), format(measured.readerMicrosecondsPerRead, 2),
+                    perDelivery.map { format($0, 2) } ?? "-",
+                    perDelivery.map { format($0 / measured.writerMicrosecondsPerWrite, 1) + "×" } ?? "-",
                 ]
             }
         )
