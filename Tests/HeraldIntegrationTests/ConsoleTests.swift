@@ -182,6 +182,14 @@ extension IntegrationTests {
                   courses:
                     user: \(peer)
                     tables: [course]
+                    queries: [course_names, student_names]
+                queries:
+                  course_names:
+                    sql: select id, name from course
+                    key: [id]
+                  student_names:
+                    sql: select id, first_name from student
+                    key: [id]
                 """)
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             try database.execute("INSERT INTO course (short_code, name) VALUES ('A', 'a'); INSERT INTO student (first_name, last_name) VALUES ('S', 's')")
@@ -193,6 +201,10 @@ extension IntegrationTests {
             #expect(state.status == 200)
             #expect(state.body.contains("public.course") && !state.body.contains("public.student"))
             #expect(state.body.contains("\"mayControl\":false"))
+            // Granted by name, a query is shown only when every table it reads is granted too, as /queries/NAME decides.
+            #expect(state.body.contains("course_names") && !state.body.contains("student_names"), "\(state.body)")
+            let stats = try await client.get("/stats")
+            #expect(stats.body.contains("course_names") && !stats.body.contains("student_names"))
             #expect(try await client.get("/console/dead-letters/1/replay", method: "POST").status == 403)
         }
 

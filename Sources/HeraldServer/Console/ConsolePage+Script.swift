@@ -25,6 +25,7 @@ extension ConsolePage {
     let lastEventID = null;
     let selected = null;
     let uptime = null;
+    let lastLag = null;
 
     function authorization() {
       return key ? { Authorization: 'Bearer ' + key } : {};
@@ -133,6 +134,7 @@ extension ConsolePage {
         ['uptime', formatDuration(stats.uptimeSeconds)],
         ['version', stats.version],
         ['subscribers dropped for falling behind', stats.overflows],
+        ['lag', lastLag === null ? 'no event shown yet' : 'the last event shown arrived ' + lastLag + ' ms after its trigger ran'],
       ];
       if (stats.journal) {
         health.push(['journal', stats.journal.rows.toLocaleString() + ' events, ' + (stats.journal.bytes / 1048576).toFixed(1) + ' MiB']);
@@ -339,6 +341,7 @@ extension ConsolePage {
       const item = document.createElement('li');
       item.className = 'op-' + event.op;
       const lag = Date.now() - Date.parse(event.at);
+      if (lag >= 0) lastLag = lag;
       item.textContent = '#' + event.count + ' ' + event.op + ' ' + event.schema + '.' + event.table + ' ' + JSON.stringify(event.pk || {}) + (lag >= 0 ? ' +' + lag + ' ms' : '');
       item.dataset.count = event.count;
       item.addEventListener('click', () => showDetail(event, item));

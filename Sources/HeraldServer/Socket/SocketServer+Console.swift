@@ -88,7 +88,8 @@ extension SocketServer {
             case .failure(let refusal): return Response.json(refusal.status, refusal.body)
             }
             // Measuring the journal scans up to 100,000 rows: once every 15 s is plenty for a page open all day.
-            let statistics = self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(15)), visibleTo: viewer.scope)
+            var statistics = self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(15)), visibleTo: viewer.scope)
+            await self.narrowQueries(&statistics, to: viewer.scope)
             let deadLetters = viewer.scope == .everything ? await self.deadLetterSummaries() : nil
             return Response.json(.ok, ConsoleState(viewer: viewer.name, mayControl: viewer.mayControl, statistics: statistics, deadLetters: deadLetters))
         }

@@ -10,7 +10,9 @@ extension SocketServer {
     func addRoutes(to router: Router<SocketRequestContext>) {
         router.get("stats") { _, context in
             let scope = await self.scope(of: context.channel)
-            return self.jsonResponse(.ok, self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)), visibleTo: scope))
+            var statistics = self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)), visibleTo: scope)
+            await self.narrowQueries(&statistics, to: scope)
+            return self.jsonResponse(.ok, statistics)
         }
         router.get("healthz") { _, _ in
             let listener = self.listenerState()
@@ -41,6 +43,17 @@ extension SocketServer {
         )
         for output in outputs.all { output.contribute(to: &statistics) }
         return statistics
+    }
+
+    /// Leaves out the live queries `scope` may not subscribe to, as `/queries/NAME` would refuse them.
+    func narrowQueries(_ statistics: inout DaemonStatistics, to scope: AccessScope) async {
+        guard scope != .everything, let queries = statistics.queries, let engine = outputs.first(LiveQueryOutput.self)?.engine else { return }
+        var visible: [String: LiveQueryStatistics] = [:]
+        for (name, figures) in queries {
+            guard let tables = try? await engine.tables(of: name), scope.refusal(ofQuery: name, reading: tables) == nil else { continue }
+            visible[name] = figures
+        }
+        statistics.queries = visible
     }
 
     func listenerState() -> DaemonStatistics.Listener {
