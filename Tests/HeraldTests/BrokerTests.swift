@@ -29,12 +29,25 @@ import Testing
         #expect(event.jsonText.hasPrefix(#"{"id":"9","count":1,"op":"INSERT""#))
     }
 
-    @Test func framesEachEventOnceAsAServerSentEvent() {
+    @Test func framesAnEventAsAServerSentEventAroundItsJSON() {
         let event = Broker().publish(makeEvent(9, operation: .delete))
-        #expect(event.storage.encodedFrame != nil)
         let frame = String(decoding: event.serverSentEventFrame, as: UTF8.self)
         #expect(frame == "id: 9\nevent: DELETE\ndata: \(event.jsonText)\n\n")
         #expect(makeEvent(9, operation: .delete).serverSentEventFrame.starts(with: "id: 9\nevent: DELETE\ndata: {".utf8))
+    }
+
+    @Test func theHistoryCountsWhatItsEventsHoldInMemory() {
+        let broker = Broker(configuration: .init(historyCapacity: 1000, historyByteLimit: 64 << 10))
+        let row: JSONObject = ["id": .number(JSONNumber(1)), "payload": .string(String(repeating: "x", count: 100))]
+        let published = broker.publish((1...1000).map {
+            Event(id: String($0), operation: .insert, table: TableName(name: "bench_event"), primaryKey: ["id": .number(JSONNumber(Int64($0)))],
+                  new: row, transactionID: "7", at: "2026-11-26T12:00:00.000000Z")
+        })
+        let each = published[0].retainedBytes
+        // Its JSON, rows and object, sized to fit: not the JSON alone, nor twice it.
+        #expect(each > published[0].jsonBytes.count + 300 && each < 1000, "\(each)")
+        let (held, bytes) = broker.state.withLock { ($0.history.count, $0.history.byteCount) }
+        #expect(held < 1000 && bytes <= 64 << 10 && bytes > (64 << 10) - 2 * each, "the byte limit, not the capacity of 1000, bounds it")
     }
 
     @Test func deliversInOrderToMatchingSubscribersOnly() async throws {

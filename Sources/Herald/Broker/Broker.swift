@@ -13,7 +13,9 @@ public final class Broker: Sendable {
         public var mailboxCapacity: Int
         /// Recent events kept for subscribers that resume after a disconnect. Default 100,000.
         public var historyCapacity: Int
-        /// The most encoded bytes the history keeps. Default 64 MiB.
+        /// The most memory the history's events may take, counted as
+        /// ``Event/retainedBytes`` (their JSON, SSE frame and rows as held,
+        /// and the objects around them). Default 64 MiB.
         public var historyByteLimit: Int
 
         public init(mailboxCapacity: Int = 4096, historyCapacity: Int = 100_000, historyByteLimit: Int = 64 << 20) {

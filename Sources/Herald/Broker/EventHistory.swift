@@ -34,14 +34,14 @@ struct EventHistory {
         } else {
             notResumable.insert(event.id)
         }
-        bytes += event.jsonBytes.count
+        bytes += event.retainedBytes
         while events.count > capacity || (bytes > byteLimit && events.count > 1) {
             let evicted = events.removeFirst()
             if counts[evicted.id] == evicted.count {
                 counts[evicted.id] = nil
                 notResumable.remove(evicted.id)
             }
-            bytes -= evicted.jsonBytes.count
+            bytes -= evicted.retainedBytes
             hasEvicted = true
         }
     }

@@ -154,7 +154,10 @@ extension Event {
 
     /// Encodes the event with `count`; the broker calls this once per event.
     func encodeJSON(count: UInt64) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 512)
+        // Sized to fit: the history keeps these bytes, and spare capacity would be kept with them.
+        let rows = (primaryKeyJSON?.bytes.count ?? 4) + (newJSON?.bytes.count ?? 4) + (oldJSON?.bytes.count ?? 4)
+        let names = id.utf8.count + table.schema.utf8.count + table.name.utf8.count + transactionID.utf8.count + at.utf8.count
+        var writer = JSONWriter(reservingCapacity: 128 + rows + names)
         writer.writeRaw(UInt8(ascii: "{"))
         writer.writeKey("id", first: true)
         writer.write(string: id)

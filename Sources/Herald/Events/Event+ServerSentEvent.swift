@@ -1,14 +1,9 @@
 extension Event {
     /// The event as one Server-Sent Events frame: `id:` the event id,
     /// `event:` the op, `data:` the JSON on one line, then a blank line.
-    ///
-    /// Encoded once when the broker stamps the event, because the socket
-    /// sends these same bytes to every subscriber of the event.
+    /// The socket writes the same lines straight into its batch buffer.
     public var serverSentEventFrame: [UInt8] {
-        storage.encodedFrame ?? serverSentEventFrame(json: jsonBytes)
-    }
-
-    func serverSentEventFrame(json: [UInt8]) -> [UInt8] {
+        let json = jsonBytes
         var frame: [UInt8] = []
         frame.reserveCapacity(json.count + id.utf8.count + 32)
         frame += "id: ".utf8

@@ -25,14 +25,11 @@ public struct Event: Sendable, Hashable {
         let endsTransaction: Bool
         /// The compact JSON, encoded once by the broker when it stamps the count.
         let encodedJSON: [UInt8]?
-        /// The Server-Sent Events frame, encoded with the JSON.
-        let encodedFrame: [UInt8]?
 
         init(
             id: String, count: UInt64, operation: Operation, table: TableName,
             primaryKeyJSON: RawJSON?, newJSON: RawJSON?, oldJSON: RawJSON?,
-            transactionID: String, at: String, rowDataOmitted: Bool, endsTransaction: Bool,
-            encodedJSON: [UInt8]?, encodedFrame: [UInt8]?
+            transactionID: String, at: String, rowDataOmitted: Bool, endsTransaction: Bool, encodedJSON: [UInt8]?
         ) {
             self.id = id
             self.count = count
@@ -46,7 +43,6 @@ public struct Event: Sendable, Hashable {
             self.rowDataOmitted = rowDataOmitted
             self.endsTransaction = endsTransaction
             self.encodedJSON = encodedJSON
-            self.encodedFrame = encodedFrame
         }
     }
 
@@ -78,6 +74,22 @@ public struct Event: Sendable, Hashable {
     public var endsTransaction: Bool { storage.endsTransaction }
     var encodedJSON: [UInt8]? { storage.encodedJSON }
 
+    /// About what holding this event costs in memory: its encoded JSON and
+    /// rows as allocated, and the object, strings and index entry around
+    /// them. The history's byte limit counts this.
+    var retainedBytes: Int {
+        var bytes = Self.retainedOverhead
+        if let json = storage.encodedJSON { bytes += json.capacity + 32 }
+        if let row = primaryKeyJSON { bytes += row.bytes.capacity + 32 }
+        if let row = newJSON { bytes += row.bytes.capacity + 32 }
+        if let row = oldJSON { bytes += row.bytes.capacity + 32 }
+        return bytes
+    }
+
+    /// The storage object, its strings kept on the heap, and the history's
+    /// index entry, measured with malloc's headers.
+    static let retainedOverhead = 320
+
     init(
         id: String,
         count: UInt64 = 0,
@@ -93,8 +105,7 @@ public struct Event: Sendable, Hashable {
         storage = Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: false,
-            encodedJSON: nil, encodedFrame: nil
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: false, encodedJSON: nil
         )
     }
 
@@ -126,15 +137,15 @@ public struct Event: Sendable, Hashable {
         self.storage = storage
     }
 
-    /// This event with the broker's change count, and its JSON and
-    /// Server-Sent Events frame encoded once for every output.
+    /// This event with the broker's change count, and its JSON encoded once
+    /// for every output. SSE streams write the few lines around that JSON as
+    /// they frame a batch, so that the history keeps the JSON only.
     func stamped(count: UInt64) -> Event {
-        let json = encodeJSON(count: count)
-        return Event(storage: Storage(
+        Event(storage: Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
             transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: endsTransaction,
-            encodedJSON: json, encodedFrame: serverSentEventFrame(json: json)
+            encodedJSON: encodeJSON(count: count)
         ))
     }
 
@@ -144,7 +155,7 @@ public struct Event: Sendable, Hashable {
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
             transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: true,
-            encodedJSON: storage.encodedJSON, encodedFrame: storage.encodedFrame
+            encodedJSON: storage.encodedJSON
         ))
     }
 

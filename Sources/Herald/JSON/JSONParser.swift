@@ -312,7 +312,7 @@ public struct JSONParser: ~Copyable {
         case let first:
             var output: [UInt8] = []
             try copyValue(into: &output)
-            let raw = RawJSON(validatedBytes: output)
+            let raw = RawJSON(validatedBytes: output.compacted)
             return first == UInt8(ascii: "{") ? .object(raw) : .other(raw)
         }
     }

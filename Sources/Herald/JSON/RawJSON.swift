@@ -21,7 +21,7 @@ public struct RawJSON: Sendable, Hashable, CustomStringConvertible {
     public init(_ value: JSONValue) {
         var writer = JSONWriter()
         writer.write(value)
-        bytes = writer.bytes
+        bytes = writer.bytes.compacted
     }
 
     /// Wraps bytes the caller has already validated and minified.

@@ -22,27 +22,61 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     /// With `asHTTPChunk`, the buffer is also one HTTP/1.1 chunk (size, data,
     /// CRLF), for ``DirectChunkWriter``.
     func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
-        // Each event's bytes are looked up once: one replayed from the journal is encoded here.
-        frames(encoded: events.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }, allocator: allocator, asHTTPChunk: asHTTPChunk)
+        // Each event's JSON is looked up once: one replayed from the journal is encoded here.
+        let encoded = events.map(\.jsonBytes)
+        var size = 0
+        switch self {
+        case .sse:
+            for (event, json) in zip(events, encoded) {
+                size += json.count + event.id.utf8.count + event.operation.rawValue.utf8.count + Self.serverSentEventLines
+            }
+        case .ndjson:
+            size = encoded.reduce(encoded.count) { $0 + $1.count }
+        }
+        var buffer = Self.chunk(of: size, allocator: allocator, asHTTPChunk: asHTTPChunk)
+        for (event, json) in zip(events, encoded) {
+            switch self {
+            case .sse:
+                // The lines of Event.serverSentEventFrame, written in place rather than kept with each event.
+                buffer.writeStaticString("id: ")
+                buffer.writeString(event.id)
+                buffer.writeStaticString("\nevent: ")
+                buffer.writeString(event.operation.rawValue)
+                buffer.writeStaticString("\ndata: ")
+                buffer.writeBytes(json)
+                buffer.writeStaticString("\n\n")
+            case .ndjson:
+                buffer.writeBytes(json)
+                buffer.writeInteger(UInt8(ascii: "\n"))
+            }
+        }
+        if asHTTPChunk { buffer.writeStaticString("\r\n") }
+        return buffer
     }
+
+    /// `id: `, `\nevent: `, `\ndata: ` and the blank line: an SSE frame's bytes besides its id, op and JSON.
+    private static let serverSentEventLines = 21
 
     /// Whole transactions (`group=transaction`), one frame each.
     func frames(_ groups: [TransactionGroup], allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
-        frames(encoded: groups.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }, allocator: allocator, asHTTPChunk: asHTTPChunk)
-    }
-
-    private func frames(encoded: [[UInt8]], allocator: ByteBufferAllocator, asHTTPChunk: Bool) -> ByteBuffer {
+        let encoded = groups.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }
         let size = encoded.reduce(self == .ndjson ? encoded.count : 0) { $0 + $1.count }
-        var buffer = allocator.buffer(capacity: size + (asHTTPChunk ? 20 : 0))
-        if asHTTPChunk {
-            buffer.writeString(String(size, radix: 16))
-            buffer.writeStaticString("\r\n")
-        }
+        var buffer = Self.chunk(of: size, allocator: allocator, asHTTPChunk: asHTTPChunk)
         for bytes in encoded {
             buffer.writeBytes(bytes)
             if self == .ndjson { buffer.writeInteger(UInt8(ascii: "\n")) }
         }
         if asHTTPChunk { buffer.writeStaticString("\r\n") }
+        return buffer
+    }
+
+    /// A buffer for `size` bytes of frames; with `asHTTPChunk`, the chunk's size line is written first.
+    private static func chunk(of size: Int, allocator: ByteBufferAllocator, asHTTPChunk: Bool) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: size + (asHTTPChunk ? 20 : 0))
+        if asHTTPChunk {
+            buffer.writeString(String(size, radix: 16))
+            buffer.writeStaticString("\r\n")
+        }
         return buffer
     }
 

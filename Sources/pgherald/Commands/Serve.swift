@@ -258,6 +258,7 @@ struct Serve: AsyncParsableCommand {
             notifier: notifier, listener: listener, broker: broker, socket: outputs.first(SocketServer.self), logger: LogCategory.lifecycle.logger
         )))
 
+        services.append(.init(service: HeapTrimmer(broker: broker), successTerminationBehavior: .ignore))
         // Last of all, so that it hears the stop first and bounds it.
         services.append(.init(service: StopDeadline(grace: settings.stopGrace, logger: lifecycle), successTerminationBehavior: .ignore))
         var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)

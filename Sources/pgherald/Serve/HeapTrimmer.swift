@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Herald
+import ServiceLifecycle
+
+/// Hands back to the system the heap a burst left free, once the daemon is
+/// quiet again. Reading a large statement's events holds tens of megabytes
+/// for a moment, and glibc's malloc keeps what was freed, so a daemon that
+/// once took a 50,000-row statement stayed 40 MB larger for good
+/// (measured: `malloc_trim` took it from 47 MB to 6 MB of anonymous memory).
+/// Never under load: a trim holds malloc's locks while it walks the heap,
+/// and what it returns would be faulted back in at once (trimming every 5 s
+/// under c.'s load of 1000 streams gave stalls of up to half a second).
+struct HeapTrimmer: Service {
+    let broker: Broker
+    /// How long nothing must have been published. Default 5 s.
+    var quiet: Duration = .seconds(5)
+
+    /// glibc's `malloc_trim`, which Swift's Glibc module does not declare; nil with another libc.
+    private static let trim: (@convention(c) (Int) -> Int32)? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim")
+        .map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
+
+    func run() async throws {
+        guard let trim = Self.trim else { return }
+        var seen = broker.statistics.changeCount
+        var trimmed = seen
+        while true {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: quiet) }
+            } catch {
+                return
+            }
+            let count = broker.statistics.changeCount
+            // Quiet since the last look, and something happened since the last trim.
+            if count == seen, count != trimmed {
+                _ = trim(0)
+                trimmed = count
+            }
+            seen = count
+        }
+    }
+}
