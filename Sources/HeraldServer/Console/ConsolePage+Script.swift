@@ -151,27 +151,30 @@ extension ConsolePage {
       }
     }
 
-    function renderWebhooks(webhooks) {
-      const box = $('webhooks');
+    // A titled table in the box `id`, a row per item; nothing when there are no items.
+    function section(id, title, columns, items, render) {
+      const box = $(id);
       box.replaceChildren();
-      const names = Object.keys(webhooks).sort();
-      if (!names.length) return;
-      const title = document.createElement('h3');
-      title.textContent = 'Webhook endpoints';
+      if (!items || !items.length) return;
+      const heading = document.createElement('h3');
+      heading.textContent = title;
       const table = document.createElement('table');
       const head = table.createTHead().insertRow();
-      for (const name of ['endpoint', 'backlog', 'next retry', 'dead', 'last error']) cell(head, name);
+      for (const column of columns) cell(head, column);
       const body = table.createTBody();
-      for (const name of names) {
+      for (const item of items) render(body.insertRow(), item);
+      box.append(heading, table);
+    }
+
+    function renderWebhooks(webhooks) {
+      section('webhooks', 'Webhook endpoints', ['endpoint', 'backlog', 'next retry', 'dead', 'last error'], Object.keys(webhooks).sort(), (row, name) => {
         const endpoint = webhooks[name];
-        const row = body.insertRow();
         cell(row, name);
         cell(row, endpoint.backlog === undefined ? '-' : endpoint.backlog, 'number');
         cell(row, endpoint.nextRetryAt ? nextRetry(endpoint.nextRetryAt) : (endpoint.failing ? 'probing' : 'no'));
         cell(row, endpoint.dead === undefined ? '-' : endpoint.dead, 'number');
         cell(row, endpoint.lastError || (endpoint.lastStatus ? 'HTTP ' + endpoint.lastStatus : ''));
-      }
-      box.append(title, table);
+      });
     }
 
     function nextRetry(at) {
@@ -180,17 +183,7 @@ extension ConsolePage {
     }
 
     function renderDeadLetters(letters, mayControl) {
-      const box = $('dead-letters');
-      box.replaceChildren();
-      if (!letters || !letters.length) return;
-      const title = document.createElement('h3');
-      title.textContent = 'Dead letters';
-      const table = document.createElement('table');
-      const head = table.createTHead().insertRow();
-      for (const name of ['id', 'endpoint', 'event', 'attempts', 'error', '']) cell(head, name);
-      const body = table.createTBody();
-      for (const letter of letters) {
-        const row = body.insertRow();
+      section('dead-letters', 'Dead letters', ['id', 'endpoint', 'event', 'attempts', 'error', ''], letters, (row, letter) => {
         cell(row, letter.id);
         cell(row, letter.destination);
         cell(row, letter.eventID);
@@ -204,8 +197,7 @@ extension ConsolePage {
         button.title = mayControl ? 'send it again now' : 'replaying needs the console key';
         button.addEventListener('click', () => replay(letter.id, button));
         row.insertCell().append(button);
-      }
-      box.append(title, table);
+      });
     }
 
     async function replay(id, button) {
@@ -216,24 +208,12 @@ extension ConsolePage {
     }
 
     function renderQueries(queries) {
-      const box = $('queries');
-      box.replaceChildren();
-      const names = Object.keys(queries).sort();
-      if (!names.length) return;
-      const title = document.createElement('h3');
-      title.textContent = 'Live queries';
-      const table = document.createElement('table');
-      const head = table.createTHead().insertRow();
-      for (const name of ['query', 'subscribers', 'evaluations', 'last error']) cell(head, name);
-      const body = table.createTBody();
-      for (const name of names) {
-        const row = body.insertRow();
+      section('queries', 'Live queries', ['query', 'subscribers', 'evaluations', 'last error'], Object.keys(queries).sort(), (row, name) => {
         cell(row, name);
         cell(row, queries[name].subscribers, 'number');
         cell(row, queries[name].evaluations, 'number');
         cell(row, queries[name].lastError || '');
-      }
-      box.append(title, table);
+      });
     }
 
     function setCount(count) {
