@@ -16,6 +16,20 @@ import Testing
         #expect(!cursor.needsCheckpoint)
     }
 
+    @Test func theRestOfATransactionThatBeganLiveGoesLiveAfterTheDaemonStopsBeingParked() {
+        var cursor = DeliveryCursor(checkpoint: checkpoint)
+        cursor.swept(to: TransactionSnapshot(xmin: 20, xmax: 20))
+        #expect(cursor.live(id: 1, transactionID: 30, parked: true) == .deliver)
+        cursor.recordDelivered(id: 1, transactionID: 30)
+        cursor.unparked()
+        #expect(cursor.live(id: 2, transactionID: 30, parked: false) == .deliver, "its first event went live: the rest follows it")
+        #expect(cursor.live(id: 3, transactionID: 31, parked: false) == .sweep, "another transaction waits for the sweep")
+        cursor.recordDelivered(id: 2, transactionID: 30)
+        cursor.swept(to: TransactionSnapshot(xmin: 32, xmax: 32))
+        #expect(cursor.live(id: 4, transactionID: 30, parked: false) == .skip, "covered now")
+        #expect(cursor.live(id: 5, transactionID: 33, parked: false) == .sweep, "a new transaction while reading the journal")
+    }
+
     @Test func aRestartSweepsFromItsCheckpoint() {
         let cursor = DeliveryCursor(checkpoint: checkpoint)
         #expect(cursor.covered == checkpoint)

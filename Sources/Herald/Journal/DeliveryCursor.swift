@@ -23,6 +23,8 @@ public struct DeliveryCursor: Sendable {
     public private(set) var checkpoint: TransactionSnapshot?
     /// Events delivered live whose transactions `covered` does not show yet: event id → transaction id.
     public private(set) var deliveredLive: [UInt64: UInt64] = [:]
+    /// The transactions of ``deliveredLive``: the rest of each goes live too.
+    private var liveTransactions: Set<UInt64> = []
     /// Transactions in progress when the daemon parked, which may commit without ringing.
     public private(set) var unrung: Set<UInt64> = []
     public private(set) var lastDeliveredEventID: UInt64?
@@ -53,12 +55,18 @@ public struct DeliveryCursor: Sendable {
     public func live(id: UInt64, transactionID: UInt64, parked: Bool) -> LiveDecision {
         if let covered, covered.isVisible(transactionID) { return .skip }
         if deliveredLive[id] != nil { return .skip }
+        // A transaction's notifications can span two reads, and the daemon can
+        // stop being parked between them: the rest of one that began live goes
+        // live, so that its events stay together (a sweep would deliver them
+        // after others).
+        if liveTransactions.contains(transactionID) { return .deliver }
         return parked && unrung.isEmpty ? .deliver : .sweep
     }
 
     /// A live event reached the broker.
     public mutating func recordDelivered(id: UInt64, transactionID: UInt64) {
         deliveredLive[id] = transactionID
+        liveTransactions.insert(transactionID)
         lastDeliveredEventID = id
     }
 
@@ -79,6 +87,7 @@ public struct DeliveryCursor: Sendable {
     public mutating func swept(to snapshot: TransactionSnapshot) {
         covered = snapshot
         deliveredLive = deliveredLive.filter { !snapshot.isVisible($0.value) }
+        liveTransactions = liveTransactions.filter { !snapshot.isVisible($0) }
         unrung = unrung.filter { !snapshot.isVisible($0) }
     }
 
