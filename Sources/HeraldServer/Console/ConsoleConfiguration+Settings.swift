@@ -1,5 +1,5 @@
 import Herald
-public import HeraldRealtime
+import HeraldRealtime
 public import HeraldSettings
 
 extension ConsoleConfiguration {
