@@ -119,8 +119,10 @@ extension IntegrationTests {
             let first = try await receiver.wait { $0.count >= 3 }
             #expect(Set(first.map(\.id)).count == 1, "every attempt carries the same webhook-id")
             let gaps = zip(first.dropFirst(), first).map { $0.at - $1.at }
+            // Each wait is at least its step's lower half; that they never shrink is
+            // RetrySchedule's own test: here a retry made late by a loaded machine
+            // (one was, by 1.5 s, in a CI run) would make the first gap the longer.
             #expect(gaps[0] >= .milliseconds(450) && gaps[1] >= .milliseconds(950), "\(gaps)")
-            #expect(gaps[1] > gaps[0], "\(gaps)")
 
             try insertCourses(database, 1, prefix: "T")
             let all = try await receiver.wait { $0.count >= 5 }
