@@ -402,13 +402,20 @@ struct MarkdownReport {
         table(
             ["run", "delivered ratio", "rows delivered/s", "p50 ms", "p99 ms", "pgherald CPU s / 1000 rows delivered", "failed streams"],
             runs.map { run in
-                [
-                    run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
-                    milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
+                deliveryColumns(run) + [
+                    run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
                     run.result.failedStreams == 0 ? "0" : "\(run.result.failedStreams): \(run.result.firstFailure ?? "")",
                 ]
             }
         )
+    }
+
+    /// A run's label, delivered ratio, deliveries per second, p50 and p99: the first columns of p. and q.
+    private func deliveryColumns(_ run: BenchResults.Run) -> [String] {
+        [
+            run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+            milliseconds(run, \.p50), milliseconds(run, \.p99),
+        ]
     }
 
     /// The kernel's cost of c.'s writes with nothing else done, beside what pgherald spent per delivery in c.
@@ -444,11 +451,7 @@ struct MarkdownReport {
         table(
             ["run", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "pgherald CPU s", "pgherald CPU s / 1000 deliveries"],
             runs.map { run in
-                [
-                    run.result.label, format(run.result.deliveredRatio, 4), run.deliveriesPerSecond.map { grouped($0) } ?? "-",
-                    milliseconds(run, \.p50), milliseconds(run, \.p99), run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
-                    run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
-                ]
+                deliveryColumns(run) + [run.daemonCPUSeconds.map { format($0, 2) } ?? "-", run.daemonCPUPerThousand.map { format($0, 4) } ?? "-"]
             }
         )
     }

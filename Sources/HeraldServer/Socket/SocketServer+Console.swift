@@ -8,11 +8,14 @@ import HummingbirdCore
 import NIOCore
 
 extension SocketServer {
-    /// Who is looking at the console, and what they may do.
-    struct ConsoleViewer: Sendable {
+    /// Who is asking, on either listener, and what they may see and do:
+    /// by key on the console's TCP listener, by the peer's access rules on the socket.
+    struct Viewer: Sendable {
         /// For logs: `key console`, `key NAME`, or the socket peer.
         let name: String
         let scope: AccessScope
+        /// The socket peer, when the access rules read it; nil on TCP.
+        var peer: PeerCredentials? = nil
         /// Replaying a dead letter: the console key, or on the Unix socket a peer that sees everything.
         let mayControl: Bool
     }
@@ -46,7 +49,7 @@ extension SocketServer {
     /// The viewer on the console's TCP listener: the console key sees
     /// everything and may use the controls; a `realtime.keys` key sees what its
     /// grant covers. Anything else is refused with 401.
-    func consoleViewer(presenting key: String?) -> Result<ConsoleViewer, StreamRefusal> {
+    func consoleViewer(presenting key: String?) -> Result<Viewer, StreamRefusal> {
         guard let key, !key.isEmpty else {
             return .failure(StreamRefusal(status: .unauthorized, body: ErrorBody(code: "key_required", message: "the console on TCP asks for a key: console.key, or one of realtime.keys")))
         }
@@ -55,21 +58,23 @@ extension SocketServer {
         do {
             let identity = try RealtimeCredentials(keys: keys).identify(key, now: Date().timeIntervalSince1970)
             let isConsoleKey = configuration.console?.key.map { identity.name == "key \($0.name)" } ?? false
-            return .success(ConsoleViewer(name: identity.name, scope: identity.scope, mayControl: isConsoleKey))
+            return .success(Viewer(name: identity.name, scope: identity.scope, mayControl: isConsoleKey))
         } catch {
             logger.notice("refused a console viewer: wrong key", metadata: ["reason": "\(error)"])
             return .failure(StreamRefusal(status: .unauthorized, body: ErrorBody(code: "wrong_key", message: "the key is not the console's key or one of realtime.keys")))
         }
     }
 
-    /// The viewer of a console request on either listener: by key on TCP, by
-    /// the peer's access rules on the Unix socket.
-    func consoleViewer(of request: Request, channel: any Channel) async -> Result<ConsoleViewer, StreamRefusal> {
-        if Self.isConsoleListener(channel) { return consoleViewer(presenting: Self.presentedKey(request.head)) }
+    /// The viewer of a request on either listener: by key on TCP, by the
+    /// peer's access rules on the Unix socket.
+    func viewer(of head: HTTPRequest, channel: any Channel) async -> Result<Viewer, StreamRefusal> {
+        if Self.isConsoleListener(channel) { return consoleViewer(presenting: Self.presentedKey(head)) }
         let policy = access.withLock { $0 }
         let peer = policy == nil ? nil : await PeerCredentials.of(channel)
         let (scope, identity) = scope(of: peer, under: policy)
-        return .success(ConsoleViewer(name: identity.map { "peer \($0)" } ?? "socket peer", scope: scope, mayControl: scope == .everything))
+        return .success(Viewer(
+            name: identity.map { "peer \($0)" } ?? "socket peer", scope: scope, peer: peer, mayControl: scope == .everything
+        ))
     }
 
     /// `/console`, its assets, its state and its controls. On the TCP
@@ -82,8 +87,8 @@ extension SocketServer {
         router.get("console/app.js") { _, _ in ConsolePage.response(ConsolePage.script, contentType: "text/javascript; charset=utf-8") }
         router.get("console/app.css") { _, _ in ConsolePage.response(ConsolePage.style, contentType: "text/css; charset=utf-8") }
         router.get("console/state") { request, context in
-            let viewer: ConsoleViewer
-            switch await self.consoleViewer(of: request, channel: context.channel) {
+            let viewer: Viewer
+            switch await self.viewer(of: request.head, channel: context.channel) {
             case .success(let found): viewer = found
             case .failure(let refusal): return Response.json(refusal.status, refusal.body)
             }
@@ -94,8 +99,8 @@ extension SocketServer {
             return Response.json(.ok, ConsoleState(viewer: viewer.name, mayControl: viewer.mayControl, statistics: statistics, deadLetters: deadLetters))
         }
         router.post("console/dead-letters/:id/replay") { request, context in
-            let viewer: ConsoleViewer
-            switch await self.consoleViewer(of: request, channel: context.channel) {
+            let viewer: Viewer
+            switch await self.viewer(of: request.head, channel: context.channel) {
             case .success(let found): viewer = found
             case .failure(let refusal): return Response.json(refusal.status, refusal.body)
             }

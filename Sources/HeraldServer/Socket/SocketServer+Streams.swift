@@ -76,21 +76,12 @@ extension SocketServer {
         case .failure(let refusal): return .refused(refuse(.badRequest, refusal.body))
         }
         // Before the catalog is asked, so a refused peer cannot tell which tables exist.
-        let policy = access.withLock { $0 }
-        let peer: PeerCredentials?
-        let viewer: (scope: AccessScope, identity: String?)
-        if Self.isConsoleListener(channel) {
-            // The console's TCP listener: a key, not the peer, says what may be seen.
-            switch consoleViewer(presenting: Self.presentedKey(head)) {
-            case .success(let found): viewer = (found.scope, found.name)
-            case .failure(let refusal): return .refused(refuse(refusal.status, refusal.body))
-            }
-            peer = nil
-        } else {
-            peer = policy == nil ? nil : await PeerCredentials.of(channel)
-            let (scope, identity) = scope(of: peer, under: policy)
-            viewer = (scope, identity.map(String.init(describing:)))
+        let viewer: Viewer
+        switch await self.viewer(of: head, channel: channel) {
+        case .success(let found): viewer = found
+        case .failure(let refusal): return .refused(refuse(refusal.status, refusal.body))
         }
+        let peer = viewer.peer
         let filter: EventFilter
         switch grant(parsed.requested, to: viewer) {
         case .success(let narrowed): filter = narrowed
@@ -242,12 +233,12 @@ extension SocketServer {
     }
 
     /// `requested` narrowed to what the viewer may see, or a 403.
-    private func grant(_ requested: EventFilter, to viewer: (scope: AccessScope, identity: String?)) -> Result<EventFilter, StreamRefusal> {
+    private func grant(_ requested: EventFilter, to viewer: Viewer) -> Result<EventFilter, StreamRefusal> {
         do {
             return .success(try requested.narrowed(to: viewer.scope))
         } catch {
             logger.notice("refused a stream outside the peer's grant", metadata: [
-                "peer": "\(viewer.identity ?? "unknown")", "reason": "\(error.message)",
+                "peer": "\(viewer.name)", "reason": "\(error.message)",
                 "filter": "\(FilterQuery.queryItems(for: requested))",
             ])
             return .failure(refuse(.forbidden, ErrorBody(code: "forbidden", message: error.message)))
