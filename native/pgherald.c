@@ -1,13 +1,17 @@
 /*
- * pgherald's native statement triggers: the single-row statement, the common
- * case, published without the plpgsql interpreter or a query over the
- * transition table. A statement of any other size is handed to the plpgsql
- * trigger function of the same mode, with the same trigger data, so the
- * events are the same whichever library the server has.
+ * pgherald's native statement triggers: statements published without the
+ * plpgsql interpreter or a query over the transition tables. In durable mode
+ * that is every statement, of one row or of 100,000, whose events go into
+ * the journal in the plpgsql function's batches; in notify-only mode the
+ * single-row statement, since several rows are packed into notifications.
+ * Anything else is handed to the plpgsql trigger function of the same mode,
+ * with the same trigger data, so the events are the same whichever library
+ * the server has.
  *
- * The event is byte for byte the one pgherald.publish_statement_durable and
- * pgherald.publish_statement write for one row (sql/install.sql): row_to_json
- * for the rows, json's -> for the key, clock_timestamp in UTC for `at`.
+ * The events and journal rows are byte for byte the ones
+ * pgherald.publish_statement_durable and pgherald.publish_statement write
+ * (sql/install.sql): row_to_json for the rows, the key as json's -> reads
+ * it from them, clock_timestamp in UTC for `at`, once per statement.
  *
  * The writer needs no grant on pgherald's schema, as with the plpgsql
  * functions, which run as their owner: the journal row, the event id and
@@ -112,20 +116,62 @@ rows_in(Tuplestorestate *rows)
 	return rows == NULL ? -1 : tuplestore_tuple_count(rows);
 }
 
+/*
+ * A transition table read in order, through a read pointer of our own as a
+ * scan of it takes; an UPDATE's two tables hold old and new rows in the
+ * same order, so two readers pair them by position.
+ */
+typedef struct RowReader
+{
+	Tuplestorestate *rows;
+	TupleTableSlot *slot;
+	int			pointer;
+} RowReader;
+
+static void
+open_rows(RowReader *reader, Tuplestorestate *rows, TupleDesc desc)
+{
+	reader->rows = rows;
+	reader->slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	reader->pointer = tuplestore_alloc_read_pointer(rows, 0);
+	tuplestore_select_read_pointer(rows, reader->pointer);
+	tuplestore_rescan(rows);
+}
+
+/*
+ * The next row, as row_to_json writes it. The slot lets go of the row at
+ * once: a tuplestore that has spilled to disk reads each row into memory
+ * of the caller's context, which the caller may reset before the next.
+ */
+static text *
+next_row_json(RowReader *reader)
+{
+	text	   *json;
+
+	tuplestore_select_read_pointer(reader->rows, reader->pointer);
+	if (!tuplestore_gettupleslot(reader->rows, true, false, reader->slot))
+		elog(ERROR, "pgherald: the transition table lost a row");
+	json = DatumGetTextPP(DirectFunctionCall1(row_to_json, ExecFetchSlotHeapTupleDatum(reader->slot)));
+	ExecClearTuple(reader->slot);
+	return json;
+}
+
+static void
+close_rows(RowReader *reader)
+{
+	ExecDropSingleTupleTableSlot(reader->slot);
+}
+
 /* The only row of a transition table, as row_to_json writes it. */
 static text *
 only_row_json(Tuplestorestate *rows, TupleDesc desc)
 {
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	RowReader	reader;
 	text	   *json;
 
-	/* A read pointer of our own, as a scan of the transition table takes. */
-	tuplestore_select_read_pointer(rows, tuplestore_alloc_read_pointer(rows, 0));
-	tuplestore_rescan(rows);
-	if (!tuplestore_gettupleslot(rows, true, false, slot))
-		elog(ERROR, "pgherald: the transition table lost its row");
-	json = DatumGetTextPP(DirectFunctionCall1(row_to_json, ExecFetchSlotHeapTupleDatum(slot)));
-	ExecDropSingleTupleTableSlot(slot);
+	open_rows(&reader, rows, desc);
+	json = next_row_json(&reader);
+	close_rows(&reader);
 	return json;
 }
 
@@ -139,27 +185,60 @@ append_json(StringInfo event, text *json)
 		appendBinaryStringInfo(event, VARDATA_ANY(json), VARSIZE_ANY_EXHDR(json));
 }
 
-/* Whether JSON text holds the escape \u0000. */
-static bool
-contains_null_escape(text *json)
+/*
+ * Where the JSON value that starts at `at` ends: at the `,` or `}` that
+ * follows it in row_to_json's object, outside strings and nested values.
+ */
+static const char *
+value_end(const char *at, const char *end)
 {
-	const char *at = VARDATA_ANY(json);
-	const char *end = at + VARSIZE_ANY_EXHDR(json);
+	int			depth = 0;
 
-	for (; end - at >= 6; at++)
-		if (memcmp(at, "\\u0000", 6) == 0)
-			return true;
-	return false;
+	for (; at < end; at++)
+	{
+		if (*at == '"')
+		{
+			for (at++; at < end && *at != '"'; at++)
+				if (*at == '\\')
+					at++;
+		}
+		else if (*at == '{' || *at == '[')
+			depth++;
+		else if (*at == '}' || *at == ']')
+		{
+			if (depth == 0)
+				return at;
+			depth--;
+		}
+		else if (*at == ',' && depth == 0)
+			return at;
+	}
+	return end;
+}
+
+/* Where the JSON string that starts at `at` ends, after its closing quote. */
+static const char *
+string_end(const char *at, const char *end)
+{
+	for (at++; at < end && *at != '"'; at++)
+		if (*at == '\\')
+			at++;
+	return at + 1;
 }
 
 /*
- * The `pk` member, as pgherald.event_key reads it: json's -> on the row,
- * which fails on \u0000, so the row is read with U+FFFD in its place.
+ * The `pk` member, as pgherald.event_key reads it with json's ->: each key
+ * column's value as the row's JSON text has it, or null. The row is
+ * row_to_json's object, so its members are found by their names' JSON
+ * without parsing the values. -> fails on \u0000, around which the plpgsql
+ * function reads with U+FFFD in its place, and so does this.
  */
 static void
 append_key(StringInfo event, text *row, Trigger *trigger)
 {
-	text	   *readable = row;
+	const char *start = VARDATA_ANY(row);
+	const char *end = start + VARSIZE_ANY_EXHDR(row);
+	StringInfoData name;
 	int			i;
 
 	if (trigger->tgnargs == 0)
@@ -167,33 +246,51 @@ append_key(StringInfo event, text *row, Trigger *trigger)
 		appendStringInfoString(event, "null");
 		return;
 	}
-	if (contains_null_escape(row))
-		readable = DatumGetTextPP(DirectFunctionCall3Coll(replace_text, DEFAULT_COLLATION_OID, PointerGetDatum(row),
-													  CStringGetTextDatum("\\u0000"),
-													  CStringGetTextDatum("\\ufffd")));
+	initStringInfo(&name);
 	appendStringInfoChar(event, '{');
 	for (i = 0; i < trigger->tgnargs; i++)
 	{
-		Datum		value;
+		const char *member;
+		const char *value = NULL;
+		const char *value_stop = NULL;
 
-		LOCAL_FCINFO(field, 2);
-
+		resetStringInfo(&name);
+		escape_json(&name, trigger->tgargs[i]);
 		if (i > 0)
 			appendStringInfoChar(event, ',');
-		escape_json(event, trigger->tgargs[i]);
+		appendBinaryStringInfo(event, name.data, name.len);
 		appendStringInfoChar(event, ':');
-		InitFunctionCallInfoData(*field, NULL, 2, InvalidOid, NULL, NULL);
-		field->args[0].value = PointerGetDatum(readable);
-		field->args[0].isnull = false;
-		field->args[1].value = CStringGetTextDatum(trigger->tgargs[i]);
-		field->args[1].isnull = false;
-		value = json_object_field(field);
-		if (field->isnull)
+		for (member = start + 1; member < end && *member == '"';)
+		{
+			const char *name_stop = string_end(member, end);
+			const char *stop = value_end(name_stop + 1, end);
+
+			if (name_stop - member == name.len && memcmp(member, name.data, name.len) == 0)
+			{
+				value = name_stop + 1;
+				value_stop = stop;
+				break;
+			}
+			member = stop + 1;
+		}
+		if (value == NULL)
+		{
 			appendStringInfoString(event, "null");
-		else
-			append_json(event, DatumGetTextPP(value));
+			continue;
+		}
+		for (; value < value_stop; value++)
+		{
+			if (value_stop - value >= 6 && memcmp(value, "\\u0000", 6) == 0)
+			{
+				appendStringInfoString(event, "\\ufffd");
+				value += 5;
+			}
+			else
+				appendStringInfoChar(event, *value);
+		}
 	}
 	appendStringInfoChar(event, '}');
+	pfree(name.data);
 }
 
 /* `txid` and `at`, the end of every event (pgherald.event_tail). */
@@ -208,6 +305,50 @@ append_tail(StringInfo tail, FullTransactionId transaction_id)
 	appendStringInfo(tail, ",\"txid\":\"" UINT64_FORMAT "\",\"at\":\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"}",
 					 U64FromFullTransactionId(transaction_id),
 					 tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) fsec);
+}
+
+/*
+ * Journal rows as the INSERTs in pgherald.publish_statement_durable write
+ * them, without planning and running those statements: the unset columns
+ * are null but created_at, which is now(), and every index of the journal
+ * is kept. Opened once for a statement's rows.
+ */
+typedef struct JournalWriter
+{
+	Relation	journal;
+	EState	   *estate;
+	ResultRelInfo *result;
+	TupleTableSlot *slot;
+} JournalWriter;
+
+/*
+ * A journal row being gathered: up to 100 events or about 1 MB, from
+ * first_id through last_id, separated by U+001E, as the plpgsql function
+ * batches a statement of many rows.
+ */
+typedef struct JournalBatch
+{
+	StringInfoData events;
+	int64		first_id;
+	int64		last_id;
+	int			count;
+} JournalBatch;
+
+static void
+open_journal(JournalWriter *writer, Oid namespace)
+{
+	Oid			journal_id = get_relname_relid("journal", namespace);
+
+	if (!OidIsValid(journal_id))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("pgherald: the table pgherald.journal does not exist"),
+						errhint("Run pgherald install again.")));
+	writer->journal = table_open(journal_id, RowExclusiveLock);
+	writer->estate = CreateExecutorState();
+	writer->result = makeNode(ResultRelInfo);
+	InitResultRelInfo(writer->result, writer->journal, 1, NULL, 0);
+	ExecOpenIndices(writer->result, false);
+	writer->slot = ExecInitExtraTupleSlot(writer->estate, RelationGetDescr(writer->journal), &TTSOpsVirtual);
 }
 
 static void
@@ -229,53 +370,45 @@ set_column(TupleTableSlot *slot, TupleDesc desc, const char *name, Datum value)
 	elog(ERROR, "pgherald: the journal has no column %s; run pgherald install again", name);
 }
 
-/*
- * The journal row of one event, written as the INSERT in
- * pgherald.publish_statement_durable writes it, without planning and
- * running that statement: the unset columns are null but created_at, which
- * is now(), and every index of the journal is kept.
- */
+/* One journal row: a single event's has neither last_id nor event_count. */
 static void
-insert_into_journal(Oid namespace, int64 event_id, FullTransactionId transaction_id, StringInfo event)
+write_journal_row(JournalWriter *writer, JournalBatch *batch, FullTransactionId transaction_id)
 {
-	Oid			journal_id = get_relname_relid("journal", namespace);
-	Relation	journal;
-	TupleDesc	desc;
-	EState	   *estate;
-	ResultRelInfo *result;
-	TupleTableSlot *slot;
+	TupleDesc	desc = RelationGetDescr(writer->journal);
+	TupleTableSlot *slot = writer->slot;
+	text	   *events = cstring_to_text_with_len(batch->events.data, batch->events.len);
 
-	if (!OidIsValid(journal_id))
-		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-						errmsg("pgherald: the table pgherald.journal does not exist"),
-						errhint("Run pgherald install again.")));
-	journal = table_open(journal_id, RowExclusiveLock);
-	desc = RelationGetDescr(journal);
-	estate = CreateExecutorState();
-	result = makeNode(ResultRelInfo);
-	InitResultRelInfo(result, journal, 1, NULL, 0);
-	ExecOpenIndices(result, false);
-
-	slot = ExecInitExtraTupleSlot(estate, desc, &TTSOpsVirtual);
 	ExecClearTuple(slot);
 	memset(slot->tts_isnull, true, desc->natts * sizeof(bool));
-	set_column(slot, desc, "id", Int64GetDatum(event_id));
+	set_column(slot, desc, "id", Int64GetDatum(batch->first_id));
+	if (batch->count > 1)
+	{
+		set_column(slot, desc, "last_id", Int64GetDatum(batch->last_id));
+		set_column(slot, desc, "event_count", Int32GetDatum(batch->count));
+	}
 	set_column(slot, desc, "txid", FullTransactionIdGetDatum(transaction_id));
-	set_column(slot, desc, "event", PointerGetDatum(cstring_to_text_with_len(event->data, event->len)));
+	set_column(slot, desc, "event", PointerGetDatum(events));
 	set_column(slot, desc, "created_at", TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()));
 	ExecStoreVirtualTuple(slot);
 
-	table_tuple_insert(journal, slot, GetCurrentCommandId(true), 0, NULL);
-	ExecInsertIndexTuples(result, slot, estate, false, false, NULL, NIL
+	table_tuple_insert(writer->journal, slot, GetCurrentCommandId(true), 0, NULL);
+	ExecInsertIndexTuples(writer->result, slot, writer->estate, false, false, NULL, NIL
 #if PG_VERSION_NUM >= 160000
 						  ,false
 #endif
 		);
+	ResetPerTupleExprContext(writer->estate);
+	ExecClearTuple(slot);
+	pfree(events);
+}
 
-	ExecCloseIndices(result);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
-	table_close(journal, NoLock);
+static void
+close_journal(JournalWriter *writer)
+{
+	ExecCloseIndices(writer->result);
+	ExecResetTupleTable(writer->estate->es_tupleTable, false);
+	FreeExecutorState(writer->estate);
+	table_close(writer->journal, NoLock);
 }
 
 /*
@@ -507,13 +640,144 @@ publish(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 	return result;
 }
 
+/* An event: {"id":…, then head, which ends in "pk":, the key, the rows and the tail. */
+static void
+append_event(StringInfo event, int64 event_id, StringInfo head, StringInfo key, text *new_row, text *old_row, StringInfo tail)
+{
+	appendStringInfo(event, "{\"id\":\"" INT64_FORMAT "\"", event_id);
+	appendBinaryStringInfo(event, head->data, head->len);
+	appendBinaryStringInfo(event, key->data, key->len);
+	appendStringInfoString(event, ",\"new\":");
+	append_json(event, new_row);
+	appendStringInfoString(event, ",\"old\":");
+	append_json(event, old_row);
+	appendBinaryStringInfo(event, tail->data, tail->len);
+}
+
+/* A reference to a statement's events in the journal, for a notification they do not fit. */
+static char *
+journal_reference(int64 first_id, int64 through_id, FullTransactionId transaction_id)
+{
+	StringInfoData reference;
+
+	initStringInfo(&reference);
+	appendStringInfo(&reference, "{\"ref\":\"" INT64_FORMAT "\",", first_id);
+	if (through_id > first_id)
+		appendStringInfo(&reference, "\"through\":\"" INT64_FORMAT "\",", through_id);
+	appendStringInfo(&reference, "\"txid\":\"" UINT64_FORMAT "\"}", U64FromFullTransactionId(transaction_id));
+	return reference.data;
+}
+
+/*
+ * A durable statement's events, however many rows it changed, as
+ * pgherald.publish_statement_durable writes them: numbered in the order the
+ * rows changed, gathered into journal rows of up to 100 events or about
+ * 1 MB, and, while a daemon is parked, one notification that carries them
+ * when they fit in one journal row and a notification, or else their range.
+ * Each row's event is built in a memory context that is reset for the next,
+ * so a statement of 100,000 rows holds one journal row's worth at a time.
+ */
+static void
+publish_durable(TriggerData *trigger_data, int64 changed, StringInfo head, StringInfo tail,
+				FullTransactionId transaction_id, Oid namespace)
+{
+	TriggerEvent fired = trigger_data->tg_event;
+	TupleDesc	desc = RelationGetDescr(trigger_data->tg_relation);
+	bool		has_new = !TRIGGER_FIRED_BY_DELETE(fired);
+	bool		has_old = !TRIGGER_FIRED_BY_INSERT(fired);
+	Oid			event_ids = get_relname_relid("event_id", namespace);
+	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pgherald event", ALLOCSET_DEFAULT_SIZES);
+	RowReader	new_rows;
+	RowReader	old_rows;
+	JournalWriter writer;
+	JournalBatch batch;
+	StringInfoData key;
+	StringInfoData event;
+	int64		weight = 0;
+	int64		batch_number = 0;
+	int64		first_id = 0;
+	int			batches = 0;
+	char	   *payload = NULL;
+	int64		row;
+
+	if (has_new)
+		open_rows(&new_rows, trigger_data->tg_newtable, desc);
+	if (has_old)
+		open_rows(&old_rows, trigger_data->tg_oldtable, desc);
+	open_journal(&writer, namespace);
+	initStringInfo(&batch.events);
+	batch.count = 0;
+	for (row = 0; row <= changed; row++)
+	{
+		MemoryContext previous;
+		text	   *new_row = NULL;
+		text	   *old_row = NULL;
+		int64		event_id = 0;
+
+		if (row < changed)
+		{
+			previous = MemoryContextSwitchTo(per_row);
+			if (has_new)
+				new_row = next_row_json(&new_rows);
+			if (has_old)
+				old_row = next_row_json(&old_rows);
+			initStringInfo(&key);
+			append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
+			event_id = nextval_internal(event_ids, false);
+			initStringInfo(&event);
+			append_event(&event, event_id, head, &key, new_row, old_row, tail);
+			MemoryContextSwitchTo(previous);
+			/* The plpgsql function's rule: each event weighs its length and a hundredth of a megabyte. */
+			weight += event.len + 10486;
+		}
+		if (batch.count > 0 && (row == changed || weight / 1048576 != batch_number))
+		{
+			write_journal_row(&writer, &batch, transaction_id);
+			if (++batches == 1)
+			{
+				first_id = batch.first_id;
+				if (batch.events.len < NOTIFY_LIMIT)
+					payload = pstrdup(batch.events.data);
+			}
+			resetStringInfo(&batch.events);
+			batch.count = 0;
+		}
+		if (row == changed)
+			break;
+		batch_number = weight / 1048576;
+		if (batch.count == 0)
+			batch.first_id = event_id;
+		else
+			appendStringInfoChar(&batch.events, '\x1e');
+		appendBinaryStringInfo(&batch.events, event.data, event.len);
+		batch.last_id = event_id;
+		batch.count++;
+		MemoryContextReset(per_row);
+	}
+	close_journal(&writer);
+	if (has_new)
+		close_rows(&new_rows);
+	if (has_old)
+		close_rows(&old_rows);
+	MemoryContextDelete(per_row);
+
+	/* After the journal rows: the transaction has its id before it looks at the doorbell. */
+	if (!doorbell_armed(namespace))
+		return;
+	if (batches > 1 || payload == NULL)
+		payload = journal_reference(first_id, batch.last_id, transaction_id);
+	defer_notification(notify_channel(namespace), payload);
+}
+
 static Datum
 publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_function)
 {
 	TriggerData *trigger_data = (TriggerData *) fcinfo->context;
 	TriggerEvent fired;
-	TupleDesc	desc;
 	const char *op;
+	int64		new_count;
+	int64		old_count;
+	int64		changed;
 	text	   *new_row = NULL;
 	text	   *old_row = NULL;
 	StringInfoData head;
@@ -533,67 +797,50 @@ publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_fun
 		op = "DELETE";
 	else
 		op = NULL;
+	new_count = TRIGGER_FIRED_BY_DELETE(fired) ? 0 : rows_in(trigger_data->tg_newtable);
+	old_count = TRIGGER_FIRED_BY_INSERT(fired) ? 0 : rows_in(trigger_data->tg_oldtable);
+	changed = Max(new_count, old_count);
+	if (changed == 0)
+		return PointerGetDatum(NULL);
 	/*
-	 * Anything but one row's AFTER statement trigger with its transition
-	 * tables, whose columns all read as stored, is plpgsql's to publish or
-	 * refuse.
+	 * Anything but an AFTER statement trigger with its transition tables,
+	 * whose columns all read as stored, is plpgsql's to publish or refuse;
+	 * so is a notify-only statement of several rows, which packs its events
+	 * into notifications.
 	 */
 	if (op == NULL || !TRIGGER_FIRED_FOR_STATEMENT(fired) || !TRIGGER_FIRED_AFTER(fired)
 		|| has_virtual_columns(trigger_data->tg_relation)
-		|| (!TRIGGER_FIRED_BY_DELETE(fired) && rows_in(trigger_data->tg_newtable) != 1)
-		|| (!TRIGGER_FIRED_BY_INSERT(fired) && rows_in(trigger_data->tg_oldtable) != 1))
-	{
-		if (rows_in(TRIGGER_FIRED_BY_DELETE(fired) ? trigger_data->tg_oldtable : trigger_data->tg_newtable) == 0)
-			return PointerGetDatum(NULL);
+		|| new_count < 0 || old_count < 0
+		|| (TRIGGER_FIRED_BY_UPDATE(fired) && new_count != old_count)
+		|| (!durable && changed != 1))
 		return publish_in_plpgsql(fcinfo, plpgsql_function);
-	}
 
 	transaction_id = GetTopFullTransactionId();
-	desc = RelationGetDescr(trigger_data->tg_relation);
-	if (!TRIGGER_FIRED_BY_DELETE(fired))
-		new_row = only_row_json(trigger_data->tg_newtable, desc);
-	if (!TRIGGER_FIRED_BY_INSERT(fired))
-		old_row = only_row_json(trigger_data->tg_oldtable, desc);
-
 	initStringInfo(&head);
 	appendStringInfo(&head, ",\"op\":\"%s\",\"schema\":", op);
 	escape_json(&head, get_namespace_name(RelationGetNamespace(trigger_data->tg_relation)));
 	appendStringInfoString(&head, ",\"table\":");
 	escape_json(&head, RelationGetRelationName(trigger_data->tg_relation));
 	appendStringInfoString(&head, ",\"pk\":");
-	initStringInfo(&key);
-	append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
-
-	namespace = get_namespace_oid("pgherald", false);
-	event_id = nextval_internal(get_relname_relid("event_id", namespace), false);
-	initStringInfo(&event);
-	appendStringInfo(&event, "{\"id\":\"" INT64_FORMAT "\"", event_id);
-	appendBinaryStringInfo(&event, head.data, head.len);
-	appendBinaryStringInfo(&event, key.data, key.len);
-	appendStringInfoString(&event, ",\"new\":");
-	append_json(&event, new_row);
-	appendStringInfoString(&event, ",\"old\":");
-	append_json(&event, old_row);
 	initStringInfo(&tail);
 	append_tail(&tail, transaction_id);
-	appendBinaryStringInfo(&event, tail.data, tail.len);
-
+	namespace = get_namespace_oid("pgherald", false);
 	if (durable)
 	{
-		insert_into_journal(namespace, event_id, transaction_id, &event);
-		/* After the journal row: the transaction has its id before it looks at the doorbell. */
-		if (!doorbell_armed(namespace))
-			return PointerGetDatum(NULL);
-		if (event.len >= NOTIFY_LIMIT)
-		{
-			resetStringInfo(&event);
-			appendStringInfo(&event, "{\"ref\":\"" INT64_FORMAT "\",\"txid\":\"" UINT64_FORMAT "\"}",
-							 event_id, U64FromFullTransactionId(transaction_id));
-		}
-		defer_notification(notify_channel(namespace), event.data);
+		publish_durable(trigger_data, changed, &head, &tail, transaction_id, namespace);
 		return PointerGetDatum(NULL);
 	}
-	else if (event.len >= NOTIFY_LIMIT)
+
+	if (!TRIGGER_FIRED_BY_DELETE(fired))
+		new_row = only_row_json(trigger_data->tg_newtable, RelationGetDescr(trigger_data->tg_relation));
+	if (!TRIGGER_FIRED_BY_INSERT(fired))
+		old_row = only_row_json(trigger_data->tg_oldtable, RelationGetDescr(trigger_data->tg_relation));
+	initStringInfo(&key);
+	append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
+	event_id = nextval_internal(get_relname_relid("event_id", namespace), false);
+	initStringInfo(&event);
+	append_event(&event, event_id, &head, &key, new_row, old_row, &tail);
+	if (event.len >= NOTIFY_LIMIT)
 	{
 		/* Too large to notify, so it goes without its rows, marked as omitted. */
 		resetStringInfo(&event);

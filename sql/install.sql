@@ -1070,10 +1070,10 @@ LANGUAGE sql STABLE AS $fn$
      ORDER BY 1, 2
 $fn$;
 
--- The native library (native/pgherald.c, version 7) publishes a
--- single-row statement, the common case, without plpgsql, and hands any other
--- statement to the plpgsql function of the same mode, so the events are the
--- same either way. In durable mode it holds a transaction's notifications
+-- The native library (native/pgherald.c, version 7) publishes without
+-- plpgsql every durable statement and a notify-only statement of one row,
+-- and hands any other statement to the plpgsql function of the same mode, so
+-- the events are the same either way. In durable mode it holds a transaction's notifications
 -- until pre-commit (version 9), so that a transaction prepared while a
 -- daemon is parked still prepares; pgherald.ring, through which the plpgsql
 -- functions ring in durable mode, is then the library's too, and keeps

@@ -3,9 +3,10 @@ import HeraldPostgres
 import Testing
 
 extension IntegrationTests {
-    /// The native library (`native/`) publishes single-row statements in C
-    /// and hands every other statement to plpgsql. Users must not be able to
-    /// tell which ran: the same events, byte for byte, and the same refusals.
+    /// The native library (`native/`) publishes durable statements of any
+    /// size and notify-only single-row statements in C, and hands every
+    /// other statement to plpgsql. Users must not be able to tell which ran:
+    /// the same events and journal rows, byte for byte, and the same refusals.
     @Suite(.enabled(if: TestDatabase.hasNativeTriggers, "needs the native triggers (scripts/test installs them as root)"))
     struct NativeTriggerTests {
         /// What one kind of trigger published for the same statements, with
@@ -16,22 +17,25 @@ extension IntegrationTests {
             var times: [String]
         }
 
-        /// Every single-row case the C path handles itself (keys of one, two
-        /// and no columns, a key read around \u0000, rows too large to
-        /// notify, a key too large for an omitted event) and the statements it
-        /// hands to plpgsql (several rows, no row), in both modes, on every major.
+        /// Every case the C path handles itself: single rows (keys of one,
+        /// two and no columns, a key read around \u0000, rows too large to
+        /// notify, a key too large for an omitted event) and, durable,
+        /// statements of several rows (values whose text holds `,`, `}` and
+        /// `"`, an UPDATE's pairs, a statement in two journal rows, rows
+        /// split by size, transition tables spilled to disk). Notify-only
+        /// hands statements of several rows to plpgsql. Both modes, every major.
         @Test(arguments: TestCluster.matrix, [Durability.durable, .notifyOnly])
-        func singleRowEventsAreThePlpgsqlTriggersByteForByte(_ cluster: TestCluster, _ durability: Durability) throws {
+        func eventsAreThePlpgsqlTriggersByteForByte(_ cluster: TestCluster, _ durability: Durability) throws {
             let native = try publish(durability, with: .native, on: cluster)
             let plpgsql = try publish(durability, with: .plpgsql, on: cluster)
-            #expect(native.notifications.count == 16)
-            #expect(native.journal.count == (durability == .durable ? 16 : 0))
+            #expect(native.notifications.count == (durability == .durable ? 23 : 47))
+            #expect(native.journal.count == (durability == .durable ? 32 : 0))
             #expect(native.notifications == plpgsql.notifications)
             #expect(native.journal == plpgsql.journal)
             #expect(native.notifications.contains { $0.contains(#""omitted":true"#) } == (durability == .notifyOnly))
             #expect(native.notifications.contains { $0.hasPrefix(#"{"ref":"#) } == (durability == .durable))
             // `at` is when the trigger ran, in UTC, as to_char writes it.
-            let events = durability == .durable ? 16 : 19  // a reference carries no `at`
+            let events = durability == .durable ? 28 : 621  // a reference carries no `at`
             #expect(native.times.count == events && native.times.allSatisfy { $0.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/) != nil })
             let recent = try TestDatabase.create(enrolment: false, install: false, on: cluster).execute("""
                 SELECT count(*) FROM unnest($1::text[]) AS t
@@ -153,11 +157,26 @@ extension IntegrationTests {
                 "INSERT INTO document VALUES (1, repeat('d', 10000))",
                 "UPDATE document SET body = 'small' WHERE id = 1",
                 "INSERT INTO long_key VALUES (repeat('k', 7200), 'v')",
-                // Handed to plpgsql: two rows, then none.
+                // Several rows: in C when durable, by plpgsql when notify-only.
                 "INSERT INTO unkeyed VALUES ('a'), ('b')",
                 "UPDATE unkeyed SET v = 'none' WHERE false",
                 "BEGIN; INSERT INTO document VALUES (2, 'x'); DELETE FROM document WHERE id = 2; COMMIT",
                 "DELETE FROM unkeyed",
+                #"""
+                INSERT INTO typed SELECT i, '{"k": [1, {"x": "a,}"}], "y": "]"}', '{"b": ["}", 2]}', ROW(i, 'p,"q}')::pair,
+                                         '2020-01-01 10:00+00', E'r\\u0000s', CASE WHEN i % 2 = 0 THEN E'a\\u0000' ELSE 'm,}' END, i
+                  FROM generate_series(10, 14) AS i
+                """#,
+                "UPDATE typed SET n = n + 1, \"we\"\"ird,näme\" = 'u' WHERE id >= 10",
+                "DELETE FROM typed WHERE id >= 13",
+                // Two journal rows: a reference with `through`.
+                "INSERT INTO document SELECT i, 'row ' || i FROM generate_series(100, 249) AS i",
+                "UPDATE document SET body = body || '!' WHERE id BETWEEN 100 AND 249",
+                // Transition tables on disk, and journal rows of about 1 MB split by size.
+                "SET work_mem = '64kB'",
+                "INSERT INTO document SELECT i, repeat(md5(i::text), 1250) FROM generate_series(300, 369) AS i",
+                "DELETE FROM document WHERE id >= 100",
+                "RESET work_mem",
             ] {
                 try writer.execute(statement)
             }
