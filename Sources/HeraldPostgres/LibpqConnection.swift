@@ -14,6 +14,8 @@ public final class LibpqConnection {
     /// The limit for a query run without a timeout of its own; `nil`: none.
     var queryTimeout: Duration?
     private let notices: NoticeBuffer
+    /// The names of the statements this session has prepared.
+    private var preparedStatements: Set<String> = []
 
     /// A server message (NOTICE, WARNING, ...) received while running statements.
     public struct Notice: Sendable, Hashable {
@@ -127,7 +129,39 @@ public final class LibpqConnection {
             }
         }
         guard sent == 1 else { throw failure(.connectionLost, prefix: "cannot send query") }
+        return try results(deadline: (timeout ?? queryTimeout).map { ContinuousClock.now + $0 })
+    }
+
+    /// Runs one statement that this session prepares the first time it is
+    /// named: the server parses and analyses it once, which a statement run
+    /// a thousand times a second would otherwise pay each time.
+    ///
+    /// `sql` must be the same for every call with one `name`.
+    @discardableResult
+    public func execute(
+        prepared name: String,
+        _ sql: String,
+        parameters: [String?],
+        timeout: Duration? = nil
+    ) throws(LibpqError) -> QueryResult {
         let deadline = (timeout ?? queryTimeout).map { ContinuousClock.now + $0 }
+        if !preparedStatements.contains(name) {
+            guard PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1 else {
+                throw failure(.connectionLost, prefix: "cannot send query")
+            }
+            try results(deadline: deadline)
+            preparedStatements.insert(name)
+        }
+        let sent = withOptionalCStrings(parameters) { values in
+            PQsendQueryPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0)
+        }
+        guard sent == 1 else { throw failure(.connectionLost, prefix: "cannot send query") }
+        return try results(deadline: deadline)
+    }
+
+    /// Reads every result of the query sent last, and returns the last one's.
+    @discardableResult
+    private func results(deadline: ContinuousClock.Instant?) throws(LibpqError) -> QueryResult {
         while PQisBusy(handle) == 1 {
             try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for a query")
             guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }

@@ -59,5 +59,32 @@ extension IntegrationTests {
             #expect(try Journal.events(ids: [4, 6, 99], on: connection).map(\.id).sorted() == [4, 6])
             #expect(try Journal.events(transactionID: 11, from: 2, through: 5, on: connection).map(\.id) == [2, 3, 4, 5])
         }
+
+        /// The sweep runs up to a thousand times a second, so a session
+        /// prepares it once; the prepared statement must follow the journal
+        /// through an uninstall and install, which makes a new table.
+        @Test func theSweepIsPreparedOnceAndOutlivesAReinstall() throws {
+            let database = try TestDatabase.create()
+            let reader = try database.connect()
+            let admin = try database.connect()
+            let swept = { (covered: TransactionSnapshot) throws -> [UInt64] in
+                try Journal.sweep(after: covered, limit: 50, on: reader).page.rows.map(\.id)
+            }
+            let snapshot = { () throws -> TransactionSnapshot in
+                try #require(TransactionSnapshot(try admin.execute("SELECT pg_current_snapshot()::text").rows[0][0] ?? ""))
+            }
+            let before = try snapshot()
+            try admin.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (1, pg_current_xact_id(), '{\"id\":\"1\"}')")
+            #expect(try swept(before) == [1])
+            #expect(try swept(before) == [1])
+            let prepared = try reader.execute("SELECT name FROM pg_prepared_statements ORDER BY name")
+            #expect(prepared.rows == [["pgherald_journal_sweep_50"]])
+
+            try Installer.uninstall(on: admin)
+            try Installer.install(on: admin)
+            let reinstalled = try snapshot()
+            try admin.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (2, pg_current_xact_id(), '{\"id\":\"2\"}')")
+            #expect(try swept(reinstalled) == [2])
+        }
     }
 }

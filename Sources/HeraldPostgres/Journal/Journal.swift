@@ -105,7 +105,7 @@ public enum Journal {
         limit: Int = 1000,
         on connection: LibpqConnection
     ) throws(LibpqError) -> Page {
-        let result = try connection.execute("""
+        let result = try connection.execute(prepared: "pgherald_journal_page_\(limit)", """
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax($2::pg_snapshot)
                AND pg_visible_in_snapshot(txid, $2::pg_snapshot)
@@ -134,7 +134,10 @@ public enum Journal {
         on connection: LibpqConnection
     ) throws(LibpqError) -> (snapshot: TransactionSnapshot, page: Page) {
         // pg_current_snapshot() is the statement's snapshot, the one the journal is read in.
-        let result = try connection.execute("""
+        // Prepared, as it runs up to a thousand times a second: its plan
+        // reads the (txid, id) index between the two snapshots' bounds
+        // whatever their values.
+        let result = try connection.execute(prepared: "pgherald_journal_sweep_\(limit)", """
             WITH target AS (SELECT coalesce($2::pg_snapshot, pg_current_snapshot()) AS s)
             SELECT j.txid::text, j.id, j.last_id, j.event, target.s::text AS snapshot
               FROM target LEFT JOIN LATERAL (
