@@ -17,6 +17,32 @@ import Testing
         #expect(machine.next(now: start + policy.pollInterval) == .wait(until: start + policy.pollInterval * 2))
     }
 
+    @Test func sweepsSpaceOutWhileEventsComeAtTheBusyRateAndCloseInWhenTheySlow() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        var now = start
+        // A window at the busy rate: the sweep after it waits the longer interval.
+        let busyPerSweep = policy.busyRate / 1000 * 2
+        while now - start < policy.wakeWindow {
+            machine.swept(found: busyPerSweep, full: false, unrung: false, now: now)
+            now += policy.pollInterval
+        }
+        machine.swept(found: busyPerSweep, full: false, unrung: false, now: now)
+        #expect(machine.next(now: now) == .wait(until: now + policy.busyPollInterval))
+        // A full page still means more is waiting.
+        machine.swept(found: busyPerSweep, full: true, unrung: false, now: now)
+        #expect(machine.next(now: now) == .sweep)
+        // A window under the busy rate, but above half the wake rate: it reads on, 1 ms apart again.
+        let slower = now
+        while now - slower < policy.wakeWindow {
+            now += policy.busyPollInterval
+            machine.swept(found: policy.wakeRings / 2, full: false, unrung: false, now: now)
+        }
+        #expect(Double(policy.wakeRings / 2) < Double(policy.busyRate) * (policy.busyPollInterval / .seconds(1)), "the window above is under the busy rate")
+        now += policy.busyPollInterval
+        machine.swept(found: policy.wakeRings / 2, full: false, unrung: false, now: now)
+        #expect(machine.next(now: now) == .wait(until: now + policy.pollInterval))
+    }
+
     @Test func parksOnceSweepsHaveFoundNothingForParkAfter() {
         var machine = ParkingStateMachine(policy: policy, now: start)
         machine.swept(found: 1, full: false, unrung: false, now: start)

@@ -2,8 +2,9 @@
 /// the doorbell: pure, no I/O.
 ///
 /// Reading, the listener sweeps the journal at most every
-/// ``Policy/pollInterval`` (at once while a sweep comes back full), and
-/// writers commit without NOTIFY and its database-wide lock. Once sweeps
+/// ``Policy/pollInterval``, or ``Policy/busyPollInterval`` while events come
+/// at ``Policy/busyRate`` or faster (at once while a sweep comes back full),
+/// and writers commit without NOTIFY and its database-wide lock. Once sweeps
 /// have found nothing for ``Policy/parkAfter``, or fewer than half of
 /// ``Policy/wakeRings`` events in a ``Policy/wakeWindow``, it parks: writers
 /// notify again, which costs little while they are few, and a notification
@@ -13,6 +14,15 @@ struct ParkingStateMachine {
     struct Policy: Sendable {
         /// The longest wait between sweeps while reading: the latency reading adds.
         var pollInterval: Duration = .milliseconds(1)
+        /// The wait between sweeps while events come at ``busyRate`` or
+        /// faster. A sweep costs the database and the daemon about the same
+        /// however many events it finds, and under such a load the writers
+        /// want the CPU: at 16 writers on two cores, sweeps 3 ms apart left
+        /// them 15–20 % more commits than sweeps 1 ms apart, for at most 2 ms
+        /// more latency.
+        var busyPollInterval: Duration = .milliseconds(3)
+        /// Events per second, over a ``wakeWindow``, from which reading is busy.
+        var busyRate = 8_000
         /// How long sweeps find nothing before the listener parks.
         var parkAfter: Duration = .milliseconds(20)
         /// Notifications within ``wakeWindow`` that make a parked listener read again.
@@ -48,6 +58,8 @@ struct ParkingStateMachine {
         var found = 0
         /// The last full window found fewer than half the wake rate.
         var slow = false
+        /// The last full window found events at the busy rate or faster.
+        var busy = false
     }
 
     let policy: Policy
@@ -91,17 +103,20 @@ struct ParkingStateMachine {
         switch state {
         case .reading(let lastFound, _, var window):
             window.found += found
-            if now - window.start >= policy.wakeWindow {
+            let elapsed = now - window.start
+            if elapsed >= policy.wakeWindow {
                 window.slow = window.found * 2 < policy.wakeRings
+                window.busy = Double(window.found) >= Double(policy.busyRate) * (elapsed / .seconds(1))
                 window.start = now
                 window.found = 0
             }
+            let interval = window.busy ? policy.busyPollInterval : policy.pollInterval
             if found > 0 {
-                state = .reading(lastFound: now, nextSweep: full ? now : now + policy.pollInterval, window: window)
+                state = .reading(lastFound: now, nextSweep: full ? now : now + interval, window: window)
             } else {
                 // Due at once when it is time to park, which the next action says.
                 let parkAt = lastFound + policy.parkAfter
-                state = .reading(lastFound: lastFound, nextSweep: min(now + policy.pollInterval, parkAt), window: window)
+                state = .reading(lastFound: lastFound, nextSweep: min(now + interval, parkAt), window: window)
             }
         case .parking:
             state = .parked(ringsSince: now, rings: 0, unrungPoll: policy.unrungPoll, nextSweep: unrung ? now + policy.unrungPoll : nil)
