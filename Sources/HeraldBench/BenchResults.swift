@@ -24,9 +24,12 @@ struct BenchResults: Codable {
         var readerMicrosecondsPerRead: Double
     }
 
+    /// No trigger's TPS for one writer count: the median, and each round's
+    /// (absent from runs of one round).
     struct WriterBaseline: Codable {
         var writers: Int
         var tps: Double
+        var rounds: [Double]?
     }
 
     struct WriteOverhead: Codable {

@@ -180,30 +180,44 @@ struct MarkdownReport {
         })
     }
 
-    /// Scenario l.: what each trigger costs many writers at once, and how soon their events arrive.
+    /// Scenario l.: what each trigger costs many writers at once, and how
+    /// soon their events arrive. Each figure is the median of its rounds; a
+    /// round's ratio is to no trigger's run of the same round.
     private mutating func writers() {
         let runs = results.runs("writers")
         guard let baseline = results.writersWithoutTrigger, !runs.isEmpty else { return }
         let counts = baseline.map(\.writers)
-        // A label begins with the durability and the trigger kind: "durable native, 16 writers".
+        // A label begins with the durability and the trigger kind: "durable native, 16 writers, round 2".
         let kinds = runs.map { String($0.result.label.prefix { $0 != "," }) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
-        let run = { (kind: String, writers: Int) in runs.first { $0.result.label.hasPrefix(kind + ",") && $0.writers == writers } }
+        let rounds = { (kind: String, writers: Int) in runs.filter { $0.result.label.hasPrefix(kind + ",") && $0.writers == writers } }
+        let ratio = { (kind: String, base: BenchResults.WriterBaseline) -> Double? in
+            median(rounds(kind, base.writers).compactMap { run in
+                guard let tps = run.writerTPS else { return nil }
+                let round = run.result.label.firstMatch(of: /round (\d+)$/).flatMap { Int($0.1) } ?? 1
+                let none = base.rounds.flatMap { round <= $0.count ? $0[round - 1] : nil } ?? base.tps
+                return tps / none
+            })
+        }
+        let roundCount = baseline.first?.rounds?.count ?? 1
         line("### l. Writers: many at once, `synchronous_commit` on")
         line()
-        line("pgbench single-row INSERTs of about 100 B at full speed, each trigger in a database of its own with a daemon listening and one SSE subscriber. TPS, and in brackets the ratio to no trigger. Targets: durable at least 0.8 of no trigger at 1 writer and 0.75 at 16 and 64.")
+        line("pgbench single-row INSERTs of about 100 B at full speed, each trigger in a database of its own with a daemon listening and one SSE subscriber; \(roundCount) round(s), no trigger measured in each just before the triggers. TPS (median of rounds), and in brackets the median of each round's ratio to no trigger. Targets: durable at least 0.8 of no trigger at 1 writer and 0.75 at 16 and 64.")
         line()
         table(["trigger"] + counts.map { "\($0) writers" }, [["no trigger"] + baseline.map { grouped($0.tps) }] + kinds.map { kind in
             [kind] + baseline.map { base in
-                guard let tps = run(kind, base.writers)?.writerTPS else { return "-" }
-                return "\(grouped(tps)) (\(format(tps / base.tps, 2)))"
+                guard let tps = median(rounds(kind, base.writers).compactMap(\.writerTPS)), let ratio = ratio(kind, base) else { return "-" }
+                return "\(grouped(tps)) (\(format(ratio, 2)))"
             }
         })
         table(["trigger", "writers", "delivered ratio", "p50 ms", "p99 ms", "max ms", "pgherald CPU s / 1000"], kinds.flatMap { kind in
             [counts.first, counts.last].compactMap { $0 }.compactMap { writers in
-                run(kind, writers).map { run in
-                    [kind, "\(writers)", format(run.result.deliveredRatio, 4), milliseconds(run, \.p50), milliseconds(run, \.p99),
-                     milliseconds(run, \.max), run.daemonCPUPerThousand.map { format($0, 3) } ?? "-"]
+                let measured = rounds(kind, writers)
+                guard !measured.isEmpty else { return nil }
+                let latencies = [\LoadResult.Latency.p50, \.p99, \.max].map { figure in
+                    median(measured.compactMap { $0.result.latencyMilliseconds?[keyPath: figure] }).map { format($0, 2) } ?? "-"
                 }
+                return [kind, "\(writers)", format(measured.map(\.result.deliveredRatio).min() ?? 0, 4)] + latencies
+                    + [median(measured.compactMap(\.daemonCPUPerThousand)).map { format($0, 3) } ?? "-"]
             }
         })
     }
