@@ -14,11 +14,13 @@ public final class Broker: Sendable {
         /// Recent events kept for subscribers that resume after a disconnect. Default 100,000.
         public var historyCapacity: Int
         /// The most memory the history's events may take, counted as
-        /// ``Event/retainedBytes`` (their JSON, SSE frame and rows as held,
-        /// and the objects around them). Default 64 MiB.
+        /// ``Event/retainedBytes`` (their JSON and rows as held, and the
+        /// objects around them). Default 96 MiB: about 110,000 events of a
+        /// 100-byte row, so that a 100,000-row statement fits whole and
+        /// every stream reading it stays in memory, not in the journal.
         public var historyByteLimit: Int
 
-        public init(mailboxCapacity: Int = 4096, historyCapacity: Int = 100_000, historyByteLimit: Int = 64 << 20) {
+        public init(mailboxCapacity: Int = 4096, historyCapacity: Int = 100_000, historyByteLimit: Int = 96 << 20) {
             self.mailboxCapacity = mailboxCapacity
             self.historyCapacity = historyCapacity
             self.historyByteLimit = historyByteLimit

@@ -71,7 +71,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Time between journal pruning runs. Default: 60s. Key: prune_interval.", valueName: "duration"))
     var pruneInterval: String?
 
-    @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 64 MiB). Older resumes are read from the journal. Default: 100000. Key: history.")
+    @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 96 MiB, about 110,000 events of a 100-byte row). Older resumes are read from the journal. Default: 100000. Key: history.")
     var history: Int?
 
     @Option(help: "Events a subscriber may fall behind before it is dropped. Default: 4096. Key: mailbox_capacity.")
