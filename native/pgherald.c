@@ -38,7 +38,6 @@
 #include "access/xact.h"
 #include "storage/bufmgr.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_collation.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
@@ -185,6 +184,16 @@ append_json(StringInfo event, text *json)
 		appendBinaryStringInfo(event, VARDATA_ANY(json), VARSIZE_ANY_EXHDR(json));
 }
 
+/* Where the JSON string that starts at `at` ends, after its closing quote. */
+static const char *
+string_end(const char *at, const char *end)
+{
+	for (at++; at < end && *at != '"'; at++)
+		if (*at == '\\')
+			at++;
+	return at < end ? at + 1 : end;
+}
+
 /*
  * Where the JSON value that starts at `at` ends: at the `,` or `}` that
  * follows it in row_to_json's object, outside strings and nested values.
@@ -194,15 +203,14 @@ value_end(const char *at, const char *end)
 {
 	int			depth = 0;
 
-	for (; at < end; at++)
+	while (at < end)
 	{
 		if (*at == '"')
 		{
-			for (at++; at < end && *at != '"'; at++)
-				if (*at == '\\')
-					at++;
+			at = string_end(at, end);
+			continue;
 		}
-		else if (*at == '{' || *at == '[')
+		if (*at == '{' || *at == '[')
 			depth++;
 		else if (*at == '}' || *at == ']')
 		{
@@ -212,18 +220,9 @@ value_end(const char *at, const char *end)
 		}
 		else if (*at == ',' && depth == 0)
 			return at;
+		at++;
 	}
 	return end;
-}
-
-/* Where the JSON string that starts at `at` ends, after its closing quote. */
-static const char *
-string_end(const char *at, const char *end)
-{
-	for (at++; at < end && *at != '"'; at++)
-		if (*at == '\\')
-			at++;
-	return at + 1;
 }
 
 /*

@@ -18,7 +18,7 @@ struct ParkingStateMachine {
         /// faster. A sweep costs the database and the daemon about the same
         /// however many events it finds, and under such a load the writers
         /// want the CPU: at 16 writers on two cores, sweeps 3 ms apart left
-        /// them 15–20 % more commits than sweeps 1 ms apart, for at most 2 ms
+        /// them 10–17 % more commits than sweeps 1 ms apart, for at most 2 ms
         /// more latency.
         var busyPollInterval: Duration = .milliseconds(3)
         /// Events per second, over a ``wakeWindow``, from which reading is busy.
