@@ -225,6 +225,29 @@ value_end(const char *at, const char *end)
 	return end;
 }
 
+/* The key columns' names as JSON strings, escaped once per statement rather than once per row. */
+typedef struct KeyNames
+{
+	int			count;
+	StringInfoData *escaped;
+} KeyNames;
+
+static KeyNames
+key_names(Trigger *trigger)
+{
+	KeyNames	names;
+	int			i;
+
+	names.count = trigger->tgnargs;
+	names.escaped = palloc(Max(names.count, 1) * sizeof(StringInfoData));
+	for (i = 0; i < names.count; i++)
+	{
+		initStringInfo(&names.escaped[i]);
+		escape_json(&names.escaped[i], trigger->tgargs[i]);
+	}
+	return names;
+}
+
 /*
  * The `pk` member, as pgherald.event_key reads it with json's ->: each key
  * column's value as the row's JSON text has it, or null. The row is
@@ -233,38 +256,35 @@ value_end(const char *at, const char *end)
  * function reads with U+FFFD in its place, and so does this.
  */
 static void
-append_key(StringInfo event, text *row, Trigger *trigger)
+append_key(StringInfo event, text *row, const KeyNames *names)
 {
 	const char *start = VARDATA_ANY(row);
 	const char *end = start + VARSIZE_ANY_EXHDR(row);
-	StringInfoData name;
 	int			i;
 
-	if (trigger->tgnargs == 0)
+	if (names->count == 0)
 	{
 		appendStringInfoString(event, "null");
 		return;
 	}
-	initStringInfo(&name);
 	appendStringInfoChar(event, '{');
-	for (i = 0; i < trigger->tgnargs; i++)
+	for (i = 0; i < names->count; i++)
 	{
+		StringInfo	name = &names->escaped[i];
 		const char *member;
 		const char *value = NULL;
 		const char *value_stop = NULL;
 
-		resetStringInfo(&name);
-		escape_json(&name, trigger->tgargs[i]);
 		if (i > 0)
 			appendStringInfoChar(event, ',');
-		appendBinaryStringInfo(event, name.data, name.len);
+		appendBinaryStringInfo(event, name->data, name->len);
 		appendStringInfoChar(event, ':');
 		for (member = start + 1; member < end && *member == '"';)
 		{
 			const char *name_stop = string_end(member, end);
 			const char *stop = value_end(name_stop + 1, end);
 
-			if (name_stop - member == name.len && memcmp(member, name.data, name.len) == 0)
+			if (name_stop - member == name->len && memcmp(member, name->data, name->len) == 0)
 			{
 				value = name_stop + 1;
 				value_stop = stop;
@@ -289,7 +309,6 @@ append_key(StringInfo event, text *row, Trigger *trigger)
 		}
 	}
 	appendStringInfoChar(event, '}');
-	pfree(name.data);
 }
 
 /* `txid` and `at`, the end of every event (pgherald.event_tail). */
@@ -686,6 +705,7 @@ publish_durable(TriggerData *trigger_data, int64 changed, StringInfo head, Strin
 	bool		has_old = !TRIGGER_FIRED_BY_INSERT(fired);
 	Oid			event_ids = get_relname_relid("event_id", namespace);
 	MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "pgherald event", ALLOCSET_DEFAULT_SIZES);
+	KeyNames	names = key_names(trigger_data->tg_trigger);
 	RowReader	new_rows;
 	RowReader	old_rows;
 	JournalWriter writer;
@@ -721,7 +741,7 @@ publish_durable(TriggerData *trigger_data, int64 changed, StringInfo head, Strin
 			if (has_old)
 				old_row = next_row_json(&old_rows);
 			initStringInfo(&key);
-			append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
+			append_key(&key, new_row != NULL ? new_row : old_row, &names);
 			event_id = nextval_internal(event_ids, false);
 			initStringInfo(&event);
 			append_event(&event, event_id, head, &key, new_row, old_row, tail);
@@ -780,6 +800,7 @@ publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_fun
 	text	   *new_row = NULL;
 	text	   *old_row = NULL;
 	StringInfoData head;
+	KeyNames	names;
 	StringInfoData key;
 	StringInfoData tail;
 	StringInfoData event;
@@ -835,7 +856,8 @@ publish_statement(FunctionCallInfo fcinfo, bool durable, const char *plpgsql_fun
 	if (!TRIGGER_FIRED_BY_INSERT(fired))
 		old_row = only_row_json(trigger_data->tg_oldtable, RelationGetDescr(trigger_data->tg_relation));
 	initStringInfo(&key);
-	append_key(&key, new_row != NULL ? new_row : old_row, trigger_data->tg_trigger);
+	names = key_names(trigger_data->tg_trigger);
+	append_key(&key, new_row != NULL ? new_row : old_row, &names);
 	event_id = nextval_internal(get_relname_relid("event_id", namespace), false);
 	initStringInfo(&event);
 	append_event(&event, event_id, &head, &key, new_row, old_row, &tail);
