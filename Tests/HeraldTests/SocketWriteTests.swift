@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 import HeraldWebhooks
+import Logging
 @testable import HeraldServer
 
 @Suite struct SocketWriteTests {
@@ -60,6 +61,70 @@ import HeraldWebhooks
     }
 }
 
+@Suite struct WritePacingTests {
+    private let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+    /// `share` of each of `windows` 20 ms windows spent working, in one piece at the window's start.
+    private func work(_ pacing: inout WritePacing, share: Double, windows: Int, from first: Int = 0) -> [WritePacing.Change?] {
+        (first..<first + windows).map { index in
+            let windowStart = start + .milliseconds(Int64(20 * index))
+            _ = pacing.recordWork(from: windowStart, to: windowStart + .nanoseconds(Int64(share * 20_000_000)))
+            // A short piece of work that closes the window.
+            let end = windowStart + .milliseconds(20)
+            return pacing.recordWork(from: end, to: end)
+        }
+    }
+
+    @Test func aLoopWithHeadroomWritesAtOnce() {
+        var pacing = WritePacing(now: start)
+        let changes = work(&pacing, share: 0.45, windows: 50)
+        #expect(pacing.spacing == nil)
+        #expect(changes.allSatisfy { $0 == nil })
+    }
+
+    @Test func aBusyLoopSpacesItsWritesDoublingUpToTheMaximum() {
+        var pacing = WritePacing(now: start)
+        let changes = work(&pacing, share: 0.6, windows: 1)
+        #expect(changes == [.started(spacing: .milliseconds(1))])
+        var spacings: [TimeAmount?] = []
+        for index in 1...7 {
+            _ = work(&pacing, share: 0.6, windows: 1, from: index)
+            spacings.append(pacing.spacing)
+        }
+        #expect(spacings == [2, 4, 8, 16, 32, 32, 32].map { TimeAmount.milliseconds($0) })
+    }
+
+    @Test func spacingHoldsBetweenTheSharesAndHalvesBelowTheIdleShare() {
+        var pacing = WritePacing(now: start)
+        _ = work(&pacing, share: 0.9, windows: 4)
+        #expect(pacing.spacing == .milliseconds(8))
+        _ = work(&pacing, share: 0.3, windows: 10, from: 4)
+        #expect(pacing.spacing == .milliseconds(8), "a loop a third busy keeps its spacing")
+        _ = work(&pacing, share: 0.1, windows: 3, from: 14)
+        #expect(pacing.spacing == .milliseconds(1))
+        #expect(work(&pacing, share: 0.1, windows: 1, from: 17) == [.stopped])
+        #expect(pacing.spacing == nil)
+    }
+
+    @Test func aLoopQuietForSeveralWindowsWritesAtOnceAgain() {
+        var pacing = WritePacing(now: start)
+        _ = work(&pacing, share: 0.9, windows: 5)
+        #expect(pacing.spacing == .milliseconds(16))
+        // Nothing for 100 ms, then one stream's short write: five quiet windows halve it five times.
+        let later = start + .milliseconds(200)
+        #expect(pacing.recordWork(from: later, to: later + .microseconds(5)) == .stopped)
+        #expect(pacing.spacing == nil)
+    }
+
+    @Test func theWriteRateIsACeilingUnderTheLoopsOwnSpacing() throws {
+        let ticker = WriteTicker(eventLoop: EmbeddedEventLoop(), logger: Logger(label: "test"))
+        #expect(ticker.nextWrite(after: .now(), ceiling: nil) == nil, "a loop with headroom writes at once")
+        let (due, grid) = try #require(ticker.nextWrite(after: .now(), ceiling: .milliseconds(20)))
+        #expect(due > .now() + .milliseconds(19))
+        #expect(grid == .milliseconds(5))
+    }
+}
+
 @Suite struct WriteTickerTests {
     @Test func dueTimesRoundUpToTheGrid() {
         let grid = TimeAmount.milliseconds(5)
@@ -70,7 +135,7 @@ import HeraldWebhooks
 
     @Test func noStreamRunsBeforeItsGridLine() async throws {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let ticker = WriteTicker(eventLoop: loop)
+        let ticker = WriteTicker(eventLoop: loop, logger: Logger(label: "test"))
         let grid = TimeAmount.milliseconds(50)
         let tick = WriteTicker.tick(for: .now() + .milliseconds(120), grid: grid)
         // Two dues on the same grid line share its tick; one on the next line waits for that.

@@ -58,6 +58,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// ``pump()`` is running: a write can call back into it (a flush that
     /// makes the channel writable again), and the running loop covers that.
     private var pumping = false
+    /// When the running ``pump()`` began: the time its writes are stamped with.
+    private var pumpStarted = NIODeadline.uptimeNanoseconds(0)
 
     /// - Parameter headTimeout: for a connection of its own, how long its
     ///   request head may take; nil in front of Hummingbird, whose idle timeout applies.
@@ -169,11 +171,16 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func pump() {
         guard let context, let stream, !ended, !pumping, !waitingForEvents, !waitingForTick else { return }
         pumping = true
-        defer { pumping = false }
+        pumpStarted = .now()
+        defer {
+            pumping = false
+            ticker?.recordWork(from: pumpStarted, to: .now())
+        }
         let format = stream.format
+        let channel = context.channel
         for _ in 0..<Self.batchesPerTurn {
             // Unwritable: events wait in the mailbox until the client reads, or it overflows.
-            guard context.channel.isActive, context.channel.isWritable else { return }
+            guard channel.isActive, channel.isWritable else { return }
             guard let subscription else {
                 if catchUp(context, stream) { continue } else { return }
             }
@@ -211,7 +218,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 if events.isEmpty { continue }
                 deliver(events, context, stream)
-                if let ticker, let (due, grid) = server.nextWrite(after: .now()) {
+                if let ticker, let (due, grid) = ticker.nextWrite(after: pumpStarted, ceiling: server.writeCeiling()) {
                     waitingForTick = true
                     ticker.schedule(at: due, grid: grid) { [self] in
                         waitingForTick = false
@@ -221,7 +228,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
             case .heartbeat?:
                 context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(staticString: format.heartbeat))), promise: nil)
-                stream.progress.recordWrite()
+                stream.progress.recordWrite(at: pumpStarted)
             case .finished?:
                 return endAsRevokedOrFinished(context, stream)
             }
@@ -255,7 +262,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } else {
             context.writeAndFlush(wrapOutboundOut(.body(frames)), promise: nil)
         }
-        stream.progress.recordWrite()
+        stream.progress.recordWrite(at: pumpStarted)
     }
 
     /// One step of a stream that fell behind its mailbox: the next events

@@ -21,7 +21,7 @@ extension SocketConfiguration {
         let idleTimeout = try settings.value("socket.idle_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
         let buffer = try settings.int("socket.subscriber_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
         let heartbeat = try settings.value("socket.heartbeat_interval", default: "15s" as HumanDuration, expected: "a duration such as 15s")
-        let writeRate = try settings.int("socket.write_rate", default: 50_000, in: 0...Int.max)
+        let writeRate = try settings.int("socket.write_rate", default: 0, in: 0...Int.max)
         let console = try ConsoleConfiguration.read(from: settings)
         guard enabled else {
             if console != nil { throw settings.fail("console", "the console is served by the socket, and socket.enabled is false") }

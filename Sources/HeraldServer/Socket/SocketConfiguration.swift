@@ -25,14 +25,14 @@ public struct SocketConfiguration: Sendable, Equatable {
     public var mailboxCapacity: Int
     /// How often idle streams get a heartbeat comment. Default 15 s.
     public var heartbeatInterval: Duration
-    /// Writes per second the socket aims to spend on all streams together. Default 50,000.
+    /// The most writes per second to spend on all streams together; nil (the
+    /// default): no ceiling.
     ///
-    /// A stream is written at most every `open streams / writeRate` seconds:
-    /// events that arrive sooner wait and go out together in its next write.
-    /// With 100 streams that is 2 ms, with 1000 streams 20 ms. Each write
-    /// costs a system call and a wake-up of the reader, whatever its size, so
-    /// at high fan-out fewer, larger writes keep the latency bounded where one
-    /// write per event would overload the machine. `nil`: write every batch at once.
+    /// Streams are written at once while their event loop has headroom, and
+    /// paced only while writing keeps it busy (``WritePacing``). With a rate,
+    /// a stream is also written at most every `open streams / writeRate`
+    /// seconds, and events that arrive sooner go out together in its next
+    /// write: at 50,000, 2 ms apart with 100 streams and 20 ms with 1000.
     public var writeRate: Int?
     /// The live console (`console:`), served at `/console` and, with
     /// `console.listen`, on TCP too. Default: off.
@@ -47,7 +47,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         idleTimeout: Duration = .seconds(10),
         mailboxCapacity: Int = 4096,
         heartbeatInterval: Duration = .seconds(15),
-        writeRate: Int? = 50_000,
+        writeRate: Int? = nil,
         console: ConsoleConfiguration? = nil
     ) {
         self.path = path

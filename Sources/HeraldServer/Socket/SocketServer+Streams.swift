@@ -373,16 +373,10 @@ extension SocketServer {
         return StreamRefusal(status: status, body: body)
     }
 
-    /// When a stream written at `lastWrite` may be written again (see
-    /// ``SocketConfiguration/writeRate``), and the grid that due time is
-    /// rounded up to; nil: at once. The events that arrive meanwhile go out in one write.
-    func nextWrite(after lastWrite: NIODeadline) -> (due: NIODeadline, grid: TimeAmount)? {
-        guard let spacing = configuration.writeSpacing(openStreams: openStreams.withLock { $0 }) else { return nil }
-        let nanoseconds = Int64(spacing / .nanoseconds(1))
-        let due = lastWrite + .nanoseconds(nanoseconds)
-        // Below this, the wait costs more than the write it would save.
-        guard due > .now() + .microseconds(100) else { return nil }
-        // Streams due within a quarter of the spacing of each other share a timer.
-        return (due, .nanoseconds(nanoseconds / 4))
+    /// The least wait between a stream's writes that
+    /// ``SocketConfiguration/writeRate`` sets for the streams open now; nil without a rate.
+    func writeCeiling() -> TimeAmount? {
+        guard configuration.writeRate != nil else { return nil }
+        return configuration.writeSpacing(openStreams: openStreams.withLock { $0 }).map { .nanoseconds(Int64($0 / .nanoseconds(1))) }
     }
 }

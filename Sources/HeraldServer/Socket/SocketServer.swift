@@ -225,7 +225,7 @@ public final class SocketServer: Service, Sendable {
     func writeTicker(for eventLoop: any EventLoop) -> WriteTicker {
         writeTickers.withLock { tickers in
             if let ticker = tickers[ObjectIdentifier(eventLoop)] { return ticker }
-            let ticker = WriteTicker(eventLoop: eventLoop)
+            let ticker = WriteTicker(eventLoop: eventLoop, logger: logger)
             tickers[ObjectIdentifier(eventLoop)] = ticker
             return ticker
         }

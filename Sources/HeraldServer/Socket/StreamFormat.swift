@@ -74,10 +74,19 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     private static func chunk(of size: Int, allocator: ByteBufferAllocator, asHTTPChunk: Bool) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: size + (asHTTPChunk ? 20 : 0))
         if asHTTPChunk {
-            buffer.writeString(String(size, radix: 16))
+            writeHexadecimal(size, to: &buffer)
             buffer.writeStaticString("\r\n")
         }
         return buffer
+    }
+
+    /// `value`'s lowercase hexadecimal digits, without the String that `String(_:radix:)` allocates on every write.
+    private static func writeHexadecimal(_ value: Int, to buffer: inout ByteBuffer) {
+        let digits = max(1, (Int.bitWidth - value.leadingZeroBitCount + 3) / 4)
+        for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+            let digit = UInt8((value >> shift) & 0xF)
+            buffer.writeInteger(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+        }
     }
 
     /// Keeps an idle stream (and proxies in between) alive. SSE clients

@@ -5,14 +5,16 @@ import Synchronization
 /// only if its client has stopped reading, never while it is still draining.
 final class StreamProgress: Sendable {
     /// A stream whose writes make no progress for this long is considered stalled.
-    static let stallTimeout: Duration = .seconds(2)
+    static let stallTimeout: TimeAmount = .seconds(2)
 
-    private let lastWrite = Mutex(ContinuousClock.now)
+    /// The last write's `NIODeadline`, in nanoseconds: an atomic, as every write stamps it.
+    private let lastWrite = Atomic<UInt64>(NIODeadline.now().uptimeNanoseconds)
     /// A stream that falls behind again and again while it keeps reading gets one watch, not one per fall.
     private let watching = Atomic<Bool>(false)
 
-    func recordWrite() {
-        lastWrite.withLock { $0 = .now }
+    /// Notes a write at `time`; a caller that has just read the clock passes what it read.
+    func recordWrite(at time: NIODeadline = .now()) {
+        lastWrite.store(time.uptimeNanoseconds, ordering: .relaxed)
     }
 
     /// Closes `channel` once it cannot take more and its writes have made no
@@ -29,9 +31,10 @@ final class StreamProgress: Sendable {
     }
 
     private func watch(_ channel: any Channel) {
-        channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(Self.stallTimeout / .nanoseconds(1)))) {
+        channel.eventLoop.scheduleTask(in: Self.stallTimeout) {
             guard channel.isActive, self.watching.load(ordering: .relaxed) else { return }
-            if !channel.isWritable, ContinuousClock.now - self.lastWrite.withLock({ $0 }) >= Self.stallTimeout {
+            let lastWrite = NIODeadline.uptimeNanoseconds(self.lastWrite.load(ordering: .relaxed))
+            if !channel.isWritable, NIODeadline.now() - lastWrite >= Self.stallTimeout {
                 channel.close(promise: nil)
             } else {
                 self.watch(channel)
