@@ -60,6 +60,11 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pumping = false
     /// When the running ``pump()`` began: the time its writes are stamped with.
     private var pumpStarted = NIODeadline.uptimeNanoseconds(0)
+    /// When live events were last written: the write spacing counts from here.
+    private var lastLiveWrite: NIODeadline?
+    /// What the subscription calls once it has something: made once per
+    /// stream, not per wait. It holds the handler, so it goes when the channel does.
+    private var wake: (@Sendable () -> Void)?
 
     /// - Parameter headTimeout: for a connection of its own, how long its
     ///   request head may take; nil in front of Hummingbird, whose idle timeout applies.
@@ -83,6 +88,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         headDeadline?.cancel()
+        wake = nil
         self.context = nil
     }
 
@@ -135,6 +141,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         ended = true
+        wake = nil
         if let stream {
             subscription?.cancel()
             subscription = nil
@@ -161,7 +168,10 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             grouper = opened.grouper
             if covering == nil { position = opened.subscription.startCount }
             direct = DirectChunkWriter(channel: context.channel)
-            ticker = server.writeTicker(for: context.eventLoop)
+            let ticker = server.writeTicker(for: context.eventLoop)
+            self.ticker = ticker
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            wake = { ticker.ready.wake(handler) }
             pump()
         }
     }
@@ -184,6 +194,16 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             guard let subscription else {
                 if catchUp(context, stream) { continue } else { return }
             }
+            // While writes are spaced, what came since the last write waits for the stream's tick.
+            if let ticker, let lastLiveWrite, let (due, grid) = ticker.nextWrite(after: lastLiveWrite, ceiling: server.writeCeiling()),
+                due > pumpStarted {
+                waitingForTick = true
+                ticker.schedule(at: due, grid: grid) { [self] in
+                    waitingForTick = false
+                    pump()
+                }
+                return
+            }
             let delivery: Subscription.Delivery?
             do {
                 delivery = try subscription.pollDelivery(limit: 512)
@@ -199,16 +219,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             switch delivery {
             case nil:
-                waitingForEvents = true
-                let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-                let eventLoop = context.eventLoop
-                subscription.whenReady {
-                    eventLoop.execute {
-                        handler.value.waitingForEvents = false
-                        handler.value.pump()
-                    }
-                }
-                return
+                return waitForEvents(from: subscription)
             case .events(var events)?:
                 if let snapshot = covering {
                     events.removeAll { event in UInt64(event.transactionID).map(snapshot.isVisible) ?? false }
@@ -218,13 +229,10 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 if events.isEmpty { continue }
                 deliver(events, context, stream)
-                if let ticker, let (due, grid) = ticker.nextWrite(after: pumpStarted, ceiling: server.writeCeiling()) {
-                    waitingForTick = true
-                    ticker.schedule(at: due, grid: grid) { [self] in
-                        waitingForTick = false
-                        pump()
-                    }
-                    return
+                lastLiveWrite = pumpStarted
+                // Spaced: the stream sleeps until an event comes, and only then waits out the rest of the spacing.
+                if let ticker, ticker.nextWrite(after: pumpStarted, ceiling: server.writeCeiling()) != nil {
+                    return waitForEvents(from: subscription)
                 }
             case .heartbeat?:
                 context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(staticString: format.heartbeat))), promise: nil)
@@ -235,6 +243,19 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         // Busy: the other channels on this loop get their turn first.
         context.eventLoop.assumeIsolated().execute { [self] in pump() }
+    }
+
+    /// Pumps again once `subscription` has something (see ``woken()``).
+    private func waitForEvents(from subscription: Subscription) {
+        guard let wake else { return }
+        waitingForEvents = true
+        subscription.whenReady(wake)
+    }
+
+    /// The subscription has something: called on the loop by ``ReadyStreams``.
+    func woken() {
+        waitingForEvents = false
+        pump()
     }
 
     /// Writes `events`, or with `group=transaction` the transactions they complete.

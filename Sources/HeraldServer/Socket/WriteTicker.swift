@@ -2,7 +2,8 @@ import Logging
 import NIOCore
 
 /// What the streams on one event loop share to space their writes: the
-/// loop's ``WritePacing`` and the timers they wait on.
+/// loop's ``WritePacing``, the timers they wait on, and the ``ReadyStreams``
+/// that wake them together.
 ///
 /// A timer per stream costs a scheduled task, a heap insert and removal and
 /// a timer reset for each write of each stream: at 100 streams and 1,000
@@ -20,9 +21,11 @@ final class WriteTicker: Sendable {
     private let logger: Logger
 
     let eventLoop: any EventLoop
+    let ready: ReadyStreams
 
     init(eventLoop: any EventLoop, pacing: WritePacing.Policy = .init(), logger: Logger) {
         self.eventLoop = eventLoop
+        ready = ReadyStreams(eventLoop: eventLoop)
         self.logger = logger
         state = .makeBoxSendingValue(State(pacing: WritePacing(policy: pacing, now: .now())), eventLoop: eventLoop)
     }
