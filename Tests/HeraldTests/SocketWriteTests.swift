@@ -125,6 +125,43 @@ import Logging
     }
 }
 
+@Suite struct ReadyStreamsTests {
+    /// Counts its wake-ups; touched only on its event loop.
+    private final class CountingStream: WakeableStream {
+        let eventLoop: any EventLoop
+        var wakeUps = 0
+        var offLoop = 0
+        init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+        func woken() {
+            if !eventLoop.inEventLoop { offLoop += 1 }
+            wakeUps += 1
+        }
+    }
+
+    /// The broker wakes streams from its own thread, many at once and again
+    /// while a drain runs: each wake must reach its stream, on its loop.
+    @Test func everyWakeFromAnotherThreadReachesItsStreamOnItsLoop() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let ready = ReadyStreams<CountingStream>(eventLoop: loop)
+        let streams = try await loop.submit { (0..<1000).map { _ in NIOLoopBound(CountingStream(eventLoop: loop), eventLoop: loop) } }.get()
+        let rounds = 20
+        await withTaskGroup(of: Void.self) { group in
+            for part in 0..<4 {
+                group.addTask {
+                    for _ in 0..<rounds {
+                        for stream in streams[(part * 250)..<((part + 1) * 250)] { ready.wake(stream) }
+                        await Task.yield()
+                    }
+                }
+            }
+        }
+        // Wakes already queued are drained by tasks already scheduled: one more task runs after them.
+        let counts = try await loop.submit { streams.map { ($0.value.wakeUps, $0.value.offLoop) } }.get()
+        #expect(counts.allSatisfy { $0.0 == rounds }, "a wake was lost or repeated")
+        #expect(counts.allSatisfy { $0.1 == 0 }, "a stream was woken off its loop")
+    }
+}
+
 @Suite struct WriteTickerTests {
     @Test func dueTimesRoundUpToTheGrid() {
         let grid = TimeAmount.milliseconds(5)

@@ -19,7 +19,7 @@ import NIOHTTPTypes
 /// channel's event loop, woken by the subscription, the write ticker or
 /// the channel's writability. An idle stream so holds no task and no
 /// parked async stack, only this handler and its subscription.
-final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, WakeableStream {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart

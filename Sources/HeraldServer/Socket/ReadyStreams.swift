@@ -8,8 +8,8 @@ import Synchronization
 /// loop's queue lock per stream and event: at 1000 streams, 1000 of each for
 /// one row. Here the first stream that becomes ready schedules one task, and
 /// that task pumps every stream that became ready meanwhile.
-final class ReadyStreams: Sendable {
-    private let ready = Mutex<[NIOLoopBound<EventStreamHandler>]>([])
+final class ReadyStreams<Stream: WakeableStream>: Sendable {
+    private let ready = Mutex<[NIOLoopBound<Stream>]>([])
     let eventLoop: any EventLoop
 
     init(eventLoop: any EventLoop) {
@@ -17,7 +17,7 @@ final class ReadyStreams: Sendable {
     }
 
     /// Pumps `stream` on the loop soon; callable from any thread.
-    func wake(_ stream: NIOLoopBound<EventStreamHandler>) {
+    func wake(_ stream: NIOLoopBound<Stream>) {
         let first = ready.withLock { ready in
             ready.append(stream)
             return ready.count == 1
@@ -32,4 +32,10 @@ final class ReadyStreams: Sendable {
         }
         for stream in streams { stream.value.woken() }
     }
+}
+
+/// A stream that ``ReadyStreams`` pumps on its event loop.
+protocol WakeableStream: AnyObject {
+    /// Its subscription has something; called on the stream's event loop.
+    func woken()
 }

@@ -21,7 +21,7 @@ final class WriteTicker: Sendable {
     private let logger: Logger
 
     let eventLoop: any EventLoop
-    let ready: ReadyStreams
+    let ready: ReadyStreams<EventStreamHandler>
 
     init(eventLoop: any EventLoop, pacing: WritePacing.Policy = .init(), logger: Logger) {
         self.eventLoop = eventLoop
