@@ -188,6 +188,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
         }
         let format = stream.format
         let channel = context.channel
+        // Read once a turn: with a write rate, it takes the open-streams lock.
+        let ceiling = server.writeCeiling()
         for _ in 0..<Self.batchesPerTurn {
             // Unwritable: events wait in the mailbox until the client reads, or it overflows.
             guard channel.isActive, channel.isWritable else { return }
@@ -195,7 +197,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
                 if catchUp(context, stream) { continue } else { return }
             }
             // While writes are spaced, what came since the last write waits for the stream's tick.
-            if let ticker, let lastLiveWrite, let (due, grid) = ticker.nextWrite(after: lastLiveWrite, ceiling: server.writeCeiling()),
+            if let ticker, let lastLiveWrite, let (due, grid) = ticker.nextWrite(after: lastLiveWrite, ceiling: ceiling),
                 due > pumpStarted {
                 waitingForTick = true
                 ticker.schedule(at: due, grid: grid) { [self] in
@@ -231,7 +233,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
                 deliver(events, context, stream)
                 lastLiveWrite = pumpStarted
                 // Spaced: the stream sleeps until an event comes, and only then waits out the rest of the spacing.
-                if let ticker, ticker.nextWrite(after: pumpStarted, ceiling: server.writeCeiling()) != nil {
+                if let ticker, ticker.nextWrite(after: pumpStarted, ceiling: ceiling) != nil {
                     return waitForEvents(from: subscription)
                 }
             case .heartbeat?:
