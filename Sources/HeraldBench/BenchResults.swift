@@ -10,6 +10,8 @@ struct BenchResults: Codable {
     var bulkStatements: BulkStatements?
     /// Scenario l.'s writers with no trigger (no events to receive); absent before it was measured.
     var writersWithoutTrigger: [WriterBaseline]?
+    /// Scenario l.'s references, run with no daemon; absent before they were measured.
+    var writersReferences: [WriterReference]?
     /// Scenario r.: the kernel's cost of the same writes with nothing else done (bench/floor.c); absent before it was measured.
     var floor: [Floor]?
     var runs: [Run]
@@ -30,6 +32,13 @@ struct BenchResults: Codable {
         var writers: Int
         var tps: Double
         var rounds: [Double]?
+    }
+
+    /// Writers against a trigger that is not pgherald's, or against
+    /// pgherald's with no daemon running: what the cost is made of.
+    struct WriterReference: Codable {
+        var label: String
+        var counts: [WriterBaseline]
     }
 
     struct WriteOverhead: Codable {

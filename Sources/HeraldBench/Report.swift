@@ -201,7 +201,7 @@ struct MarkdownReport {
         let roundCount = baseline.first?.rounds?.count ?? 1
         line("### l. Writers: many at once, `synchronous_commit` on")
         line()
-        line("pgbench single-row INSERTs of about 100 B at full speed, each trigger in a database of its own with a daemon listening and one SSE subscriber; \(roundCount) round(s), no trigger measured in each just before the triggers. TPS (median of rounds), and in brackets the median of each round's ratio to no trigger. Targets: durable at least 0.8 of no trigger at 1 writer and 0.75 at 16 and 64.")
+        line("pgbench single-row INSERTs of about 100 B at full speed, each trigger in a database of its own with a daemon listening and one SSE subscriber; \(roundCount) round(s), no trigger measured in each just before the triggers, every run after a `CHECKPOINT`. TPS (median of rounds), and in brackets the median of each round's ratio to no trigger. Targets: durable at least 0.8 of no trigger at 1 writer and 0.75 at 16 and 64.")
         line()
         table(["trigger"] + counts.map { "\($0) writers" }, [["no trigger"] + baseline.map { grouped($0.tps) }] + kinds.map { kind in
             [kind] + baseline.map { base in
@@ -209,6 +209,17 @@ struct MarkdownReport {
                 return "\(grouped(tps)) (\(format(ratio, 2)))"
             }
         })
+        if let references = results.writersReferences, !references.isEmpty {
+            line("References, with no daemon and no subscriber, measured in the same rounds: TPS (median of rounds) and the median of each round's ratio to no trigger.")
+            line()
+            table(["reference"] + counts.map { "\($0) writers" }, references.map { reference in
+                [reference.label] + baseline.map { base in
+                    guard let measured = reference.counts.first(where: { $0.writers == base.writers }) else { return "-" }
+                    let ratios = zip(measured.rounds ?? [measured.tps], base.rounds ?? [base.tps]).map { $0 / $1 }
+                    return "\(grouped(measured.tps)) (\(median(ratios).map { format($0, 2) } ?? "-"))"
+                }
+            })
+        }
         table(["trigger", "writers", "delivered ratio", "p50 ms", "p99 ms", "max ms", "pgherald CPU s / 1000"], kinds.flatMap { kind in
             [counts.first, counts.last].compactMap { $0 }.compactMap { writers in
                 let measured = rounds(kind, writers)
