@@ -123,7 +123,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "The most writes per second to spend on all socket streams together; 0: no ceiling. Default: 0. Key: socket.write_rate.",
-        discussion: "Streams are written at once while the daemon has headroom. A write costs a system call and a wake-up of the client whatever its size, so once writing keeps an event loop more than half busy, its streams are written at most every 1 ms, doubling while it stays busy (up to 256 ms, only under overload), and the events that arrive meanwhile go out together. A rate adds a fixed floor under that spacing: each stream is then written at most every (open streams / write rate) seconds, 2 ms with 100 streams at 50000, 20 ms with 1000."
+        discussion: "Streams are written at once while the daemon has headroom. A write costs a system call and a wake-up of the client whatever its size, so once writing keeps an event loop more than half busy, its streams are written at most every 1 ms, doubling up to 32 ms while it stays busy, and the events that arrive meanwhile go out together. A rate adds a fixed floor under that spacing: each stream is then written at most every (open streams / write rate) seconds, 2 ms with 100 streams at 50000, 20 ms with 1000."
     ))
     var writeRate: Int?
 
