@@ -77,7 +77,7 @@ public final class DaemonMetrics: Sendable {
         for kind in Set(Self.subscriberKinds).union(statistics.subscribersByKind.keys) {
             gauge("pgherald_subscribers", Double(statistics.subscribersByKind[kind] ?? 0), labels: [("kind", kind)], help: "Subscribers now, by kind.")
         }
-        advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers dropped for falling behind.")
+        advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers whose mailbox overflowed: dropped, or a socket stream that read on from the history.")
 
         let state = listener.status.name
         for candidate in PostgresListener.Status.names {

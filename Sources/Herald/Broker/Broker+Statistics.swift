@@ -13,7 +13,8 @@ extension Broker {
         public var subscribersByKind: [String: Int]
         /// Subscribers registered now.
         public var subscriberCount: Int { subscribersByKind.values.reduce(0, +) }
-        /// Subscribers dropped because their mailbox overflowed.
+        /// Subscribers whose mailbox overflowed: dropped, or, for a socket
+        /// stream, read on from the history at its own pace.
         public var overflowCount: UInt64
     }
 

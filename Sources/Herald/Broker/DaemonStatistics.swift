@@ -69,7 +69,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var tables: [String: UInt64]
     /// Subscribers now, by kind (`sse`, `ndjson`, `stdout`, ...).
     public var subscribers: [String: Int]
-    /// Subscribers dropped for falling behind, since start.
+    /// Subscribers whose mailbox overflowed, since start: dropped, or a socket
+    /// stream that read on from the history (see ``Broker/Statistics/overflowCount``).
     public var overflows: UInt64
     public var uptimeSeconds: Double
     public var listener: Listener

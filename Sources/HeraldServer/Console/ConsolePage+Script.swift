@@ -133,7 +133,7 @@ extension ConsolePage {
         ['durability', stats.durability || 'unknown'],
         ['uptime', formatDuration(stats.uptimeSeconds)],
         ['version', stats.version],
-        ['subscribers dropped for falling behind', stats.overflows],
+        ['subscribers that fell behind their mailbox (dropped, or read on from the history)', stats.overflows],
         ['lag', lastLag === null ? 'no event shown yet' : 'the last event shown arrived ' + lastLag + ' ms after its trigger ran'],
       ];
       if (stats.journal) {
