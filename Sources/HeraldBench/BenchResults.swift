@@ -32,6 +32,11 @@ struct BenchResults: Codable {
         var writers: Int
         var tps: Double
         var rounds: [Double]?
+
+        /// TPS in round `round` (from 1); the median where rounds were not kept.
+        func tps(inRound round: Int) -> Double {
+            rounds.flatMap { round <= $0.count ? $0[round - 1] : nil } ?? tps
+        }
     }
 
     /// Writers against a trigger that is not pgherald's, or against

@@ -194,8 +194,7 @@ struct MarkdownReport {
             median(rounds(kind, base.writers).compactMap { run in
                 guard let tps = run.writerTPS else { return nil }
                 let round = run.result.label.firstMatch(of: /round (\d+)$/).flatMap { Int($0.1) } ?? 1
-                let none = base.rounds.flatMap { round <= $0.count ? $0[round - 1] : nil } ?? base.tps
-                return tps / none
+                return tps / base.tps(inRound: round)
             })
         }
         let roundCount = baseline.first?.rounds?.count ?? 1
@@ -215,7 +214,7 @@ struct MarkdownReport {
             table(["reference"] + counts.map { "\($0) writers" }, references.map { reference in
                 [reference.label] + baseline.map { base in
                     guard let measured = reference.counts.first(where: { $0.writers == base.writers }) else { return "-" }
-                    let ratios = zip(measured.rounds ?? [measured.tps], base.rounds ?? [base.tps]).map { $0 / $1 }
+                    let ratios = (measured.rounds ?? [measured.tps]).enumerated().map { $1 / base.tps(inRound: $0 + 1) }
                     return "\(grouped(measured.tps)) (\(median(ratios).map { format($0, 2) } ?? "-"))"
                 }
             })
