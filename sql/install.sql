@@ -1,7 +1,7 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 8, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
+-- Version 10, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
 -- any earlier version in place and keeps the journal, webhook deliveries,
 -- watched schemas, exclusions and settings. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
@@ -36,7 +36,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 9 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 10 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -171,6 +171,14 @@ ALTER TABLE pgherald.daemon ADD COLUMN IF NOT EXISTS parked boolean NOT NULL DEF
 -- Marks the daemon `daemon_name` parked or reading, and returns how many
 -- daemons are parked. Not durable: a daemon sets its state again at every
 -- connection, so its commit does not wait for a flush.
+--
+-- A writer takes its transaction id before it reads the doorbell, and the
+-- daemon sweeps, after parking, every transaction running in its next
+-- snapshot: those may have read "reading" and will not ring. A snapshot
+-- lists as running only the ids below its xmax, the newest finished id plus
+-- one, so this function finishes an id taken after the doorbell changed
+-- (version 10): every writer that read the old value has a lower id, and so
+-- shows in any snapshot taken after this commit, running or committed.
 CREATE OR REPLACE FUNCTION pgherald.park(daemon_name text, is_parked boolean) RETURNS bigint
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -179,11 +187,21 @@ BEGIN
     PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
     -- Daemons change it one at a time, each counting what the others committed.
     PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('pgherald.doorbell'));
-    UPDATE pgherald.daemon SET parked = is_parked WHERE name = daemon_name;
     -- A daemon that died parked stops counting once its session is gone.
-    SELECT pg_catalog.count(*) INTO waiting FROM pgherald.daemon AS d
-     WHERE d.parked AND EXISTS (SELECT FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = d.backend_pid);
+    SELECT pg_catalog.count(*) + CASE WHEN is_parked THEN 1 ELSE 0 END INTO waiting FROM pgherald.daemon AS d
+     WHERE d.parked AND d.name <> daemon_name
+       AND EXISTS (SELECT FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = d.backend_pid);
     PERFORM pg_catalog.setval('pgherald.doorbell', waiting);
+    -- The block is a subtransaction, whose write takes a new id, after setval's.
+    BEGIN
+        UPDATE pgherald.daemon SET parked = is_parked WHERE name = daemon_name;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'pgherald: no daemon named % is registered in pgherald.daemon', daemon_name
+                USING HINT = 'serve registers its --name when it connects; restart it.';
+        END IF;
+    EXCEPTION WHEN OTHERS THEN
+        RAISE;
+    END;
     RETURN waiting;
 END
 $fn$;

@@ -231,6 +231,60 @@ extension IntegrationTests {
             try await daemon.stop()
         }
 
+        /// A writer that reads the doorbell while a daemon is parking either
+        /// rings, or is running in the snapshot of the daemon's closing sweep,
+        /// which then sweeps until it ends. A snapshot lists as running only
+        /// the ids below its xmax, the newest finished id plus one, so a writer
+        /// whose id came after park()'s own and that read the doorbell before
+        /// park() changed it would be in neither. Here park() is held on the
+        /// daemon's row, after taking its transaction id, while an application
+        /// role writes; the write commits once park() has.
+        @Test(arguments: cells)
+        func aWriterThatReadsTheDoorbellWhileTheDaemonParksRingsOrIsRunningInTheClosingSnapshot(_ cell: TriggerCell) async throws {
+            let database = try TestDatabase.create(install: false, on: cell.cluster)
+            try Installer.install(on: database.connect(), durability: .durable, triggers: cell.triggers)
+            let eavesdropper = try Eavesdropper(database: database)
+            let role = "writer_\(UInt32.random(in: 0...UInt32.max))"
+            try database.execute("""
+                CREATE ROLE \(role) LOGIN; GRANT SELECT, INSERT ON course TO \(role);
+                GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)
+                """)
+            let writer = try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
+            // The daemon's session, registered as serve registers it, parks once the blocker holds its row.
+            let parkerPID = Mutex<String?>(nil)
+            let blocked = Atomic<Bool>(false)
+            let parked = Mutex<String?>(nil)
+            let parking = Thread.run {
+                guard let parker = try? database.connect() else { return }
+                parkerPID.withLock { $0 = (try? parker.execute("SELECT pg_backend_pid()"))?.scalar }
+                for _ in 0..<10_000 where !blocked.load(ordering: .relaxed) { pause(1) }
+                parked.withLock { $0 = (try? parker.execute("SELECT pgherald.park('parking', true)"))?.scalar }
+            }
+            try await waitFor(seconds: 10) { parkerPID.withLock { $0 } != nil } failure: { "the daemon's session did not connect" }
+            let pid = parkerPID.withLock { $0 }
+            try database.execute("INSERT INTO pgherald.daemon (name, host, pid, backend_pid) VALUES ('parking', 'test', 1, $1::int)", parameters: [pid])
+            let blocker = try database.connect()
+            try blocker.execute("BEGIN")
+            try blocker.execute("SELECT FROM pgherald.daemon WHERE name = 'parking' FOR UPDATE")
+            blocked.store(true, ordering: .relaxed)
+            try await waitFor(seconds: 10) {
+                try database.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1::int", parameters: [pid]).scalar == "Lock"
+            } failure: { "park() did not wait for the daemon's row" }
+
+            try writer.execute("BEGIN")
+            try writer.execute("INSERT INTO course (short_code, name) VALUES ('PARKING', 'Written while the daemon parks')")
+            let writerID = try #require(try writer.execute("SELECT pg_current_xact_id()::text").scalar.flatMap { UInt64($0) })
+            try blocker.execute("ROLLBACK")
+            await parking.value
+            #expect(parked.withLock { $0 } == "1", "park() did not finish")
+            // What the daemon's closing sweep reads in, taken once park() has committed.
+            let closing = try #require(TransactionSnapshot(try database.execute("SELECT pg_current_snapshot()::text").scalar ?? ""))
+            try writer.execute("COMMIT")
+            let rang = eavesdropper.notifications(within: .seconds(2), wanted: 1) > 0
+            #expect(rang || closing.inProgress.contains(writerID),
+                    "transaction \(writerID) did not ring, and the closing snapshot \(closing) does not show it running")
+        }
+
         @Test func theBackstopFindsAnEventWhoseNotificationWasLost() async throws {
             let database = try TestDatabase.create(durability: .durable)
             let daemon = try await RunningListener(database: database, backstopInterval: .seconds(1))

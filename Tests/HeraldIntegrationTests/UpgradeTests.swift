@@ -11,7 +11,7 @@ extension IntegrationTests {
     /// upgrade from each of them.
     @Suite(.enabled(if: !TestCluster.matrix.isEmpty, "needs PGHERALD_TEST_MATRIX (scripts/test)"))
     struct UpgradeTests {
-        static let earlierVersions = Array(1...7)
+        static let earlierVersions = Array(1...9)
 
         @Test(arguments: TestCluster.matrix, earlierVersions)
         func anEarlierInstallUpgradesInPlaceAndKeepsEverything(_ cluster: TestCluster, _ version: Int) async throws {

@@ -44,9 +44,11 @@ public enum Journal {
         return try connection.execute("SELECT pgherald.durability()").scalar.flatMap { Durability(rawValue: $0) }
     }
 
-    /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell), and
-    /// version 9 holds those notifications until pre-commit with the native library, so prepared transactions prepare.
-    public static let requiredPublisherVersion = 9
+    /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell),
+    /// version 9 holds those notifications until pre-commit with the native library, so prepared transactions prepare,
+    /// and version 10's `park()` finishes a transaction id taken after the doorbell changed, so every writer that read
+    /// the old value shows in the daemon's closing snapshot.
+    public static let requiredPublisherVersion = 10
 
     /// The channel the triggers notify on, which the install chose at random
     /// and only roles that may read `pgherald.setting` learn; `nil` where
