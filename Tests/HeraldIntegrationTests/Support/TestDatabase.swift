@@ -25,7 +25,16 @@ struct TestDatabase {
     ) throws -> TestDatabase {
         let cluster = try #require(cluster?.connInfo ?? clusterConnInfo, "PGHERALD_TEST_CONNINFO is not set; run scripts/test")
         let name = "herald_\(UInt32.random(in: 0...UInt32.max))"
-        let admin = try LibpqConnection.connect(ConnectionString(cluster))
+        let admin: LibpqConnection
+        do {
+            admin = try LibpqConnection.connect(ConnectionString(cluster))
+        } catch {
+            // Seen in CI right after ServiceTests' test that locks the checkpoint table, never in a rerun.
+            if error.code == .timedOut {
+                Issue.record("the cluster did not answer a new connection: \(ClusterDiagnostics.describe(connInfo: cluster))")
+            }
+            throw error
+        }
         try admin.execute("CREATE DATABASE \(name)")
         let database = TestDatabase(name: name, connInfo: "\(cluster) dbname=\(name)")
         let connection = try database.connect()
