@@ -29,11 +29,15 @@ struct TestDatabase {
         do {
             admin = try LibpqConnection.connect(ConnectionString(cluster))
         } catch {
-            // Seen in CI right after ServiceTests' test that locks the checkpoint table, never in a rerun.
-            if error.code == .timedOut {
-                Issue.record("the cluster did not answer a new connection: \(ClusterDiagnostics.describe(connInfo: cluster))")
+            guard error.code == .timedOut else { throw error }
+            // Seen twice in CI right after ServiceTests' test that locks the checkpoint table,
+            // never in a rerun. The cluster is the tests' tool here, not what they test: say
+            // what it was doing, and give it once more, three times as long.
+            let diagnostics = ClusterDiagnostics.describe()
+            withKnownIssue("the test cluster did not answer a new connection within 10 s", isIntermittent: true) {
+                Issue.record("\(diagnostics)")
             }
-            throw error
+            admin = try LibpqConnection.connect(ConnectionString(cluster), timeout: .seconds(30))
         }
         try admin.execute("CREATE DATABASE \(name)")
         let database = TestDatabase(name: name, connInfo: "\(cluster) dbname=\(name)")
