@@ -93,7 +93,7 @@ BEGIN
         UPDATE pgherald.daemon SET parked = is_parked WHERE name = daemon_name;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'pgherald: no daemon named % is registered in pgherald.daemon', daemon_name
-                USING HINT = 'serve registers its --name when it connects; restart it.';
+                USING HINT = 'serve registers its --name each time it connects, so this row was deleted while it ran; it registers again when it reconnects.';
         END IF;
     EXCEPTION WHEN OTHERS THEN
         RAISE;
