@@ -179,13 +179,7 @@ extension IntegrationTests {
             let daemon = try await RunningListener(database: database, backstopInterval: .milliseconds(500))
             let eavesdropper = try Eavesdropper(database: database)
             try await waitUntilParked(database)
-            // An application's own role, with no grant for pgherald.
-            let role = "writer_\(UInt32.random(in: 0...UInt32.max))"
-            try database.execute("""
-                CREATE ROLE \(role) LOGIN; GRANT SELECT, INSERT, UPDATE ON course TO \(role);
-                GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)
-                """)
-            let writer = try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
+            let writer = try applicationWriter(database, privileges: "SELECT, INSERT, UPDATE")
 
             // Single rows (the native path), a multi-row statement (plpgsql's), and a savepoint rolled back.
             try writer.execute("""
@@ -244,12 +238,7 @@ extension IntegrationTests {
             let database = try TestDatabase.create(install: false, on: cell.cluster)
             try Installer.install(on: database.connect(), durability: .durable, triggers: cell.triggers)
             let eavesdropper = try Eavesdropper(database: database)
-            let role = "writer_\(UInt32.random(in: 0...UInt32.max))"
-            try database.execute("""
-                CREATE ROLE \(role) LOGIN; GRANT SELECT, INSERT ON course TO \(role);
-                GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)
-                """)
-            let writer = try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
+            let writer = try applicationWriter(database, privileges: "SELECT, INSERT")
             // The daemon's session, registered as serve registers it, parks once the blocker holds its row.
             let parkerPID = Mutex<String?>(nil)
             let blocked = Atomic<Bool>(false)
@@ -304,6 +293,16 @@ extension IntegrationTests {
             // Counted once a tick shows that no notification for it is on the way.
             try await waitFor(seconds: 5) { daemon.listener.backstopEvents == 1 } failure: { "not counted as found by the backstop" }
             try await daemon.stop()
+        }
+
+        /// A connection as an application's own role: `privileges` on `course`, no grant for pgherald.
+        private func applicationWriter(_ database: TestDatabase, privileges: String) throws -> LibpqConnection {
+            let role = "writer_\(UInt32.random(in: 0...UInt32.max))"
+            try database.execute("""
+                CREATE ROLE \(role) LOGIN; GRANT \(privileges) ON course TO \(role);
+                GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)
+                """)
+            return try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(role)"))
         }
 
         private func parkedDaemons(_ database: TestDatabase) throws -> Int {
