@@ -37,12 +37,33 @@ extension IntegrationTests {
             PeerClient(userID: user, groupID: group ?? user, socketPath: daemon.socketPath)
         }
 
+        /// A checkout only root can read (a clone in root's home): another user cannot open a
+        /// script in it, and gets the copy the tests share with other users instead.
+        @Test func helpersForOtherUsersRunFromAPrivateCheckout() async throws {
+            let folder = try #require(mkdtemp(strdup("\(NSTemporaryDirectory())/pgherald-private.XXXXXX")).map { String(cString: $0) })
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            #expect(chmod(folder, 0o700) == 0)
+            let script = URL(fileURLWithPath: "\(folder)/whoami.sh")
+            try "echo \"ran as $(id -u)\"\n".write(to: script, atomically: true, encoding: .utf8)
+            func run(_ path: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+                let result = try await DaemonProcess(
+                    ["--reuid=\(Self.coursesOnly)", "--regid=\(Self.coursesOnly)", "--clear-groups", "--", "/bin/sh", path],
+                    executable: URL(fileURLWithPath: "/usr/bin/setpriv")
+                ).finish(within: 10)
+                return (result.status, result.stdout, result.stderr)
+            }
+            let inPlace = try await run(script.path)
+            #expect(inPlace.status != 0 && inPlace.stderr.contains("Permission denied"), "\(inPlace)")
+            let shared = try await run(try SharedWithOtherUsers.path(of: script))
+            #expect(shared.status == 0 && shared.stdout == "ran as \(Self.coursesOnly)\n", "\(shared)")
+        }
+
         /// Supabase Realtime on the socket without realtime keys: each peer's grant decides,
         /// with a standard-library client run as another user.
         @Test func realtimePeersOnTheSocketGetTheirGrant() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", configuration()])
-            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/unix_peer.py").path
+            let script = try SharedWithOtherUsers.path(of: TestDatabase.repositoryRoot.appending(path: "tests/realtime/unix_peer.py"))
             func run(as user: UInt32) async throws -> [String] {
                 let client = try DaemonProcess(
                     ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", "/usr/bin/python3", script, daemon.socketPath],
@@ -66,7 +87,7 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let path = try configuration()
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", path])
-            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/unix_peer.py").path
+            let script = try SharedWithOtherUsers.path(of: TestDatabase.repositoryRoot.appending(path: "tests/realtime/unix_peer.py"))
             let client = try DaemonProcess(
                 ["--reuid=\(Self.coursesOnly)", "--regid=\(Self.coursesOnly)", "--clear-groups", "--", "/usr/bin/python3", script, daemon.socketPath, "watch"],
                 executable: URL(fileURLWithPath: "/usr/bin/setpriv"), withInput: true
@@ -112,7 +133,7 @@ extension IntegrationTests {
             // pgherald tail (HeraldClient) gives up at once with the reason, rather than retrying.
             let tail = try await DaemonProcess(
                 ["--reuid=\(Self.coursesOnly)", "--regid=\(Self.coursesOnly)", "--clear-groups", "--",
-                 DaemonProcess.executable.path, "tail", "--socket", daemon.socketPath, "--table", "student"],
+                 SharedWithOtherUsers.path(of: DaemonProcess.executable), "tail", "--socket", daemon.socketPath, "--table", "student"],
                 executable: URL(fileURLWithPath: "/usr/bin/setpriv")
             ).finish(within: 10)
             #expect(tail.status != 0 && tail.stderr.contains("access rules refuse"), "\(tail.status): \(tail.stderr)")

@@ -293,7 +293,7 @@ extension IntegrationTests {
             chmod(directory, 0o777)
             let socket = "\(directory)/pgherald.sock"
             let daemon = try DaemonProcess(
-                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", DaemonProcess.executable.path,
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", SharedWithOtherUsers.path(of: DaemonProcess.executable),
                  "serve", "--db", database.connInfo, "--socket", socket, "--log-format", "logfmt"],
                 environment: ["PGHERALD_SOCKET_GROUP": "root"], executable: URL(fileURLWithPath: "/usr/bin/setpriv")
             )
