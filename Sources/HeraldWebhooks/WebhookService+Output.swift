@@ -55,7 +55,8 @@ extension WebhookService: Output {
                 health: failing.isEmpty ? "ok" : "degraded",
                 reason: failing.isEmpty ? nil : "failing: \(failing.joined(separator: ", "))",
                 feed: listener.durability == .notifyOnly ? .live : .durable,
-                delivered: all.values.reduce(0) { $0 + $1.successes }
+                delivered: all.values.reduce(0) { $0 + $1.successes },
+                backlog: all.values.contains { $0.backlog != nil } ? all.values.reduce(0) { $0 + ($1.backlog ?? 0) } : nil
             ),
             metrics: metrics
         )

@@ -23,7 +23,7 @@ extension IntegrationTests {
             }
         }
 
-        @Test(arguments: [["tail"], ["demo", "--db", "host=127.0.0.1 port=1"]])
+        @Test(arguments: [["tail"], ["status"], ["demo", "--db", "host=127.0.0.1 port=1"]])
         func clientCommandsSayAtOnceThatTheDaemonIsMissing(command: [String]) async throws {
             let started = ContinuousClock.now
             let result = try await DaemonProcess(command + ["--socket", "/nonexistent/pgherald.sock"]).finish(within: 10)
@@ -32,6 +32,39 @@ extension IntegrationTests {
             #expect(result.stderr.contains(
                 "cannot reach pgherald at /nonexistent/pgherald.sock: no such file; is the daemon running? (systemctl status pgherald)"
             ), "\(result.stderr)")
+        }
+
+        /// The client commands find the socket as the daemon does: --socket, then socket.path from
+        /// the environment or the configuration file (--config, else /etc/pgherald/pgherald.yaml).
+        @Test func clientCommandsFindTheSocketTheDaemonWasConfiguredWith() async throws {
+            let database = try TestDatabase.create()
+            let socket = SocketDaemon.temporarySocketPath()
+            let config = (socket as NSString).deletingLastPathComponent + "/pgherald.yaml"
+            try "socket:\n  path: \(socket)\nevent_log:\n  path: \(socket).events\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, socketPath: socket, arguments: ["--config", config])
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('CFG', 'Found')")
+            try await Task.sleep(for: .seconds(1.5))
+
+            let status = try await DaemonProcess(["status", "--config", config]).finish(within: 10)
+            #expect(status.status == 0, "\(status.stderr)")
+            #expect(status.stdout.contains("listener:    listening"), "\(status.stdout)")
+            // Every output with its health, a durable one with its backlog.
+            #expect(status.stdout.contains("outputs:"), "\(status.stdout)")
+            #expect(status.stdout.contains("event_log  durable, ok, 1 delivered, backlog 0"), "\(status.stdout)")
+            #expect(status.stdout.contains("socket"), "\(status.stdout)")
+
+            let fromEnvironment = try await DaemonProcess(["status"], environment: ["PGHERALD_SOCKET_PATH": socket]).finish(within: 10)
+            #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
+
+            let tail = try DaemonProcess(["tail", "--config", config, "--format", "json"])
+            try await daemon.waitForSubscribers(1, kind: "sse")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('CFG2', 'Tailed')")
+            _ = try await tail.readLine { $0.contains("CFG2") }
+            tail.signal(SIGTERM)
+
+            let missing = try await DaemonProcess(["status", "--config", config + ".missing"]).finish(within: 10)
+            #expect(missing.status == 78 && missing.stderr.contains("no such file"), "\(missing.stderr)")
+            _ = try await daemon.stop()
         }
 
         @Test func tailWithRetryWaitsForTheDaemonAndSaysSo() async throws {

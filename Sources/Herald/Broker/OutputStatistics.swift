@@ -17,13 +17,16 @@ public struct OutputStatistics: Codable, Sendable, Hashable {
     public var delivered: UInt64
     /// A durable output's cursor: the last event it recorded as delivered.
     public var lastEventID: String?
+    /// A durable output's events still to deliver: those the broker has published since the output last caught up.
+    public var backlog: Int?
 
-    public init(health: String = "ok", reason: String? = nil, feed: Feed, delivered: UInt64, lastEventID: String? = nil) {
+    public init(health: String = "ok", reason: String? = nil, feed: Feed, delivered: UInt64, lastEventID: String? = nil, backlog: Int? = nil) {
         self.health = health
         self.reason = reason
         self.feed = feed
         self.delivered = delivered
         self.lastEventID = lastEventID
+        self.backlog = backlog
     }
 
 }

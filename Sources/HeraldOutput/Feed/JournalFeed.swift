@@ -49,6 +49,9 @@ public final class JournalFeed: Sendable {
         var lastEventID: UInt64?
         var markedAt: ContinuousClock.Instant?
         var stopped = false
+        /// The broker's change count that the output has caught up with: its last delivered event's, or the
+        /// count when a read found nothing left.
+        var caughtUpWithCount: UInt64 = 0
     }
 
     init(output: String, daemon: String, connection: ConnectionString, broker: Broker, listener: PostgresListener) {
@@ -62,6 +65,14 @@ public final class JournalFeed: Sendable {
 
     /// The last event the output committed, when it has committed any.
     public var lastEventID: UInt64? { state.withLock { $0.lastEventID } }
+
+    /// Events the broker has published since the output last caught up, as
+    /// last measured: at its last commit, or when a read found nothing left.
+    public var backlog: Int {
+        let published = broker.statistics.changeCount
+        let caughtUp = state.withLock { $0.caughtUpWithCount }
+        return Int(published > caughtUp ? published - caughtUp : 0)
+    }
 
     /// Loads the cursor, or starts it at what commits from now on.
     /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`).
@@ -119,6 +130,8 @@ public final class JournalFeed: Sendable {
             guard let start = state.withLock({ $0.position }) else {
                 throw LibpqError(.queryFailed, "the cursor of \(output) was read before it was opened")
             }
+            // Taken before the read: what the broker published by now is what an empty read caught up with.
+            let publishedBefore = broker.statistics.changeCount
             // Nothing is read before the listener's first sweep.
             var batch = Batch(events: [], position: start)
             if let delivered = listener.deliveredSnapshot {
@@ -131,6 +144,7 @@ public final class JournalFeed: Sendable {
             // Only empty ranges were passed: a crash before the next commit reads them again, and finds them empty again.
             let stopped = state.withLock { state in
                 state.position = batch.position
+                if listener.deliveredSnapshot != nil { state.caughtUpWithCount = max(state.caughtUpWithCount, publishedBefore) }
                 return state.stopped
             }
             guard waiting, !stopped, !Task.isCancelled else { return batch }
@@ -181,6 +195,7 @@ public final class JournalFeed: Sendable {
             state.position = position
             state.lastEventID = lastEventID
             state.markedAt = .now
+            state.caughtUpWithCount = max(state.caughtUpWithCount, batch.events.last?.count ?? 0)
         }
     }
 

@@ -47,7 +47,8 @@ extension EventLogOutput: Output {
         return OutputReport(
             statistics: OutputStatistics(
                 health: log.problem == nil ? "ok" : "degraded", reason: log.problem, feed: log.feed ?? .live,
-                delivered: UInt64(log.written), lastEventID: journal.lastEventID.map(String.init)
+                delivered: UInt64(log.written), lastEventID: journal.lastEventID.map(String.init),
+                backlog: log.feed == .durable ? journal.backlog : nil
             ),
             metrics: [
                 .init("pgherald_event_log_written_total", .counter(log.written), help: "Events appended to the event log."),

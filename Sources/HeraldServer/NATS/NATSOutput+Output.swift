@@ -101,7 +101,8 @@ extension NATSOutput: Output {
         return OutputReport(
             statistics: OutputStatistics(
                 health: counts.problem == nil ? "ok" : "degraded", reason: counts.problem, feed: .durable,
-                delivered: UInt64(counts.published), lastEventID: journal.lastEventID.map(String.init)
+                delivered: UInt64(counts.published), lastEventID: journal.lastEventID.map(String.init),
+                backlog: journal.backlog
             ),
             metrics: [
                 .init("pgherald_nats_published_total", .counter(counts.published), help: "Events JetStream acknowledged and stored."),

@@ -18,7 +18,7 @@ struct Demo: AsyncParsableCommand {
     )
 
     @OptionGroup var database: DatabaseOptions
-    @OptionGroup var socket: SocketPathOption
+    @OptionGroup var socket: DaemonSocketOptions
 
     @Flag(help: "Wait for the daemon if it cannot be reached at the start, instead of exiting.")
     var retry = false
@@ -26,7 +26,7 @@ struct Demo: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         let connection = try database.connectionStringWarningOnStderr()
-        let socketPath = socket.path
+        let socketPath = try await socket.path()
         let terminal = isatty(STDOUT_FILENO) == 1
         let client = HeraldClient(socketPath: socketPath)
         if !retry {

@@ -6,13 +6,19 @@ import HeraldClient
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show a running daemon's counters, subscribers and listener state.")
 
-    @OptionGroup var socket: SocketPathOption
+    @OptionGroup var socket: DaemonSocketOptions
 
     @Flag(help: "Print the raw JSON of GET /stats.")
     var json = false
 
     func run() async throws {
-        let statistics = try await HeraldClient(socketPath: socket.path).statistics()
+        let statistics: DaemonStatistics
+        do {
+            statistics = try await HeraldClient(socketPath: try await socket.path()).statistics()
+        } catch let error as HeraldClientError where error.code == .unavailable {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            throw ExitCode(Tail.unavailableExitCode)
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
@@ -40,7 +46,31 @@ struct Status: AsyncParsableCommand {
             lines.append("journal:     about \(journal.rows) events, \(journal.bytes / 1024) KiB, \(oldest); "
                 + "keeps \(duration(journal.retentionSeconds)), pruned \(journal.pruned)")
         }
+        lines += outputLines(statistics)
         return lines.joined(separator: "\n")
+    }
+
+    /// Every output that is on, with its health and, for a durable one, its backlog; each webhook endpoint under them.
+    static func outputLines(_ statistics: DaemonStatistics) -> [String] {
+        guard let outputs = statistics.outputs, !outputs.isEmpty else { return ["outputs:     none"] }
+        var lines = ["outputs:"]
+        let width = outputs.keys.map(\.count).max() ?? 0
+        for (name, output) in outputs.sorted(by: { $0.key < $1.key }) {
+            var parts = ["\(output.feed.rawValue)", output.health + (output.reason.map { " (\($0))" } ?? ""), "\(output.delivered) delivered"]
+            if let backlog = output.backlog { parts.append("backlog \(backlog)") }
+            if let last = output.lastEventID { parts.append("at event \(last)") }
+            lines.append("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(parts.joined(separator: ", "))")
+            guard name == "webhooks", let endpoints = statistics.webhooks else { continue }
+            for (endpoint, figures) in endpoints.sorted(by: { $0.key < $1.key }) {
+                var parts = [figures.failing ? "failing" : "ok", "\(figures.successes) sent"]
+                if figures.failures > 0 { parts.append("\(figures.failures) failed") }
+                if let backlog = figures.backlog { parts.append("backlog \(backlog)") }
+                if let dead = figures.dead, dead > 0 { parts.append("\(dead) dead") }
+                if figures.failing, let error = figures.lastError { parts.append("last error: \(error)") }
+                lines.append("    \(endpoint): \(parts.joined(separator: ", "))")
+            }
+        }
+        return lines
     }
 
     private static func duration(_ seconds: Double) -> String {

@@ -26,7 +26,7 @@ struct Tail: AsyncParsableCommand {
         case pretty, json
     }
 
-    @OptionGroup var socket: SocketPathOption
+    @OptionGroup var socket: DaemonSocketOptions
     @OptionGroup var filterOptions: FilterOptions
 
     @Option(help: "pretty or json. Default: pretty on a terminal, json otherwise.")
@@ -52,7 +52,6 @@ struct Tail: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = HeraldClient(socketPath: socket.path)
         let terminal = isatty(STDOUT_FILENO) == 1
         let formatter = PrettyEventFormatter(colour: terminal && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
         let pretty = (format ?? (terminal ? .pretty : .json)) == .pretty
@@ -65,6 +64,8 @@ struct Tail: AsyncParsableCommand {
             try await readLog(log, filter: filter, printEvent: printEvent)
             return
         }
+        let socketPath = try await socket.path()
+        let client = HeraldClient(socketPath: socketPath)
         var connected = false
         var lastProblem: String?
         for try await message in client.messages(filter) {
@@ -74,9 +75,9 @@ struct Tail: AsyncParsableCommand {
             case .transaction(let group):
                 group.events.forEach(printEvent)
             case .reconnected where !connected:
-                Self.status("connected to \(socket.path)")
+                Self.status("connected to \(socketPath)")
             case .reconnected:
-                Self.status("reconnected to \(socket.path); resuming after the last event")
+                Self.status("reconnected to \(socketPath); resuming after the last event")
             case .reset(let reason):
                 Self.status("could not resume, events were missed: \(reason)")
             case .unreachable(let error):

@@ -2,21 +2,64 @@ import ArgumentParser
 import Foundation
 import Herald
 import HeraldServer
+import HeraldSettings
 
-/// Where the daemon's socket is, for the client commands.
+/// Where `serve` puts its socket: `--socket`, over `socket.path` from the
+/// environment or the configuration file.
 struct SocketPathOption: ParsableArguments {
     @Option(
         name: .customLong("socket"),
         help: ArgumentHelp(
-            "The daemon's Unix socket.",
+            "The daemon's Unix socket. Key: socket.path.",
             discussion: "Default: $RUNTIME_DIRECTORY/pgherald.sock, else $XDG_RUNTIME_DIR/pgherald.sock, else ./pgherald.sock.",
             valueName: "path"
         )
     )
     var socket: String?
+}
 
-    var path: String {
-        socket ?? SocketConfiguration.defaultPath(environment: ProcessInfo.processInfo.environment)
+/// Where the daemon's socket is, for the client commands (`status`, `tail`,
+/// `demo`), found as the daemon finds it: `--socket`, else `socket.path`
+/// from `PGHERALD_SOCKET_PATH`, `--config` or /etc/pgherald/pgherald.yaml,
+/// else the default.
+struct DaemonSocketOptions: ParsableArguments {
+    @Option(
+        name: .customLong("socket"),
+        help: ArgumentHelp(
+            "The daemon's Unix socket.",
+            discussion: "Default: socket.path from PGHERALD_SOCKET_PATH or the configuration file (--config, else /etc/pgherald/pgherald.yaml when this user may read it), else $RUNTIME_DIRECTORY/pgherald.sock, $XDG_RUNTIME_DIR/pgherald.sock or ./pgherald.sock, as serve does.",
+            valueName: "path"
+        )
+    )
+    var socket: String?
+
+    @Option(
+        name: .customLong("config"),
+        help: ArgumentHelp("The daemon's configuration file, for its socket.path. Default: /etc/pgherald/pgherald.yaml.", valueName: "path")
+    )
+    var config: String?
+
+    /// The socket's path.
+    /// - Throws: `ExitCode(78)` with the reason on stderr when `--config` names a file that cannot be read.
+    func path() async throws -> String {
+        if let socket { return socket }
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            let sources = ConfigurationSources(file: config ?? ConfigurationSources.defaultFile, fileRequired: config != nil, environment: environment)
+            return try await Self.socketPath(from: sources)
+        } catch where config == nil {
+            // The service's file is usually readable by its group alone; without it the environment and the default decide.
+            return (try? await Self.socketPath(from: ConfigurationSources(file: nil, fileRequired: false, environment: environment)))
+                ?? SocketConfiguration.defaultPath(environment: environment)
+        } catch {
+            FileHandle.standardError.write(Data("Error: configuration: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+    }
+
+    private static func socketPath(from sources: ConfigurationSources) async throws(ConfigurationError) -> String {
+        let settings = try await SettingsReader(sources: sources)
+        return settings.string("socket.path", default: SocketConfiguration.defaultPath(environment: sources.environment))
     }
 }
 
