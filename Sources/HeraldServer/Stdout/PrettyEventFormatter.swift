@@ -1,6 +1,7 @@
 public import Herald
 
-/// Renders an event as one line for people:
+/// Renders an event as one line for people, with its id (what `tail --since`
+/// and `Last-Event-ID` take, and which stays the same across restarts):
 ///
 ///     12:00:00.123  #17 INSERT public.course id=11  short_code=ADA3M name=Drama
 ///     12:00:01.004  #18 UPDATE public.course id=11  name: Drama → Theatre
@@ -15,7 +16,7 @@ public struct PrettyEventFormatter: Sendable {
         let time = event.at.count >= 23 ? String(event.at.dropFirst(11).prefix(12)) : event.at
         var parts = [
             style("2", time),
-            style("2", "#\(event.count)"),
+            style("2", "#\(event.id)"),
             style(Self.colourCode(event.operation), event.operation.rawValue),
             style("1", event.table.description),
         ]
