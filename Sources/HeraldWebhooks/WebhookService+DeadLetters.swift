@@ -11,7 +11,7 @@ extension WebhookService: DeadLetterQueue {
     }
 
     public func replayDeadLetter(id: Int64) async throws -> Bool {
-        let queued = try await store.replay(ids: [id], endpoint: nil)
+        let queued = try await store.replay(ids: [id], endpoint: nil).queued
         if queued > 0 { logger.notice("a dead letter was queued again from the console", metadata: ["dead_letter": "\(id)"]) }
         return queued > 0
     }

@@ -125,23 +125,36 @@ extension WebhookStore {
         }
     }
 
+    /// What ``replay(ids:endpoint:)`` did.
+    public struct Replayed: Sendable {
+        /// The dead letters taken out of the dead letters.
+        public var revived: Set<Int64>
+        /// How many of them were queued again (one whose event is already pending again is dropped).
+        public var queued: Int
+    }
+
     /// Moves dead letters back to pending with fresh attempts, to be sent at
     /// once. Either `ids`, or every dead letter of `endpoint`.
-    /// - Returns: how many were queued again (a letter whose event is already pending again is dropped).
-    public func replay(ids: [Int64], endpoint: String?) async throws(LibpqError) -> Int {
+    public func replay(ids: [Int64], endpoint: String?) async throws(LibpqError) -> Replayed {
         try await connection.run { connection throws(LibpqError) in
-            try connection.inTransaction { () throws(LibpqError) -> Int in
+            try connection.inTransaction { () throws(LibpqError) -> Replayed in
                 let result = try connection.execute("""
                     WITH revived AS (
                         DELETE FROM pgherald.webhook_dead_letter
                          WHERE ($1::text IS NOT NULL AND endpoint = $1) OR id = ANY($2::bigint[])
-                        RETURNING endpoint, event_id, body
+                        RETURNING id, endpoint, event_id, body
+                    ), queued AS (
+                        INSERT INTO pgherald.webhook_delivery (endpoint, event_id, body)
+                        SELECT endpoint, event_id, body FROM revived
+                        ON CONFLICT (endpoint, event_id) DO NOTHING
+                        RETURNING 1
                     )
-                    INSERT INTO pgherald.webhook_delivery (endpoint, event_id, body)
-                    SELECT endpoint, event_id, body FROM revived
-                    ON CONFLICT (endpoint, event_id) DO NOTHING
+                    SELECT coalesce((SELECT string_agg(id::text, ',') FROM revived), '') AS revived,
+                           (SELECT count(*) FROM queued) AS queued
                     """, parameters: [endpoint, Self.array(ids.map(String.init))])
-                return result.affectedRows ?? 0
+                guard let row = result.namedRows.first else { throw LibpqError(.queryFailed, "replaying dead letters returned no row") }
+                let revived: String = try row.value("revived")
+                return Replayed(revived: Set(revived.split(separator: ",").compactMap { Int64($0) }), queued: try row.value("queued"))
             }
         }
     }

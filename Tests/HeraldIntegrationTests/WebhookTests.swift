@@ -159,6 +159,10 @@ extension IntegrationTests {
             let listed = try await command(["list"], config: config, database: database).stdout
             #expect(listed.contains("dead 1"), "\(listed)")
 
+            // A dead letter that does not exist is an error, not "queued 0".
+            let missing = try await command(["replay", "99999"], config: config, database: database)
+            #expect(missing.status == 1 && missing.stderr.contains("no dead letter 99999"), "\(missing.stdout)\(missing.stderr)")
+
             refused.withLock { $0 = false }
             let replay = try await command(["replay", "--endpoint", "strict", "--all"], config: config, database: database)
             #expect(replay.stdout.contains("queued 1"), "\(replay.stdout)\(replay.stderr)")

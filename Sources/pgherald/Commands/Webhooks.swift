@@ -141,8 +141,14 @@ struct Webhooks: AsyncParsableCommand {
 
         func run() async throws {
             let (_, store) = try await settings.store()
-            let queued = try await store.replay(ids: ids, endpoint: all ? endpoint : nil)
-            print("queued \(queued) deliver\(queued == 1 ? "y" : "ies") again")
+            let replayed = try await store.replay(ids: ids, endpoint: all ? endpoint : nil)
+            print("queued \(replayed.queued) deliver\(replayed.queued == 1 ? "y" : "ies") again")
+            let missing = ids.filter { !replayed.revived.contains($0) }
+            guard missing.isEmpty else {
+                let list = missing.map(String.init).joined(separator: ", ")
+                FileHandle.standardError.write(Data("Error: no dead letter \(list); `pgherald webhooks dead` lists them\n".utf8))
+                throw ExitCode.failure
+            }
         }
     }
 
