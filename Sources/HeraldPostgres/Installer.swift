@@ -52,28 +52,32 @@ public enum Installer {
         durability: Durability? = nil,
         triggers: Triggers? = nil
     ) throws(LibpqError) -> [WatchedTable] {
-        try connection.inTransaction { () throws(LibpqError) in
-            if let durability {
-                try connection.execute("SELECT set_config('pgherald.durability', $1, true)", parameters: [durability.rawValue])
+        try explainingPrivileges(installPrivilegeHint) { () throws(LibpqError) in
+            try connection.inTransaction { () throws(LibpqError) in
+                if let durability {
+                    try connection.execute("SELECT set_config('pgherald.durability', $1, true)", parameters: [durability.rawValue])
+                }
+                if let triggers {
+                    try connection.execute("SELECT set_config('pgherald.triggers', $1, true)", parameters: [triggers.rawValue])
+                }
+                if !schemas.isEmpty {
+                    var writer = JSONWriter()
+                    writer.write(.array(schemas.map(JSONValue.string)))
+                    let list = String(decoding: writer.bytes, as: UTF8.self)
+                    try connection.execute("SELECT set_config('pgherald.schemas', $1, true)", parameters: [list])
+                }
+                try connection.execute(installScript)
             }
-            if let triggers {
-                try connection.execute("SELECT set_config('pgherald.triggers', $1, true)", parameters: [triggers.rawValue])
-            }
-            if !schemas.isEmpty {
-                var writer = JSONWriter()
-                writer.write(.array(schemas.map(JSONValue.string)))
-                let list = String(decoding: writer.bytes, as: UTF8.self)
-                try connection.execute("SELECT set_config('pgherald.schemas', $1, true)", parameters: [list])
-            }
-            try connection.execute(installScript)
         }
         return try watchedTables(on: connection)
     }
 
     /// Removes every pgherald trigger and the `pgherald` schema; user data is untouched.
     public static func uninstall(on connection: LibpqConnection) throws(LibpqError) {
-        try connection.inTransaction { () throws(LibpqError) in
-            try connection.execute(String(decoding: PackageResources.uninstall_sql, as: UTF8.self))
+        try explainingPrivileges(uninstallPrivilegeHint) { () throws(LibpqError) in
+            try connection.inTransaction { () throws(LibpqError) in
+                try connection.execute(String(decoding: PackageResources.uninstall_sql, as: UTF8.self))
+            }
         }
     }
 

@@ -17,6 +17,21 @@ extension IntegrationTests {
             return (name, try LibpqConnection.connect(ConnectionString("\(database.connInfo) user=\(name)")))
         }
 
+        /// An application role cannot install or uninstall pgherald: the refusal says who can.
+        @Test func installAndUninstallByARoleThatOwnsNothingSayWhoMustRunThem() async throws {
+            let database = try TestDatabase.create(install: false)
+            let (name, _) = try role(in: database, grants: "GRANT SELECT ON course TO ROLE")
+            let install = try await DaemonProcess(["install", "--db", "\(database.connInfo) user=\(name)"]).finish(within: 30)
+            #expect(install.status != 0)
+            #expect(install.stderr.contains("permission denied"), "\(install.stderr)")
+            #expect(install.stderr.contains("must be run by the database's owner"), "\(install.stderr)")
+
+            try Installer.install(on: database.connect())
+            let uninstall = try await DaemonProcess(["uninstall", "--db", "\(database.connInfo) user=\(name)"]).finish(within: 30)
+            #expect(uninstall.status != 0)
+            #expect(uninstall.stderr.contains("must be run by the role that installed pgherald"), "\(uninstall.stderr)")
+        }
+
         @Test(arguments: [Durability.durable, .notifyOnly])
         func anApplicationRoleWritesWithNoGrantAndReachesNothingOfPgherald(_ durability: Durability) throws {
             let database = try TestDatabase.create(durability: durability)
