@@ -61,7 +61,11 @@ public final class SettingsReader {
         guard let file else { return }
         for (key, line) in file.lines.sorted(by: { $0.value < $1.value }) where !readKeys.contains(key) {
             guard !prefixes.contains(where: { key.hasPrefix($0) }) else { continue }
-            throw ConfigurationError(key: key, source: "\(file.path) line \(line)", reason: "not a pgherald setting (see systemd/pgherald.yaml for every key)")
+            let suggestion = KeySuggestion.closest(to: key, among: readKeys).map { "did you mean \($0)? " } ?? ""
+            throw ConfigurationError(
+                key: key, source: "\(file.path) line \(line)",
+                reason: "not a pgherald setting (\(suggestion)see systemd/pgherald.yaml for every key)"
+            )
         }
     }
 

@@ -140,6 +140,13 @@ import Testing
         #expect(error.key == "socket.pahtt")
         #expect(error.source.hasSuffix("line 3"))
         #expect(error.reason.contains("not a pgherald setting"))
+        #expect(error.reason.contains("did you mean socket.path?"), "\(error.reason)")
+
+        // A key close to none gets no guess.
+        error = try await rejection("colour_scheme: dark\n")
+        #expect(error.reason.contains("not a pgherald setting") && !error.reason.contains("did you mean"), "\(error.reason)")
+        error = try await rejection("retenion: 1h\n")
+        #expect(error.reason.contains("did you mean retention?"), "\(error.reason)")
 
         error = try await rejection("durability: sometimes\n")
         #expect(error.reason == "'sometimes' is not one of durable, notify-only")
