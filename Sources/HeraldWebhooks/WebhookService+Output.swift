@@ -15,7 +15,7 @@ extension WebhookService: Output {
     public convenience init(configuration: [WebhookEndpoint], context: OutputContext) {
         self.init(
             endpoints: configuration, store: WebhookStore(connection: context.database, daemon: context.daemonName),
-            broker: context.broker, listener: context.listener, version: context.version, logger: context.logger
+            broker: context.broker, listener: context.listener, catalog: context.catalog, version: context.version, logger: context.logger
         )
     }
 
@@ -25,6 +25,8 @@ extension WebhookService: Output {
         do {
             try await reload(endpoints: configuration)
             logger.info("applied the webhook endpoints", metadata: ["endpoints": "\(configuration.map(\.name).joined(separator: ","))"])
+        } catch let problem as FilterProblem {
+            logger.error("the reloaded webhook endpoints are refused; the ones before stay in force", metadata: ["error": "\(problem)"])
         } catch {
             logger.error("cannot apply the webhook endpoints; the database is unavailable", metadata: ["error": "\(error)"])
         }

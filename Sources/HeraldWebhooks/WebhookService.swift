@@ -20,6 +20,8 @@ public final class WebhookService: Service, Sendable {
     let listener: PostgresListener
     let version: String
     let logger: Logger
+    /// Checks each endpoint's filter at start and on reload; nil: not checked.
+    let catalog: SchemaCatalog?
     let state: Mutex<State>
     let feedDoorbell = Doorbell()
 
@@ -32,7 +34,11 @@ public final class WebhookService: Service, Sendable {
         var prepared = false
     }
 
-    public init(endpoints: [WebhookEndpoint], store: WebhookStore, broker: Broker, listener: PostgresListener, version: String, logger: Logger) {
+    public init(
+        endpoints: [WebhookEndpoint], store: WebhookStore, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog?,
+        version: String, logger: Logger
+    ) {
+        self.catalog = catalog
         self.store = store
         self.broker = broker
         self.listener = listener
@@ -79,13 +85,21 @@ public final class WebhookService: Service, Sendable {
     /// on), removed ones stop (their pending rows stay for when they return),
     /// changed ones restart with the new settings. Pending work is kept throughout.
     public func reload(endpoints: [WebhookEndpoint]) async throws {
+        try await checkFilters(endpoints)
         state.withLock { $0.endpoints = endpoints }
         // Before the first start, run() applies the list itself.
         guard state.withLock({ $0.running }) else { return }
         try await apply(endpoints)
     }
 
+    /// Refuses endpoints whose filter can never match: their events would go nowhere, silently.
+    private func checkFilters(_ endpoints: [WebhookEndpoint]) async throws {
+        guard let catalog else { return }
+        if let problem = try await Self.filterProblem(in: endpoints, catalog: catalog) { throw problem }
+    }
+
     private func apply(_ endpoints: [WebhookEndpoint]) async throws {
+        try await checkFilters(endpoints)
         if !endpoints.isEmpty, !state.withLock({ $0.prepared }) {
             try await store.checkInstalled()
             let released = try await store.releaseLeases()

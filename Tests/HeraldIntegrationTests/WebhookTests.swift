@@ -135,6 +135,39 @@ extension IntegrationTests {
             #expect(figures.attempts == 5 && figures.successes == 2 && figures.retries == 3)
         }
 
+        /// A filter naming a column the table lacks would match nothing, so its events would vanish:
+        /// check-config --connect, serve's start and a reload each refuse it, naming the column.
+        @Test func aFilterOnAColumnThatDoesNotExistIsRefusedEverywhere() async throws {
+            let database = try TestDatabase.create()
+            let receiver = try await WebhookReceiver()
+            let bad = try configuration([Endpoint(name: "typo", url: receiver.url("/typo"), extra: ["table: course", "where: [nmae.eq.Drama]"])])
+            let good = try configuration([Endpoint(name: "typo", url: receiver.url("/typo"), extra: ["table: course", "where: [name.eq.Drama]"])])
+
+            let check = try await DaemonProcess(["check-config", bad, "--connect"], environment: ["PGHERALD_DATABASE": database.connInfo]).finish(within: 30)
+            #expect(check.status == 78, "\(check.stdout)\(check.stderr)")
+            #expect(check.stderr.contains("webhooks.typo.where: column nmae does not exist in table public.course"), "\(check.stderr)")
+            let checkGood = try await DaemonProcess(["check-config", good, "--connect"], environment: ["PGHERALD_DATABASE": database.connInfo]).finish(within: 30)
+            #expect(checkGood.status == 0, "\(checkGood.stderr)")
+
+            let serve = try await DaemonProcess([
+                "serve", "--db", database.connInfo, "--config", bad, "--socket", SocketDaemon.temporarySocketPath(), "--log-format", "logfmt",
+            ]).finish(within: 30)
+            #expect(serve.status != 0, "serve started with a filter that matches nothing")
+            #expect(serve.stderr.contains("column nmae does not exist"), "\(serve.stderr)")
+
+            // A reload that brings the typo keeps the endpoint as it was, and says why.
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", good, "--log-format", "logfmt"])
+            try FileManager.default.removeItem(atPath: good)
+            try FileManager.default.copyItem(atPath: bad, toPath: good)
+            daemon.process.signal(SIGHUP)
+            try await Task.sleep(for: .seconds(1.5))
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('TY1', 'Drama')")
+            let requests = try await receiver.wait { $0.count >= 1 }
+            #expect(requests.count == 1)
+            let stopped = try await daemon.stop()
+            #expect(stopped.stderr.contains("the reloaded webhook endpoints are refused") && stopped.stderr.contains("nmae"), "\(stopped.stderr)")
+        }
+
         @Test func aPermanentRefusalIsDeadLetteredAndReplayDeliversItAndReloadAddsEndpoints() async throws {
             let database = try TestDatabase.create()
             let receiver = try await WebhookReceiver()

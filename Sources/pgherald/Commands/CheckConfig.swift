@@ -5,6 +5,8 @@ import Herald
 import HeraldPostgres
 import HeraldServer
 import HeraldSettings
+import HeraldWebhooks
+import Logging
 
 struct CheckConfig: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,7 +22,8 @@ struct CheckConfig: AsyncParsableCommand {
             which serve refuses, exits 78 too. It also checks each live query (queries:) against \
             database: it parses as one read-only query, uses exactly the params it declares, has its key \
             columns, and (without params) its key is unique in its result now; it prints the tables \
-            each one reads. A query that fails exits 78.
+            each one reads. A query that fails exits 78, and so does a webhook filter that names a table or \
+            column the database does not have.
             """
     )
 
@@ -66,6 +69,26 @@ struct CheckConfig: AsyncParsableCommand {
         if let queries = configuration[LiveQueryOutput.self] {
             try checkQueries(queries.definitions, on: configuration.database, timeout: configuration.connectTimeout)
         }
+        if let endpoints = configuration[WebhookService.self], !endpoints.isEmpty {
+            try await checkWebhookFilters(endpoints, on: configuration.database)
+        }
+    }
+
+    /// Checks each webhook endpoint's filter against database, as serve does at start.
+    private func checkWebhookFilters(_ endpoints: [WebhookEndpoint], on database: ConnectionString) async throws {
+        let catalog = SchemaCatalog(connection: database, logger: Logger(label: "pgherald.check-config"))
+        let problem: WebhookService.FilterProblem?
+        do {
+            problem = try await WebhookService.filterProblem(in: endpoints, catalog: catalog)
+        } catch {
+            FileHandle.standardError.write(Data("Error: webhooks: cannot read the tables of database: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        if let problem {
+            FileHandle.standardError.write(Data("Error: \(problem)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        print("# webhooks: the filters of \(endpoints.count) endpoint\(endpoints.count == 1 ? "" : "s") match the database's tables")
     }
 
     /// Inspects each query, and runs those without parameters to check that their key is unique.
