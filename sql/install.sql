@@ -228,6 +228,15 @@ ALTER TABLE pgherald.webhook_feed
     ADD COLUMN IF NOT EXISTS after_txid xid8,
     ADD COLUMN IF NOT EXISTS after_id bigint;
 
+-- What the feed holds and where it goes (the endpoint's url, table, op and
+-- where, in one line), and the daemon that set it. Every daemon on the
+-- database feeds an endpoint by name, so one whose endpoint of that name
+-- differs would take events from a feed that others filter differently: it
+-- refuses to start on it while the daemon that set it runs.
+ALTER TABLE pgherald.webhook_feed
+    ADD COLUMN IF NOT EXISTS definition text,
+    ADD COLUMN IF NOT EXISTS defined_by text;
+
 CREATE TABLE IF NOT EXISTS pgherald.webhook_delivery (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     endpoint text NOT NULL,

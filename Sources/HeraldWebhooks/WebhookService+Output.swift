@@ -27,6 +27,8 @@ extension WebhookService: Output {
             logger.info("applied the webhook endpoints", metadata: ["endpoints": "\(configuration.map(\.name).joined(separator: ","))"])
         } catch let problem as FilterProblem {
             logger.error("the reloaded webhook endpoints are refused; the ones before stay in force", metadata: ["error": "\(problem)"])
+        } catch let conflict as WebhookStore.DefinitionConflict {
+            logger.error("the reloaded webhook endpoints are refused; the ones before stay in force", metadata: ["error": "\(conflict)"])
         } catch {
             logger.error("cannot apply the webhook endpoints; the database is unavailable", metadata: ["error": "\(error)"])
         }

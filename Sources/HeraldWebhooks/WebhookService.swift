@@ -32,6 +32,7 @@ public final class WebhookService: Service, Sendable {
         var running = false
         /// The tables are checked and this name's old leases released, once there is an endpoint.
         var prepared = false
+        var warnedUnchecked = false
     }
 
     public init(
@@ -86,10 +87,18 @@ public final class WebhookService: Service, Sendable {
     /// changed ones restart with the new settings. Pending work is kept throughout.
     public func reload(endpoints: [WebhookEndpoint]) async throws {
         try await checkFilters(endpoints)
-        state.withLock { $0.endpoints = endpoints }
+        let before = state.withLock { state in
+            defer { state.endpoints = endpoints }
+            return state.endpoints
+        }
         // Before the first start, run() applies the list itself.
         guard state.withLock({ $0.running }) else { return }
-        try await apply(endpoints)
+        do {
+            try await apply(endpoints)
+        } catch {
+            state.withLock { $0.endpoints = before }
+            throw error
+        }
     }
 
     /// Refuses endpoints whose filter can never match: their events would go nowhere, silently.
@@ -109,7 +118,18 @@ public final class WebhookService: Service, Sendable {
             }
             state.withLock { $0.prepared = true }
         }
-        if !endpoints.isEmpty { try await store.startFeeds(endpoints.map(\.name)) }
+        if !endpoints.isEmpty {
+            let claims = try await store.startFeeds(endpoints)
+            for (endpoint, before) in claims.redefined {
+                logger.notice("webhook endpoint redefined: its feed takes the new definition from now on", metadata: [
+                    "endpoint": "\(endpoint)", "before": "\(before)",
+                ])
+            }
+            if claims.unchecked, !state.withLock({ $0.warnedUnchecked }) {
+                state.withLock { $0.warnedUnchecked = true }
+                logger.warning("the database cannot record webhook definitions, so daemons sharing it cannot check that theirs agree; run `pgherald install` to add them")
+            }
+        }
         let wanted = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let stopped = state.withLock { state -> [(dispatcher: WebhookDispatcher, task: Task<Void, Never>)] in
             state.running = true

@@ -25,16 +25,86 @@ public final class WebhookStore: Sendable {
         }
     }
 
-    /// Starts feeding each endpoint that has no feed yet from now on; events
-    /// committed before its first start are not sent to it.
-    public func startFeeds(_ endpoints: [String]) async throws(LibpqError) {
-        try await connection.run { connection throws(LibpqError) in
-            try connection.execute("""
-                INSERT INTO pgherald.webhook_feed (endpoint, snapshot)
-                SELECT name, pg_current_snapshot() FROM unnest($1::text[]) name
-                ON CONFLICT (endpoint) DO NOTHING
-                """, parameters: [Self.array(endpoints)])
+    /// An endpoint whose feed a running daemon on the database fills under another definition.
+    public struct DefinitionConflict: Error, CustomStringConvertible {
+        public var endpoint: String
+        public var ours: String
+        public var theirs: String
+        public var definedBy: String
+
+        public var description: String {
+            "webhooks.\(endpoint): the daemon named '\(definedBy)' on this database feeds an endpoint of this name as "
+                + "\(theirs), and this one is \(ours); every daemon shares an endpoint's feed by name, so give this endpoint "
+                + "the same url, table, op and where, or another name"
         }
+    }
+
+    /// What ``startFeeds(_:)`` found of the feeds' definitions.
+    public struct FeedClaims: Sendable {
+        /// Endpoints whose feed held another definition, set by this daemon before or by one no longer running: now ours.
+        public var redefined: [(endpoint: String, before: String)] = []
+        /// The database has no `webhook_feed.definition` (installed before it): definitions are not compared.
+        public var unchecked = false
+    }
+
+    /// Starts feeding each endpoint that has no feed yet from now on, and
+    /// claims each feed's definition; events committed before its first start
+    /// are not sent to it.
+    /// - Throws: ``DefinitionConflict`` when another running daemon feeds an endpoint of the same name differently.
+    @discardableResult
+    public func startFeeds(_ endpoints: [WebhookEndpoint]) async throws -> FeedClaims {
+        let names = Self.array(endpoints.map(\.name))
+        let definitions = Dictionary(endpoints.map { ($0.name, $0.feedDefinition) }, uniquingKeysWith: { first, _ in first })
+        let outcome = try await connection.run { [daemon] connection throws(LibpqError) -> Result<FeedClaims, DefinitionConflict> in
+            let checked = try connection.execute("""
+                SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'pgherald.webhook_feed'::regclass
+                                AND attname = 'definition' AND NOT attisdropped)
+                """).scalar == "t"
+            guard checked else {
+                try connection.execute("""
+                    INSERT INTO pgherald.webhook_feed (endpoint, snapshot)
+                    SELECT name, pg_current_snapshot() FROM unnest($1::text[]) name
+                    ON CONFLICT (endpoint) DO NOTHING
+                    """, parameters: [names])
+                return .success(FeedClaims(unchecked: true))
+            }
+            return try connection.inTransaction { () throws(LibpqError) -> Result<FeedClaims, DefinitionConflict> in
+                try connection.execute("""
+                    INSERT INTO pgherald.webhook_feed (endpoint, snapshot, definition, defined_by)
+                    SELECT name, pg_current_snapshot(), definition, $3 FROM unnest($1::text[], $2::text[]) AS e(name, definition)
+                    ON CONFLICT (endpoint) DO NOTHING
+                    """, parameters: [names, Self.array(endpoints.map(\.feedDefinition)), daemon])
+                // Locked, so that two daemons starting together cannot both claim a feed.
+                let rows = try connection.execute("""
+                    SELECT f.endpoint, f.definition, f.defined_by,
+                           EXISTS (SELECT FROM pgherald.daemon d JOIN pg_stat_activity a ON a.pid = d.backend_pid
+                                    WHERE d.name = f.defined_by) AS running
+                      FROM pgherald.webhook_feed f WHERE f.endpoint = ANY($1::text[]) ORDER BY f.endpoint FOR UPDATE OF f
+                    """, parameters: [names]).namedRows
+                var changed: [(endpoint: String, before: String?)] = []
+                for row in rows {
+                    let endpoint: String = try row.value("endpoint")
+                    guard let ours = definitions[endpoint] else { continue }
+                    let theirs = try row.text("definition")
+                    guard theirs != ours else { continue }
+                    // Another daemon that runs keeps its definition; one's own earlier definition, or a stopped daemon's, gives way.
+                    if let theirs, let definedBy = try row.text("defined_by"), definedBy != daemon, try row.value("running") as Bool {
+                        return .failure(DefinitionConflict(endpoint: endpoint, ours: ours, theirs: theirs, definedBy: definedBy))
+                    }
+                    changed.append((endpoint, theirs))
+                }
+                var claims = FeedClaims()
+                for (endpoint, before) in changed {
+                    try connection.execute(
+                        "UPDATE pgherald.webhook_feed SET definition = $2, defined_by = $3 WHERE endpoint = $1",
+                        parameters: [endpoint, definitions[endpoint], daemon]
+                    )
+                    if let before { claims.redefined.append((endpoint, before)) }
+                }
+                return .success(claims)
+            }
+        }
+        return try outcome.get()
     }
 
     /// Marks these feeds as served now (`fed_at`), whether or not they were fed.

@@ -168,6 +168,41 @@ extension IntegrationTests {
             #expect(stopped.stderr.contains("the reloaded webhook endpoints are refused") && stopped.stderr.contains("nmae"), "\(stopped.stderr)")
         }
 
+        /// Daemons on one database share an endpoint's feed by name: a second daemon whose endpoint of
+        /// that name filters differently would take events the first one's receiver never gets.
+        @Test func aSecondDaemonWithAnotherDefinitionOfAnEndpointRefusesToStartOnIt() async throws {
+            let database = try TestDatabase.create()
+            let receiver = try await WebhookReceiver()
+            let first = try configuration([Endpoint(name: "shared", url: receiver.url("/shared"), extra: ["table: course", "where: [name.eq.First]"])])
+            let other = try configuration([Endpoint(name: "shared", url: receiver.url("/shared"), extra: ["table: course", "where: [name.eq.Other]"])])
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", first])
+
+            let refused = try await DaemonProcess([
+                "serve", "--db", database.connInfo, "--config", other, "--name", "second",
+                "--socket", SocketDaemon.temporarySocketPath(), "--log-format", "logfmt",
+            ]).finish(within: 30)
+            #expect(refused.status != 0, "a second definition of the endpoint was accepted")
+            #expect(refused.stderr.contains("webhooks.shared: the daemon named 'default'"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("where=name.eq.First") && refused.stderr.contains("where=name.eq.Other"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("or another name"), "\(refused.stderr)")
+
+            // The same definition shares the feed; every event reaches the receiver once.
+            let twin = try await SocketDaemon(database: database, arguments: ["--config", first, "--name", "twin"])
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('F1', 'First'), ('O1', 'Other')")
+            let requests = try await receiver.wait { $0.count >= 1 }
+            try await Task.sleep(for: .seconds(1))
+            #expect(receiver.requests.count == 1 && String(decoding: requests[0].body, as: UTF8.self).contains("F1"), "\(receiver.requests.map { String(decoding: $0.body, as: UTF8.self) })")
+            _ = try await twin.stop()
+            _ = try await daemon.stop()
+
+            // With the daemons that set it stopped, a new definition takes the feed over.
+            let redefined = try await SocketDaemon(database: database, arguments: ["--config", other, "--name", "second", "--log-format", "logfmt"])
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('O2', 'Other')")
+            _ = try await receiver.wait { $0.contains { String(decoding: $0.body, as: UTF8.self).contains("O2") } }
+            let stopped = try await redefined.stop()
+            #expect(stopped.stderr.contains("webhook endpoint redefined"), "\(stopped.stderr)")
+        }
+
         @Test func aPermanentRefusalIsDeadLetteredAndReplayDeliversItAndReloadAddsEndpoints() async throws {
             let database = try TestDatabase.create()
             let receiver = try await WebhookReceiver()
