@@ -130,12 +130,38 @@ extension DaemonConfiguration {
         return (levels, format)
     }
 
-    /// The configuration as `check-config` prints it: one `key: value  # source` line per setting.
-    public var rendered: String {
-        let width = effective.map { $0.key.count + $0.value.count }.max() ?? 0
-        return effective.map { setting in
+    /// The configuration as `check-config --all` prints it: every setting.
+    public var rendered: String { rendered(all: true) }
+
+    /// The configuration as `check-config` prints it: one `key: value  # source` line per setting, within `columns`.
+    ///
+    /// A setting too long for the line has its source on a line of its own
+    /// above it. Without `all`, the sections where every key has its default
+    /// are named in one line instead of listed.
+    public func rendered(columns: Int = 100, all: Bool) -> String {
+        let sections = Dictionary(grouping: effective) { setting in
+            setting.key.contains(".") ? String(setting.key.prefix { $0 != "." }) : ""
+        }
+        let summarised = all ? [] : sections.filter { $0.key != "" && $0.value.allSatisfy { $0.source == "default" } }.keys.sorted()
+        let shown = effective.filter { setting in !summarised.contains { setting.key.hasPrefix($0 + ".") } }
+        // The sources line up after the settings that fit, and never past the middle of the line.
+        let fitting = shown.map { $0.key.count + 2 + $0.value.count }.filter { $0 + 4 <= columns / 2 }
+        let sourceColumn = (fitting.max() ?? 0) + 3
+        var lines: [String] = []
+        for setting in shown {
             let line = "\(setting.key): \(setting.value)"
-            return line.padding(toLength: width + 3, withPad: " ", startingAt: 0) + "# \(setting.source)"
-        }.joined(separator: "\n")
+            if line.count + 2 + setting.source.count + 2 <= columns, line.count < sourceColumn {
+                lines.append(line.padding(toLength: sourceColumn, withPad: " ", startingAt: 0) + "# \(setting.source)")
+            } else if line.count + 3 + setting.source.count + 2 <= columns {
+                lines.append("\(line)   # \(setting.source)")
+            } else {
+                lines.append("# \(setting.key) from \(setting.source):")
+                lines.append(line)
+            }
+        }
+        if !summarised.isEmpty {
+            lines.append("# all defaults (check-config --all lists them): \(summarised.joined(separator: ", "))")
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -35,6 +35,24 @@ import Testing
         return ConfigurationError(key: "", source: "", reason: "")
     }
 
+    /// check-config fits a 100-column terminal: a setting too long moves its source to a line of its own,
+    /// and sections left at their defaults are named in one line unless --all asks for them.
+    @Test func theListingFitsAHundredColumnsAndSummarisesSectionsLeftAtTheirDefaults() async throws {
+        let sql = "SELECT c.id AS course_id, c.name, count(e.student_id) AS enrolled FROM course c LEFT JOIN enrols_in e ON e.course_id = c.id GROUP BY c.id"
+        let configuration = try await load("name: narrow\nqueries:\n  enrolments:\n    sql: \(sql)\n    key: [course_id]\n")
+        let lines = configuration.rendered(all: false).split(separator: "\n").map(String.init)
+        for line in lines where !line.hasPrefix("queries.enrolments.sql:") {
+            #expect(line.count <= 100, "\(line.count) columns: \(line)")
+        }
+        let query = try #require(lines.firstIndex { $0.hasPrefix("queries.enrolments.sql:") })
+        #expect(lines[query - 1].hasPrefix("# queries.enrolments.sql from ") && !lines[query].contains("  # "), "\(lines[query - 1])")
+        #expect(lines.contains { $0.hasPrefix("name: narrow") && $0.hasSuffix("line 1") })
+        #expect(!lines.contains { $0.hasPrefix("nats.") })
+        let summary = try #require(lines.last)
+        #expect(summary.hasPrefix("# all defaults (check-config --all lists them):") && summary.contains("nats"), "\(summary)")
+        #expect(configuration.rendered(all: true).contains("\nnats."))
+    }
+
     @Test func defaultsApplyWithAnEmptyFile() async throws {
         let configuration = try await load("")
         #expect(configuration.name == "default")

@@ -33,6 +33,9 @@ struct CheckConfig: AsyncParsableCommand {
     @Flag(help: "Also connect to the listener's database and check that LISTEN can work there (no transaction-mode pooler), and check each live query against database. Default: no connection.")
     var connect = false
 
+    @Flag(help: "List every setting, also those of sections where every key has its default. Default: such sections are named in one line.")
+    var all = false
+
     func run() async throws {
         let path = file ?? ConfigurationSources.defaultFile
         let sources = ConfigurationSources(file: path, fileRequired: file != nil, environment: ProcessInfo.processInfo.environment)
@@ -40,7 +43,9 @@ struct CheckConfig: AsyncParsableCommand {
         if !FileManager.default.fileExists(atPath: path) {
             print("# no file at \(path): defaults and PGHERALD_* variables apply")
         }
-        print(configuration.rendered)
+        print(configuration.rendered(all: all))
+        // The warnings come after the listing, also where stdout is a pipe and would be written at exit.
+        fflush(nil)
         for warning in configuration.warnings {
             FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
         }
