@@ -1,6 +1,7 @@
 import Foundation
 public import Herald
 public import HeraldPostgres
+import Synchronization
 
 /// Webhook state in the `pgherald` schema: feeding, leasing, completing and
 /// the dead letters. Every method is one statement or one transaction, so a
@@ -9,6 +10,9 @@ public final class WebhookStore: Sendable {
     let connection: SerialConnection
     /// Leases are taken under this name (the daemon's `--name`).
     public let daemon: String
+    /// The journal ranges the feeds were last reading, by their snapshots, so that a range longer than a page
+    /// lists its transactions once. Used only on the connection's queue.
+    private let openRanges = Mutex<[String: JournalRange]>([:])
 
     public init(connection: ConnectionString, daemon: String, applicationName: String = "pgherald-webhooks") {
         self.connection = SerialConnection(connection, applicationName: applicationName)
@@ -169,6 +173,7 @@ public final class WebhookStore: Sendable {
                     """, parameters: [Self.array(endpoints.map(\.name))])
                 guard !locked.rows.isEmpty else { return Feed() }
                 let now = try Journal.currentSnapshot(on: connection)
+                var ranges = ReadRanges(open: self.openRanges.withLock { $0 })
                 // A handed-over event is as old as its write, so that `max_age` counts time spent waiting in the journal.
                 let wallClock = Int64(Date().timeIntervalSince1970 * 1e9)
                 let byName = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -194,7 +199,7 @@ public final class WebhookStore: Sendable {
                     while left > 0, pages < Self.pagesPerHandOver, let range = position.nextRange(now: now) {
                         pages += 1
                         let limit = min(pageSize, max(2 * left, 64))
-                        let page = try Self.events(in: range, limit: limit, on: connection)
+                        let page = try ranges.page(of: range, limit: limit, on: connection)
                         var last: FeedPosition.Row?
                         var consumedAll = true
                         for row in page.rows {
@@ -221,7 +226,7 @@ public final class WebhookStore: Sendable {
                 for (start, group) in groups {
                     var position = start
                     while let range = position.nextRange(now: now) {
-                        let page = try Self.events(in: range, limit: pageSize, on: connection)
+                        let page = try ranges.page(of: range, limit: pageSize, on: connection)
                         var queued: (names: [String], ids: [String], bodies: [String]) = ([], [], [])
                         for row in page.rows {
                             guard let event = try? Event(payload: row.event) else { continue }
@@ -264,16 +269,24 @@ public final class WebhookStore: Sendable {
                         Self.array(names), Self.array(saved.map(\.snapshot.description)), Self.array(saved.map { $0.target?.description }),
                         Self.array(saved.map { $0.after.map { String($0.transactionID) } }), Self.array(saved.map { $0.after.map { String($0.id) } }),
                     ])
+                self.openRanges.withLock { $0 = ranges.used }
                 return feed
             }
         }
     }
 
-    private static func events(in range: FeedPosition.Range, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
-        try Journal.events(
-            visibleIn: range.newer, notVisibleIn: range.older,
-            after: range.after.map { ($0.transactionID, $0.id) }, limit: limit, on: connection
-        )
+    /// The journal ranges one feeding round reads, in delivery order: those open before are used again.
+    private struct ReadRanges {
+        var open: [String: JournalRange]
+        var used: [String: JournalRange] = [:]
+
+        mutating func page(of range: FeedPosition.Range, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
+            let key = "\(range.older) \(range.newer)"
+            var reading = used[key] ?? open[key] ?? JournalRange(older: range.older, newer: range.newer)
+            let page = try reading.page(after: range.after.map { ($0.transactionID, $0.id) }, limit: limit, on: connection)
+            used[key] = reading
+            return page
+        }
     }
 
     /// Queues live events (notify-only mode, where there is no journal to feed from).

@@ -60,6 +60,57 @@ extension IntegrationTests {
             #expect(try Journal.events(transactionID: 11, from: 2, through: 5, on: connection).map(\.id) == [2, 3, 4, 5])
         }
 
+        /// A range read page by page, at every page size, gives the events of a read of it all at once: each
+        /// transaction placed by its last event, whole, its own events in id order; batches and transactions
+        /// longer than a page included, and a page that stopped inside a batch or a transaction goes on there.
+        @Test func aRangeReadsInDeliveryOrderAtEveryPageSize() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            let event = { (id: Int, txid: Int) in
+                #"{"id":"\#(id)","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"n":\#(id)},"old":null,"txid":"\#(txid)","at":"2026-11-23T00:00:00.000000Z"}"#
+            }
+            var random = SeededRandom(seed: UInt64.random(in: 0...UInt64(UInt32.max)))
+            // Ids are handed out as transactions write, interleaved: transaction ids say only who began first.
+            var nextID = 1
+            var written: [Int: [Int]] = [:]
+            let transactions = Array(100...111)
+            for _ in 0..<60 {
+                let txid = transactions[random.next(upTo: transactions.count)]
+                let size = random.next(upTo: 4) == 0 ? 2 + random.next(upTo: 4) : 1
+                let ids = Array(nextID..<(nextID + size))
+                nextID += size
+                written[txid, default: []] += ids
+                if size == 1 {
+                    try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES ($1, $2::xid8, $3)",
+                                           parameters: [String(ids[0]), String(txid), event(ids[0], txid)])
+                } else {
+                    try connection.execute("INSERT INTO pgherald.journal (id, last_id, txid, event) VALUES ($1, $2, $3::xid8, $4)",
+                                           parameters: [String(ids[0]), String(ids.last!), String(txid), ids.map { event($0, txid) }.joined(separator: "\u{1E}")])
+                }
+            }
+            let expected = written.sorted { $0.value.last! < $1.value.last! }.flatMap { txid, ids in ids.map { (UInt64(txid), UInt64($0)) } }
+            let older = try #require(TransactionSnapshot("90:90:"))
+            let newer = try #require(TransactionSnapshot("200:200:"))
+
+            var whole = JournalRange(older: older, newer: newer)
+            let all = try whole.page(after: nil, limit: 1000, on: connection)
+            #expect(all.isLast && all.rows.map { ($0.transactionID, $0.id) }.elementsEqual(expected, by: ==))
+            for limit in 1...8 {
+                var range = JournalRange(older: older, newer: newer)
+                var after: (transactionID: UInt64, id: UInt64)?
+                var seen: [(UInt64, UInt64)] = []
+                for _ in 0..<200 {
+                    let page = try range.page(after: after, limit: limit, on: connection)
+                    // A reader may stop inside a page, as a webhook feed with little room does.
+                    let taken = page.isLast ? page.rows.count : max(1, page.rows.count - random.next(upTo: 2))
+                    seen += page.rows.prefix(taken).map { ($0.transactionID, $0.id) }
+                    if page.isLast && taken == page.rows.count { break }
+                    after = seen.last.map { (transactionID: $0.0, id: $0.1) } ?? after
+                }
+                #expect(seen.elementsEqual(expected, by: ==), "limit \(limit): \(seen.map(\.1)) against \(expected.map(\.1))")
+            }
+        }
+
         /// The sweep runs up to a thousand times a second, so a session
         /// prepares it once; the prepared statement must follow the journal
         /// through an uninstall and install, which makes a new table.

@@ -52,6 +52,8 @@ public final class JournalFeed: Sendable {
         /// The broker's change count that the output has caught up with: its last delivered event's, or the
         /// count when a read found nothing left.
         var caughtUpWithCount: UInt64 = 0
+        /// The range being read, whose list of transactions later reads of it use again.
+        var range: JournalRange?
     }
 
     init(output: String, daemon: String, connection: ConnectionString, broker: Broker, listener: PostgresListener) {
@@ -155,16 +157,18 @@ public final class JournalFeed: Sendable {
 
     /// The events of up to `limit` journal rows past `start` whose transactions `now` shows.
     private func read(after start: FeedPosition, upTo now: TransactionSnapshot, limit: Int) async throws(LibpqError) -> Batch {
-        try await connection.run { connection throws(LibpqError) -> Batch in
+        let cached = state.withLock { $0.range }
+        let (batch, reading) = try await connection.run { connection throws(LibpqError) -> (Batch, JournalRange?) in
             var position = start
             var events: [Event] = []
             var lastEventID: UInt64?
             var rowsLeft = limit
+            var reading = cached
             while rowsLeft > 0, let range = position.nextRange(now: now) {
-                let page = try Journal.events(
-                    visibleIn: range.newer, notVisibleIn: range.older,
-                    after: range.after.map { ($0.transactionID, $0.id) }, limit: rowsLeft, on: connection
-                )
+                var journalRange = reading.flatMap { $0.covers(older: range.older, newer: range.newer) ? $0 : nil }
+                    ?? JournalRange(older: range.older, newer: range.newer)
+                let page = try journalRange.page(after: range.after.map { ($0.transactionID, $0.id) }, limit: rowsLeft, on: connection)
+                reading = journalRange
                 rowsLeft -= max(page.rows.count, 1)
                 for row in page.rows {
                     if let event = try? Event(payload: row.event) { events.append(event) }
@@ -172,8 +176,10 @@ public final class JournalFeed: Sendable {
                 }
                 position.fed(through: page.rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }, rangeDone: page.isLast)
             }
-            return Batch(events: events, position: position, lastEventID: lastEventID)
+            return (Batch(events: events, position: position, lastEventID: lastEventID), reading)
         }
+        state.withLock { $0.range = reading }
+        return batch
     }
 
     /// Moves the cursor past `batch`, which the output has delivered.

@@ -126,6 +126,52 @@ public enum Journal {
         return Page(rows: rows, isLast: result.rows.count < limit)
     }
 
+    /// The transactions committed between two snapshots in delivery order
+    /// (see ``JournalRange``): by the last event each wrote.
+    static func transactions(
+        visibleIn newer: TransactionSnapshot, notVisibleIn older: TransactionSnapshot, on connection: LibpqConnection
+    ) throws(LibpqError) -> [JournalRange.Transaction] {
+        let result = try connection.execute("""
+            SELECT journal.txid::text AS txid, max(coalesce(last_id, id)) AS last_event_id, count(*) AS journal_rows
+              FROM pgherald.journal
+             WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax($2::pg_snapshot)
+               AND pg_visible_in_snapshot(txid, $2::pg_snapshot)
+               AND NOT pg_visible_in_snapshot(txid, $1::pg_snapshot)
+             GROUP BY journal.txid
+             ORDER BY max(coalesce(last_id, id)), journal.txid
+            """, parameters: [older.description, newer.description])
+        var transactions: [JournalRange.Transaction] = []
+        transactions.reserveCapacity(result.rows.count)
+        for row in result.namedRows {
+            transactions.append(JournalRange.Transaction(
+                id: try row.value("txid"), lastEventID: try row.value("last_event_id"), rows: try row.value("journal_rows")
+            ))
+        }
+        return transactions
+    }
+
+    /// The events of whole transactions, one after another in the order given, each in the order it wrote them.
+    static func events(transactionIDs: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [Row] {
+        guard !transactionIDs.isEmpty else { return [] }
+        let result = try connection.execute("""
+            SELECT j.txid::text AS txid, j.id, j.last_id, j.event
+              FROM unnest($1::xid8[]) WITH ORDINALITY AS wanted(txid, position)
+              JOIN pgherald.journal j ON j.txid = wanted.txid
+             ORDER BY wanted.position, j.id
+            """, parameters: ["{" + transactionIDs.map(String.init).joined(separator: ",") + "}"])
+        return try events(result.namedRows)
+    }
+
+    /// The events of one transaction after its event `after`, from up to `limit` journal rows, in id order.
+    static func events(transactionID: UInt64, after: UInt64, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> [Row] {
+        let result = try connection.execute("""
+            SELECT txid::text, id, last_id, event FROM pgherald.journal
+             WHERE txid = $1::xid8 AND coalesce(last_id, id) > $2
+             ORDER BY journal.id LIMIT \(limit)
+            """, parameters: [String(transactionID), String(after)])
+        return try events(result.namedRows).filter { $0.id > after }
+    }
+
     /// One page of a sweep: the events committed after `covered` and visible
     /// in `target`, or, without one, in the statement's own snapshot, which
     /// comes back with them. Later pages read with ``events(visibleIn:notVisibleIn:after:limit:on:)``.

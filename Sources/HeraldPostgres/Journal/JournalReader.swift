@@ -12,7 +12,7 @@ public final class JournalReader: Sendable {
         case reset(reason: String)
     }
 
-    /// A position in a replay, in (transaction id, event id) order.
+    /// A position in a replay, in delivery order (see ``JournalRange``).
     public struct ReplayCursor: Sendable {
         /// Live events from transactions visible in this snapshot are in the replay and must be skipped.
         public let covering: TransactionSnapshot
@@ -20,7 +20,16 @@ public final class JournalReader: Sendable {
         let resumedTransactionID: UInt64
         let resumedEventID: UInt64
         var after: (transactionID: UInt64, id: UInt64)?
+        var range: JournalRange
         public internal(set) var isFinished = false
+
+        init(covering: TransactionSnapshot, since: TransactionSnapshot, resumedTransactionID: UInt64, resumedEventID: UInt64) {
+            self.covering = covering
+            self.since = since
+            self.resumedTransactionID = resumedTransactionID
+            self.resumedEventID = resumedEventID
+            range = JournalRange(older: since, newer: covering)
+        }
     }
 
     let daemon: String
@@ -73,11 +82,9 @@ public final class JournalReader: Sendable {
     /// before the end. Sets `isFinished` after the last page.
     public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
         let current = cursor
-        let (events, after, finished) = try await connection.run { [pageSize] connection throws(LibpqError) in
-            let page = try Journal.events(
-                visibleIn: current.covering, notVisibleIn: current.since, after: current.after,
-                limit: pageSize, on: connection
-            )
+        let (events, after, finished, range) = try await connection.run { [pageSize] connection throws(LibpqError) in
+            var range = current.range
+            let page = try range.page(after: current.after, limit: pageSize, on: connection)
             var events: [Event] = []
             for row in page.rows {
                 // The resumed event's own transaction delivered its events in id order.
@@ -86,8 +93,9 @@ public final class JournalReader: Sendable {
                     events.append(event)
                 }
             }
-            return (events, page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after, page.isLast)
+            return (events, page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after, page.isLast, range)
         }
+        cursor.range = range
         cursor.after = after
         cursor.isFinished = finished
         return events

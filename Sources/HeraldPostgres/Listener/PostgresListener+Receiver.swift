@@ -162,7 +162,16 @@ extension PostgresListener {
             }
             let (snapshot, first) = try Journal.sweep(after: covered, upTo: tick, limit: PostgresListener.catchUpPageSize, on: connection)
             if tick == nil { cursor.tickOvertaken() }
-            var page = first
+            // Delivery order, not transaction-id order: of two transactions that wrote the same row, the one that
+            // committed first. A sweep that fits one page is put in order as it came; a longer one is read again in order.
+            var range = JournalRange(older: covered, newer: snapshot)
+            var page: Journal.Page
+            if first.isLast {
+                page = Journal.Page(rows: JournalRange.inDeliveryOrder(first.rows), isLast: true)
+            } else {
+                try range.listTransactions(on: connection)
+                page = try range.page(after: nil, limit: PostgresListener.catchUpPageSize, on: connection)
+            }
             var delivered = 0
             var backstopped = 0
             var pages = 1
@@ -183,9 +192,8 @@ extension PostgresListener {
                 delivered += admitted.count
                 try publishAdmitted()
                 if page.isLast { break }
-                page = try Journal.events(
-                    visibleIn: snapshot, notVisibleIn: covered, after: page.rows.last.map { ($0.transactionID, $0.id) },
-                    limit: PostgresListener.catchUpPageSize, on: connection
+                page = try range.page(
+                    after: page.rows.last.map { ($0.transactionID, $0.id) }, limit: PostgresListener.catchUpPageSize, on: connection
                 )
                 pages += 1
             }

@@ -1,0 +1,120 @@
+public import Herald
+
+/// The events committed between two snapshots, read page by page in
+/// delivery order: transaction by transaction, each transaction placed by
+/// the last event it wrote, and within one in the order it wrote them.
+///
+/// Why the last event: a transaction that waits for another's row lock
+/// writes that row, and so its journal row, only after the other committed,
+/// and event ids are taken from a sequence as rows are written. So of two
+/// transactions that wrote the same row, the one that committed first wrote
+/// its last event first, whatever their transaction ids. More generally, a
+/// transaction that committed before another wrote its last event comes
+/// before it. Transaction ids say only which began writing first.
+///
+/// A range that fits one page is read with one query and put in order as
+/// it comes. A longer one first lists its transactions with their last
+/// event (one query, kept for later pages: the range's transactions have
+/// all committed, so the list is final), then reads them in that order.
+public struct JournalRange: Sendable {
+    /// One transaction of the range, as the list of a long range holds it.
+    public struct Transaction: Sendable, Hashable {
+        public var id: UInt64
+        /// The id of the last event it wrote, which places it.
+        public var lastEventID: UInt64
+        /// Its journal rows (a statement's batch of events is one row).
+        public var rows: Int
+    }
+
+    public let older: TransactionSnapshot
+    public let newer: TransactionSnapshot
+    /// Every transaction of the range in delivery order, once a read needed it.
+    private(set) var transactions: [Transaction]?
+    private var positions: [UInt64: Int] = [:]
+
+    public init(older: TransactionSnapshot, newer: TransactionSnapshot) {
+        self.older = older
+        self.newer = newer
+    }
+
+    /// Whether this is the range between these two snapshots, whose list can be used again.
+    public func covers(older: TransactionSnapshot, newer: TransactionSnapshot) -> Bool {
+        self.older == older && self.newer == newer
+    }
+
+    /// The events after `after` (a transaction and the last event of it
+    /// already read; nil: from the start), from up to `limit` journal rows.
+    public mutating func page(
+        after: (transactionID: UInt64, id: UInt64)?, limit: Int, on connection: LibpqConnection
+    ) throws(LibpqError) -> Journal.Page {
+        if after == nil, transactions == nil {
+            let page = try Journal.events(visibleIn: newer, notVisibleIn: older, limit: limit, on: connection)
+            if page.isLast { return Journal.Page(rows: Self.inDeliveryOrder(page.rows), isLast: true) }
+        }
+        let transactions = try listTransactions(on: connection)
+        var index = 0
+        if let after {
+            guard let position = positions[after.transactionID] else {
+                throw LibpqError(.queryFailed, "transaction \(after.transactionID) is not among those committed between \(older) and \(newer)")
+            }
+            index = position
+            if after.id < transactions[index].lastEventID {
+                // The rest of a transaction a page stopped inside: a page of its own.
+                let rows = try Journal.events(
+                    transactionID: after.transactionID, after: after.id, limit: limit, on: connection
+                )
+                let done = rows.last.map { $0.id >= transactions[index].lastEventID } ?? true
+                return Journal.Page(rows: rows, isLast: done && index == transactions.count - 1)
+            }
+            index += 1
+        }
+        guard index < transactions.count else { return Journal.Page(rows: [], isLast: true) }
+        if transactions[index].rows > limit {
+            // A transaction longer than a page starts on a page of its own.
+            let rows = try Journal.events(transactionID: transactions[index].id, after: 0, limit: limit, on: connection)
+            return Journal.Page(rows: rows, isLast: false)
+        }
+        var wanted: [UInt64] = []
+        var budget = limit
+        while index < transactions.count, transactions[index].rows <= budget {
+            wanted.append(transactions[index].id)
+            budget -= transactions[index].rows
+            index += 1
+        }
+        let rows = try Journal.events(transactionIDs: wanted, on: connection)
+        return Journal.Page(rows: rows, isLast: index == transactions.count)
+    }
+
+    /// The range's transactions in delivery order, read once: at the first
+    /// page, or earlier by a caller that knows the range is longer than one.
+    @discardableResult
+    public mutating func listTransactions(on connection: LibpqConnection) throws(LibpqError) -> [Transaction] {
+        if let transactions { return transactions }
+        let listed = try Journal.transactions(visibleIn: newer, notVisibleIn: older, on: connection)
+        transactions = listed
+        positions = Dictionary(uniqueKeysWithValues: listed.enumerated().map { ($0.element.id, $0.offset) })
+        return listed
+    }
+
+    /// Rows of whole transactions, as a read in (transaction id, event id)
+    /// order brings them, put in delivery order: each transaction by its last
+    /// event, its own events in the order they were written.
+    public static func inDeliveryOrder(_ rows: [Journal.Row]) -> [Journal.Row] {
+        var lastEventIDs: [UInt64: UInt64] = [:]
+        for row in rows { lastEventIDs[row.transactionID] = max(lastEventIDs[row.transactionID] ?? 0, row.id) }
+        // Already in order in the common case: one transaction, or transaction ids that agree.
+        var inOrder = true
+        for (earlier, later) in zip(rows, rows.dropFirst()) where earlier.transactionID != later.transactionID {
+            if lastEventIDs[earlier.transactionID]! > lastEventIDs[later.transactionID]! {
+                inOrder = false
+                break
+            }
+        }
+        if inOrder { return rows }
+        return rows.enumerated().sorted { first, second in
+            let firstKey = (lastEventIDs[first.element.transactionID]!, first.element.transactionID)
+            let secondKey = (lastEventIDs[second.element.transactionID]!, second.element.transactionID)
+            return firstKey != secondKey ? firstKey < secondKey : first.offset < second.offset
+        }.map(\.element)
+    }
+}
