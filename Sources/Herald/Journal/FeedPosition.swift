@@ -5,8 +5,9 @@
 /// Every event of a transaction visible in `snapshot` has been fed. A feed
 /// that hands events straight to a dispatcher takes only as many as the
 /// dispatcher has room for, so it may stop inside a range: then the events of
-/// `target` not in `snapshot` are fed up to `after`, in (transaction id, event
-/// id) order, and the rest wait in the journal.
+/// `target` not in `snapshot` are fed up to `after` (a transaction, and the
+/// last of its events fed), in delivery order (the journal's `JournalRange`),
+/// and the rest wait in the journal.
 public struct FeedPosition: Sendable, Hashable {
     /// A journal row's place in feeding order.
     public struct Row: Sendable, Hashable {

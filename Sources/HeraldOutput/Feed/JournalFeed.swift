@@ -10,8 +10,9 @@ import Synchronization
 /// time. Nothing is skipped: after a crash, a restart or a lost connection
 /// reading resumes after the last committed batch, so a batch delivered but
 /// not committed (the process was killed in between) is delivered again,
-/// with the same event ids. Events come in journal order: by transaction,
-/// and within one in the order they were written.
+/// with the same event ids. Events come in delivery order (``JournalRange``):
+/// transaction by transaction, two that wrote the same row in the order they
+/// committed, and within one in the order they were written.
 ///
 /// It reads only what the listener has already delivered to the broker
 /// (``PostgresListener/deliveredSnapshot``), so its events carry the change

@@ -93,7 +93,8 @@ public enum Journal {
     }
 
     /// The events committed between two snapshots, in (transaction id, event
-    /// id) order, after the position `after`, from up to `limit` journal rows.
+    /// id) order, after the position `after`, from up to `limit` journal rows:
+    /// the raw read under ``JournalRange``, which gives delivery order.
     ///
     /// A batch that `after` stopped inside is read again and only its events
     /// past `after` are kept. The ORDER BY names the table's columns: a bare

@@ -14,7 +14,7 @@ import Synchronization
 /// batch. Each event is published with `Nats-Msg-Id` set to its id, so a
 /// batch published again after a crash, a NATS restart or a cut connection
 /// is stored once: JetStream drops the repeats within its duplicate window.
-/// Events go out in journal order on one connection, up to
+/// Events go out in delivery order on one connection, up to
 /// ``NATSOutputConfiguration/maximumInFlight`` awaiting acknowledgement.
 /// While NATS is away the backlog waits in the journal, and the output tries
 /// the next server with backoff.
