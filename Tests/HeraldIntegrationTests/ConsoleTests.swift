@@ -95,6 +95,8 @@ extension IntegrationTests {
             try await page.evaluate("document.getElementById('pause').click()")
             try await page.waitUntil("document.querySelectorAll('#tail li').length === 2")
 
+            // The rate counts the changes in its window, not only those of the last poll.
+            try await page.waitUntil("/^[1-9][0-9]* changes? in the last [0-9]+ s \\([0-9.]+\\/s\\)$/.test(document.getElementById('rate').textContent)")
             #expect(page.errors == [], "the page logged errors")
 
             // A daemon restart: the page reconnects and the tail resumes.
@@ -113,6 +115,8 @@ extension IntegrationTests {
             #expect(requests.last?.text.contains("ADA3M") == true, "the first dead letter is the first insert's")
             // Queued, and then gone from the list once delivered.
             try await page.waitUntil("document.querySelector('button.replay[data-id=\"\(letter)\"]') === null")
+            // Answered 200 since: no error to show.
+            try await page.waitUntil("[...document.querySelectorAll('#webhooks tbody tr')].some(r => r.cells[0].textContent === 'strict' && r.cells[4].textContent === 'none')")
             #expect(page.errors.filter { !$0.contains("ERR_CONNECTION_REFUSED") } == [], "the page logged errors besides the restart's")
 
             // Screenshots, wide and at a phone's width, where nothing may overflow sideways.

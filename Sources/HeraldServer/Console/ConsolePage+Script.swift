@@ -109,8 +109,12 @@ extension ConsolePage {
       samples = samples.filter((sample) => now - sample.at <= chartSeconds * 1000);
       setCount(stats.changeCount);
       drawChart();
-      const rate = samples[samples.length - 1].rate;
-      $('rate').textContent = rate.toFixed(1) + ' changes/s now, over the last ' + Math.round((now - samples[0].at) / 1000) + ' s';
+      // Over the chart's window, not the last poll: a burst a few seconds ago still shows.
+      const span = (now - samples[0].at) / 1000;
+      const changes = Math.max(0, stats.changeCount - samples[0].count);
+      $('rate').textContent = span < 1 ? 'measuring…'
+        : changes.toLocaleString() + (changes === 1 ? ' change' : ' changes') + ' in the last ' + Math.round(span) + ' s ('
+          + (changes / span).toFixed(1) + '/s)';
       fill($('tables').tBodies[0], Object.entries(stats.tables || {}).sort((a, b) => b[1] - a[1]), (row, [table, count]) => {
         cell(row, table);
         cell(row, count.toLocaleString(), 'number');
@@ -173,7 +177,9 @@ extension ConsolePage {
         cell(row, endpoint.backlog === undefined ? '-' : endpoint.backlog, 'number');
         cell(row, endpoint.nextRetryAt ? nextRetry(endpoint.nextRetryAt) : (endpoint.failing ? 'probing' : 'no'));
         cell(row, endpoint.dead === undefined ? '-' : endpoint.dead, 'number');
-        cell(row, endpoint.lastError || (endpoint.lastStatus ? 'HTTP ' + endpoint.lastStatus : ''));
+        // A 2xx is an answer, not an error.
+        const failed = endpoint.lastStatus && (endpoint.lastStatus < 200 || endpoint.lastStatus > 299);
+        cell(row, endpoint.lastError || (failed ? 'HTTP ' + endpoint.lastStatus : 'none'));
       });
     }
 
