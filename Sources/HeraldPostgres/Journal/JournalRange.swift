@@ -53,10 +53,9 @@ public struct JournalRange: Sendable {
         }
         let transactions = try listTransactions(on: connection)
         var index = 0
-        if let after {
-            guard let position = positions[after.transactionID] else {
-                throw LibpqError(.queryFailed, "transaction \(after.transactionID) is not among those committed between \(older) and \(newer)")
-            }
+        // A position whose transaction is no longer in the journal (pruned while its reader stood still longer
+        // than the retention) reads the range from its start: repeated events rather than a reader stuck for good.
+        if let after, let position = positions[after.transactionID] {
             index = position
             if after.id < transactions[index].lastEventID {
                 // The rest of a transaction a page stopped inside: a page of its own.
