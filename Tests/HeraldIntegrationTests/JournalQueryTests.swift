@@ -111,6 +111,31 @@ extension IntegrationTests {
             }
         }
 
+        /// Transactions pruned while a long range is read are passed over: a page is empty only at the
+        /// range's end, and a position whose transaction is gone reads the range again from its start.
+        @Test func aRangeReadsOnPastTransactionsPrunedMeanwhile() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            for (id, txid) in [(1, 10), (2, 11), (3, 12)] {
+                try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES ($1, $2::xid8, $3)",
+                                       parameters: [String(id), String(txid), #"{"id":"\#(id)"}"#])
+            }
+            let older = try #require(TransactionSnapshot("5:5:"))
+            let newer = try #require(TransactionSnapshot("20:20:"))
+            var range = JournalRange(older: older, newer: newer)
+            let first = try range.page(after: nil, limit: 1, on: connection)
+            #expect(first.rows.map(\.id) == [1] && !first.isLast)
+            try connection.execute("DELETE FROM pgherald.journal WHERE txid = '11'")
+            let second = try range.page(after: (10, 1), limit: 1, on: connection)
+            #expect(second.rows.map(\.id) == [3] && second.isLast)
+
+            try connection.execute("DELETE FROM pgherald.journal WHERE txid = '10'")
+            var fresh = JournalRange(older: older, newer: newer)
+            try fresh.listTransactions(on: connection)
+            let again = try fresh.page(after: (10, 1), limit: 1, on: connection)
+            #expect(again.rows.map(\.id) == [3] && again.isLast)
+        }
+
         /// The sweep runs up to a thousand times a second, so a session
         /// prepares it once; the prepared statement must follow the journal
         /// through an uninstall and install, which makes a new table.

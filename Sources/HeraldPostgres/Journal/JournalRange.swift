@@ -53,35 +53,45 @@ public struct JournalRange: Sendable {
         }
         let transactions = try listTransactions(on: connection)
         var index = 0
+        // The last event read of transactions[index]; 0: none.
+        var readThrough: UInt64 = 0
         // A position whose transaction is no longer in the journal (pruned while its reader stood still longer
         // than the retention) reads the range from its start: repeated events rather than a reader stuck for good.
         if let after, let position = positions[after.transactionID] {
             index = position
-            if after.id < transactions[index].lastEventID {
-                // The rest of a transaction a page stopped inside: a page of its own.
-                let rows = try Journal.events(
-                    transactionID: after.transactionID, after: after.id, limit: limit, on: connection
-                )
-                let done = rows.last.map { $0.id >= transactions[index].lastEventID } ?? true
-                return Journal.Page(rows: rows, isLast: done && index == transactions.count - 1)
+            readThrough = after.id
+        }
+        // A read that finds nothing (its transactions were pruned meanwhile) goes on to the next: a page is empty only at the end.
+        while index < transactions.count {
+            let transaction = transactions[index]
+            if readThrough >= transaction.lastEventID {
+                index += 1
+                readThrough = 0
+                continue
             }
-            index += 1
+            if readThrough > 0 || transaction.rows > limit {
+                // The rest of a transaction a page stopped inside, or the start of one longer than a page: a page of its own.
+                let rows = try Journal.events(transactionID: transaction.id, after: readThrough, limit: limit, on: connection)
+                guard let last = rows.last else {
+                    index += 1
+                    readThrough = 0
+                    continue
+                }
+                return Journal.Page(rows: rows, isLast: last.id >= transaction.lastEventID && index == transactions.count - 1)
+            }
+            var wanted: [UInt64] = []
+            var budget = limit
+            while index < transactions.count, transactions[index].rows <= budget {
+                wanted.append(transactions[index].id)
+                budget -= transactions[index].rows
+                index += 1
+            }
+            let rows = try Journal.events(transactionIDs: wanted, on: connection)
+            if !rows.isEmpty || index == transactions.count {
+                return Journal.Page(rows: rows, isLast: index == transactions.count)
+            }
         }
-        guard index < transactions.count else { return Journal.Page(rows: [], isLast: true) }
-        if transactions[index].rows > limit {
-            // A transaction longer than a page starts on a page of its own.
-            let rows = try Journal.events(transactionID: transactions[index].id, after: 0, limit: limit, on: connection)
-            return Journal.Page(rows: rows, isLast: false)
-        }
-        var wanted: [UInt64] = []
-        var budget = limit
-        while index < transactions.count, transactions[index].rows <= budget {
-            wanted.append(transactions[index].id)
-            budget -= transactions[index].rows
-            index += 1
-        }
-        let rows = try Journal.events(transactionIDs: wanted, on: connection)
-        return Journal.Page(rows: rows, isLast: index == transactions.count)
+        return Journal.Page(rows: [], isLast: true)
     }
 
     /// The range's transactions in delivery order, read once: at the first
