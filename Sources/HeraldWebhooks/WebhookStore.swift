@@ -10,9 +10,8 @@ public final class WebhookStore: Sendable {
     let connection: SerialConnection
     /// Leases are taken under this name (the daemon's `--name`).
     public let daemon: String
-    /// The journal ranges the feeds were last reading, by their snapshots, so that a range longer than a page
-    /// lists its transactions once. Used only on the connection's queue.
-    private let openRanges = Mutex<[String: JournalRange]>([:])
+    /// The journal ranges the feeds are reading. Used only on the connection's queue.
+    private let openRanges = Mutex(JournalRanges())
 
     public init(connection: ConnectionString, daemon: String, applicationName: String = "pgherald-webhooks") {
         self.connection = SerialConnection(connection, applicationName: applicationName)
@@ -173,7 +172,7 @@ public final class WebhookStore: Sendable {
                     """, parameters: [Self.array(endpoints.map(\.name))])
                 guard !locked.rows.isEmpty else { return Feed() }
                 let now = try Journal.currentSnapshot(on: connection)
-                var ranges = ReadRanges(open: self.openRanges.withLock { $0 })
+                var ranges = self.openRanges.withLock { $0 }
                 // A handed-over event is as old as its write, so that `max_age` counts time spent waiting in the journal.
                 let wallClock = Int64(Date().timeIntervalSince1970 * 1e9)
                 let byName = Dictionary(endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -269,23 +268,10 @@ public final class WebhookStore: Sendable {
                         Self.array(names), Self.array(saved.map(\.snapshot.description)), Self.array(saved.map { $0.target?.description }),
                         Self.array(saved.map { $0.after.map { String($0.transactionID) } }), Self.array(saved.map { $0.after.map { String($0.id) } }),
                     ])
-                self.openRanges.withLock { $0 = ranges.used }
+                ranges.endRound()
+                self.openRanges.withLock { $0 = ranges }
                 return feed
             }
-        }
-    }
-
-    /// The journal ranges one feeding round reads, in delivery order: those open before are used again.
-    private struct ReadRanges {
-        var open: [String: JournalRange]
-        var used: [String: JournalRange] = [:]
-
-        mutating func page(of range: FeedPosition.Range, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
-            let key = "\(range.older) \(range.newer)"
-            var reading = used[key] ?? open[key] ?? JournalRange(older: range.older, newer: range.newer)
-            let page = try reading.page(after: range.after.map { ($0.transactionID, $0.id) }, limit: limit, on: connection)
-            used[key] = reading
-            return page
         }
     }
 

@@ -53,8 +53,8 @@ public final class JournalFeed: Sendable {
         /// The broker's change count that the output has caught up with: its last delivered event's, or the
         /// count when a read found nothing left.
         var caughtUpWithCount: UInt64 = 0
-        /// The range being read, whose list of transactions later reads of it use again.
-        var range: JournalRange?
+        /// The ranges being read, whose lists of transactions later reads use again.
+        var ranges = JournalRanges()
     }
 
     init(output: String, daemon: String, connection: ConnectionString, broker: Broker, listener: PostgresListener) {
@@ -158,18 +158,15 @@ public final class JournalFeed: Sendable {
 
     /// The events of up to `limit` journal rows past `start` whose transactions `now` shows.
     private func read(after start: FeedPosition, upTo now: TransactionSnapshot, limit: Int) async throws(LibpqError) -> Batch {
-        let cached = state.withLock { $0.range }
-        let (batch, reading) = try await connection.run { connection throws(LibpqError) -> (Batch, JournalRange?) in
+        let open = state.withLock { $0.ranges }
+        let (batch, ranges) = try await connection.run { connection throws(LibpqError) -> (Batch, JournalRanges) in
             var position = start
             var events: [Event] = []
             var lastEventID: UInt64?
             var rowsLeft = limit
-            var reading = cached
+            var ranges = open
             while rowsLeft > 0, let range = position.nextRange(now: now) {
-                var journalRange = reading.flatMap { $0.covers(older: range.older, newer: range.newer) ? $0 : nil }
-                    ?? JournalRange(older: range.older, newer: range.newer)
-                let page = try journalRange.page(after: range.after.map { ($0.transactionID, $0.id) }, limit: rowsLeft, on: connection)
-                reading = journalRange
+                let page = try ranges.page(of: range, limit: rowsLeft, on: connection)
                 rowsLeft -= max(page.rows.count, 1)
                 for row in page.rows {
                     if let event = try? Event(payload: row.event) { events.append(event) }
@@ -177,9 +174,10 @@ public final class JournalFeed: Sendable {
                 }
                 position.fed(through: page.rows.last.map { FeedPosition.Row(transactionID: $0.transactionID, id: $0.id) }, rangeDone: page.isLast)
             }
-            return (Batch(events: events, position: position, lastEventID: lastEventID), reading)
+            ranges.endRound()
+            return (Batch(events: events, position: position, lastEventID: lastEventID), ranges)
         }
-        state.withLock { $0.range = reading }
+        state.withLock { $0.ranges = ranges }
         return batch
     }
 

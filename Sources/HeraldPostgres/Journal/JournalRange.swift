@@ -37,19 +37,13 @@ public struct JournalRange: Sendable {
         self.newer = newer
     }
 
-    /// Whether this is the range between these two snapshots, whose list can be used again.
-    public func covers(older: TransactionSnapshot, newer: TransactionSnapshot) -> Bool {
-        self.older == older && self.newer == newer
-    }
-
     /// The events after `after` (a transaction and the last event of it
     /// already read; nil: from the start), from up to `limit` journal rows.
     public mutating func page(
         after: (transactionID: UInt64, id: UInt64)?, limit: Int, on connection: LibpqConnection
     ) throws(LibpqError) -> Journal.Page {
         if after == nil, transactions == nil {
-            let page = try Journal.events(visibleIn: newer, notVisibleIn: older, limit: limit, on: connection)
-            if page.isLast { return Journal.Page(rows: Self.inDeliveryOrder(page.rows), isLast: true) }
+            return try firstPage(from: Journal.events(visibleIn: newer, notVisibleIn: older, limit: limit, on: connection), limit: limit, on: connection)
         }
         let transactions = try listTransactions(on: connection)
         var index = 0
@@ -109,21 +103,27 @@ public struct JournalRange: Sendable {
     /// order brings them, put in delivery order: each transaction by its last
     /// event, its own events in the order they were written.
     public static func inDeliveryOrder(_ rows: [Journal.Row]) -> [Journal.Row] {
-        var lastEventIDs: [UInt64: UInt64] = [:]
-        for row in rows { lastEventIDs[row.transactionID] = max(lastEventIDs[row.transactionID] ?? 0, row.id) }
-        // Already in order in the common case: one transaction, or transaction ids that agree.
-        var inOrder = true
-        for (earlier, later) in zip(rows, rows.dropFirst()) where earlier.transactionID != later.transactionID {
-            if lastEventIDs[earlier.transactionID]! > lastEventIDs[later.transactionID]! {
-                inOrder = false
-                break
-            }
+        // A transaction's rows come together and in id order, so its last row holds its last event.
+        var transactions: [(rows: Range<Int>, lastEventID: UInt64)] = []
+        var start = rows.startIndex
+        for index in rows.indices {
+            let next = index + 1
+            guard next == rows.endIndex || rows[next].transactionID != rows[index].transactionID else { continue }
+            transactions.append((start..<next, rows[index].id))
+            start = next
         }
-        if inOrder { return rows }
-        return rows.enumerated().sorted { first, second in
-            let firstKey = (lastEventIDs[first.element.transactionID]!, first.element.transactionID)
-            let secondKey = (lastEventIDs[second.element.transactionID]!, second.element.transactionID)
-            return firstKey != secondKey ? firstKey < secondKey : first.offset < second.offset
-        }.map(\.element)
+        // Already in order in the common case: one transaction, or transaction ids that agree.
+        if zip(transactions, transactions.dropFirst()).allSatisfy({ $0.lastEventID < $1.lastEventID }) { return rows }
+        return transactions.sorted { $0.lastEventID < $1.lastEventID }.flatMap { rows[$0.rows] }
+    }
+
+    /// The first page of the range in delivery order, from `raw`, a read of
+    /// it in (transaction id, event id) order from its start (a sweep takes
+    /// its snapshot and this read in one statement): put in order when it
+    /// holds the whole range, else read again in order.
+    public mutating func firstPage(from raw: Journal.Page, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
+        if raw.isLast { return Journal.Page(rows: Self.inDeliveryOrder(raw.rows), isLast: true) }
+        try listTransactions(on: connection)
+        return try page(after: nil, limit: limit, on: connection)
     }
 }

@@ -165,13 +165,7 @@ extension PostgresListener {
             // Delivery order, not transaction-id order: of two transactions that wrote the same row, the one that
             // committed first. A sweep that fits one page is put in order as it came; a longer one is read again in order.
             var range = JournalRange(older: covered, newer: snapshot)
-            var page: Journal.Page
-            if first.isLast {
-                page = Journal.Page(rows: JournalRange.inDeliveryOrder(first.rows), isLast: true)
-            } else {
-                try range.listTransactions(on: connection)
-                page = try range.page(after: nil, limit: PostgresListener.catchUpPageSize, on: connection)
-            }
+            var page = try range.firstPage(from: first, limit: PostgresListener.catchUpPageSize, on: connection)
             var delivered = 0
             var backstopped = 0
             var pages = 1
