@@ -4,14 +4,14 @@ import Herald
 import HeraldServer
 import HeraldSettings
 
-/// Where `serve` puts its socket: `--socket`, over `socket.path` from the
-/// environment or the configuration file.
+/// The daemon's socket, `--socket`: where `serve` puts it, and where the
+/// client commands look first.
 struct SocketPathOption: ParsableArguments {
     @Option(
         name: .customLong("socket"),
         help: ArgumentHelp(
             "The daemon's Unix socket. Key: socket.path.",
-            discussion: "Default: $RUNTIME_DIRECTORY/pgherald.sock, else $XDG_RUNTIME_DIR/pgherald.sock, else ./pgherald.sock.",
+            discussion: "Default: socket.path from PGHERALD_SOCKET_PATH or the configuration file, else $RUNTIME_DIRECTORY/pgherald.sock, else $XDG_RUNTIME_DIR/pgherald.sock, else ./pgherald.sock.",
             valueName: "path"
         )
     )
@@ -23,26 +23,21 @@ struct SocketPathOption: ParsableArguments {
 /// from `PGHERALD_SOCKET_PATH`, `--config` or /etc/pgherald/pgherald.yaml,
 /// else the default.
 struct DaemonSocketOptions: ParsableArguments {
-    @Option(
-        name: .customLong("socket"),
-        help: ArgumentHelp(
-            "The daemon's Unix socket.",
-            discussion: "Default: socket.path from PGHERALD_SOCKET_PATH or the configuration file (--config, else /etc/pgherald/pgherald.yaml when this user may read it), else $RUNTIME_DIRECTORY/pgherald.sock, $XDG_RUNTIME_DIR/pgherald.sock or ./pgherald.sock, as serve does.",
-            valueName: "path"
-        )
-    )
-    var socket: String?
+    @OptionGroup var socketPath: SocketPathOption
 
     @Option(
         name: .customLong("config"),
-        help: ArgumentHelp("The daemon's configuration file, for its socket.path. Default: /etc/pgherald/pgherald.yaml.", valueName: "path")
+        help: ArgumentHelp(
+            "The daemon's configuration file, for its socket.path. Default: /etc/pgherald/pgherald.yaml, when this user may read it.",
+            valueName: "path"
+        )
     )
     var config: String?
 
     /// The socket's path.
     /// - Throws: `ExitCode(78)` with the reason on stderr when `--config` names a file that cannot be read.
     func path() async throws -> String {
-        if let socket { return socket }
+        if let socket = socketPath.socket { return socket }
         let environment = ProcessInfo.processInfo.environment
         do {
             let sources = ConfigurationSources(file: config ?? ConfigurationSources.defaultFile, fileRequired: config != nil, environment: environment)
