@@ -6,7 +6,7 @@ import HeraldSettings
 
 extension DaemonConfiguration {
     /// Keys a rule may have; anything else under `access.NAME` is refused.
-    static let accessKeys = ["user", "group", "schemas", "tables", "ops", "where", "topics", "queries"]
+    static let accessKeys = ["user", "group", "schemas", "tables", "ops", "where", "topics", "queries", "rls", "role", "claims"]
 
     /// The `access:` section: one rule per name. Nil without the section.
     static func accessPolicy(_ settings: SettingsReader) throws(ConfigurationError) -> AccessPolicy? {

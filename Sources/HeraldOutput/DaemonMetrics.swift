@@ -29,14 +29,17 @@ public final class DaemonMetrics: Sendable {
     let outputs: OutputDirectory
     /// Totals already added to each counter, by counter name and labels.
     private let reported = Mutex<[String: Int64]>([:])
-    private let reportedCPU = Mutex<Double>(0)
+    /// The same for counters of seconds.
+    private let reportedSeconds = Mutex<[String: Double]>([:])
+    let rowSecurity: RowSecurityGate?
 
     /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
     /// - Parameter outputs: filled as `serve` builds them; each adds its report's series.
     public init(
         registry: PrometheusCollectorRegistry, broker: Broker, listener: PostgresListener,
-        maintenance: JournalMaintenance?, outputs: OutputDirectory
+        maintenance: JournalMaintenance?, outputs: OutputDirectory, rowSecurity: RowSecurityGate? = nil
     ) {
+        self.rowSecurity = rowSecurity
         self.outputs = outputs
         self.registry = registry
         self.broker = broker
@@ -104,6 +107,7 @@ public final class DaemonMetrics: Sendable {
                 }
             }
         }
+        collectRowSecurity()
         collectProcess()
     }
 
@@ -119,18 +123,29 @@ public final class DaemonMetrics: Sendable {
         var usage = rusage()
         if getrusage(RUSAGE_SELF.rawValue, &usage) == 0 {
             let seconds = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-            let counter = registry.makeCounter(
-                descriptor: MetricNameDescriptor(metricName: "process_cpu_seconds_total", unitName: "", helpText: "User and system CPU time spent, in seconds."),
-                labels: []
-            )
-            reportedCPU.withLock { reported in
-                if seconds > reported { counter.increment(by: seconds - reported) }
-                reported = max(reported, seconds)
-            }
+            advance("process_cpu_seconds_total", toSeconds: seconds, help: "User and system CPU time spent, in seconds.")
         }
     }
 
-    /// Brings a counter up to `total` by adding what is new since the last scrape.
+    /// Cohorts, batches, statements and their time: what row-level security costs.
+    private func collectRowSecurity() {
+        guard let statistics = rowSecurity?.currentStatistics else { return }
+        gauge("pgherald_rls_cohorts", Double(statistics.cohorts), help: "Row-level-security cohorts now: distinct roles and claims with subscribers.")
+        advance("pgherald_rls_batches_total", to: Int64(statistics.batches), help: "Batches of events judged by row-level security.")
+        advance("pgherald_rls_checks_total", to: Int64(statistics.checks), help: "Policy statements run: at most one per cohort and table per batch.")
+        advance("pgherald_rls_check_seconds_total", toSeconds: statistics.checkSeconds, help: "Time spent in the database judging batches, catalog reads included.")
+        advance("pgherald_rls_failures_total", to: Int64(statistics.failures), help: "Cohorts ended because a check failed (a policy raised an error, the role cannot be set).")
+    }
+
+    private func advance(_ name: String, toSeconds total: Double, help: String) {
+        let counter = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: [])
+        reportedSeconds.withLock { reported in
+            let before = reported[name, default: 0]
+            if total > before { counter.increment(by: total - before) }
+            reported[name] = max(before, total)
+        }
+    }
+
     private func advance(_ name: String, to total: Int64, labels: [(String, String)] = [], help: String) {
         let key = ([name] + labels.map { "\($0.0)=\($0.1)" }).joined(separator: ",")
         let counter = registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)

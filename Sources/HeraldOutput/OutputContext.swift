@@ -17,6 +17,8 @@ public struct OutputContext: Sendable {
     public var metrics: DaemonMetrics
     /// Section `access`; nil: whoever may connect sees everything.
     public var access: AccessPolicy?
+    /// Where subscribers under `rls: true` get what their role and claims may see.
+    public var rowSecurity: RowSecurityGate
     /// The outputs built before this one.
     public var outputs: OutputDirectory
     /// Under the output's log category.
@@ -25,7 +27,7 @@ public struct OutputContext: Sendable {
     public init(
         broker: Broker, listener: PostgresListener, database: ConnectionString, daemonName: String, version: String,
         catalog: SchemaCatalog, journal: JournalReader, maintenance: JournalMaintenance, metrics: DaemonMetrics,
-        access: AccessPolicy?, outputs: OutputDirectory, logger: Logger
+        access: AccessPolicy?, rowSecurity: RowSecurityGate, outputs: OutputDirectory, logger: Logger
     ) {
         self.broker = broker
         self.listener = listener
@@ -37,6 +39,7 @@ public struct OutputContext: Sendable {
         self.maintenance = maintenance
         self.metrics = metrics
         self.access = access
+        self.rowSecurity = rowSecurity
         self.outputs = outputs
         self.logger = logger
     }

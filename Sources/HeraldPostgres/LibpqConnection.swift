@@ -162,17 +162,34 @@ public final class LibpqConnection {
     /// Reads every result of the query sent last, and returns the last one's.
     @discardableResult
     private func results(deadline: ContinuousClock.Instant?) throws(LibpqError) -> QueryResult {
+        let (results, firstError) = try allResults(deadline: deadline)
+        if let firstError { throw firstError }
+        return results.last ?? QueryResult(columns: [], rows: [], affectedRows: nil)
+    }
+
+    /// Runs a script of statements in one round trip: the result of each
+    /// statement that ran, in order, and the error that stopped the rest.
+    /// After an error inside `BEGIN`, the session is in a failed
+    /// transaction until the caller ends it.
+    public func executeScript(_ sql: String, timeout: Duration? = nil) throws(LibpqError) -> (results: [QueryResult], error: LibpqError?) {
+        guard PQsendQuery(handle, sql) == 1 else { throw failure(.connectionLost, prefix: "cannot send query") }
+        return try allResults(deadline: (timeout ?? queryTimeout).map { ContinuousClock.now + $0 })
+    }
+
+    /// Every successful result of the query sent last and its first error; a
+    /// lost connection is thrown.
+    private func allResults(deadline: ContinuousClock.Instant?) throws(LibpqError) -> ([QueryResult], LibpqError?) {
         while PQisBusy(handle) == 1 {
             try waitForSocket(events: Int16(POLLIN), deadline: deadline, action: "waiting for a query")
             guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
         }
-        var last: QueryResult?
+        var results: [QueryResult] = []
         var firstError: LibpqError?
         while let result = PQgetResult(handle) {
             defer { PQclear(result) }
             switch PQresultStatus(result) {
             case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-                last = Self.read(result)
+                results.append(Self.read(result))
             default:
                 if firstError == nil { firstError = queryError(result) }
             }
@@ -181,12 +198,20 @@ public final class LibpqConnection {
                 guard PQconsumeInput(handle) == 1 else { throw failure(.connectionLost, prefix: "connection lost") }
             }
         }
-        if let firstError {
-            // libpq reports a connection the server closed as a failed query; it is a lost connection.
-            if PQstatus(handle) == CONNECTION_BAD { throw LibpqError(.connectionLost, firstError.message, sqlState: firstError.sqlState) }
-            throw firstError
+        // libpq reports a connection the server closed as a failed query; it is a lost connection.
+        if let firstError, PQstatus(handle) == CONNECTION_BAD {
+            throw LibpqError(.connectionLost, firstError.message, sqlState: firstError.sqlState)
         }
-        return last ?? QueryResult(columns: [], rows: [], affectedRows: nil)
+        return (results, firstError)
+    }
+
+    /// Quotes text as an SQL string literal, with libpq's rules.
+    public func escapeLiteral(_ text: String) throws(LibpqError) -> String {
+        guard let escaped = PQescapeLiteral(handle, text, text.utf8.count) else {
+            throw failure(.queryFailed, prefix: "cannot quote literal")
+        }
+        defer { PQfreemem(escaped) }
+        return String(cString: escaped)
     }
 
     /// Server notices and warnings received since the last call.

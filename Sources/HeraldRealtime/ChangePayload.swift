@@ -25,7 +25,11 @@ public enum ChangePayload {
     /// old row (UPDATE, DELETE), copied as the trigger wrote them. Only an
     /// event whose rows were too large for a notify-only notification lacks
     /// them, and says so in `errors` as Supabase does.
+    ///
+    /// An UPDATE that took the row out of a row-level-security subscriber's
+    /// view is a DELETE of its old row, so that the client's cache drops it.
     public static func data(_ event: Event, columns: [RealtimeColumn]) -> [UInt8] {
+        let operation = event.leftView ? Operation.delete : event.operation
         var writer = JSONWriter(reservingCapacity: 256 + (event.newJSON?.bytes.count ?? 0) + (event.oldJSON?.bytes.count ?? 0))
         writer.writeRaw(UInt8(ascii: "{"))
         writer.writeKey("schema", first: true)
@@ -35,7 +39,7 @@ public enum ChangePayload {
         writer.writeKey("commit_timestamp")
         writer.write(string: commitTimestamp(event.at))
         writer.writeKey("type")
-        writer.write(string: event.operation.rawValue)
+        writer.write(string: operation.rawValue)
         writer.writeKey("columns")
         writer.writeRaw(UInt8(ascii: "["))
         for (position, column) in columns.enumerated() {
@@ -46,11 +50,11 @@ public enum ChangePayload {
             writer.writeRaw(UInt8(ascii: "}"))
         }
         writer.writeRaw(UInt8(ascii: "]"))
-        if event.operation != .delete {
+        if operation != .delete {
             writer.writeKey("record")
             writer.writeRow(event.newJSON, omitted: event.rowDataOmitted)
         }
-        if event.operation != .insert {
+        if operation != .insert {
             writer.writeKey("old_record")
             writer.writeRow(event.oldJSON, omitted: event.rowDataOmitted)
         }

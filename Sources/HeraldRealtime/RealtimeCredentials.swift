@@ -142,9 +142,11 @@ extension RealtimeCredentials.Tokens {
             throw RealtimeAuthError(.notYetValid, "the token is not valid yet (nbf)")
         }
         let role = claims["role"]?.stringValue ?? ""
-        guard let grant = roles[role] else {
+        guard var grant = roles[role] else {
             throw RealtimeAuthError(.roleWithoutGrant, "role '\(role.prefix(40))' has no grant under realtime.jwt.roles")
         }
+        // `rls: true` on the role: its policies see this token's own claims.
+        if grant.rowSecurity != nil { grant.rowSecurity = RowSecurityIdentity(role: role, claims: claims) }
         let subject = claims["sub"]?.stringValue.map { ", sub \($0.prefix(64))" } ?? ""
         return RealtimeIdentity(
             name: "token (role \(role)\(subject))", scope: RealtimeCredentials.scope(grant, rule: "jwt role \(role)"), expiresAt: expiresAt

@@ -21,8 +21,10 @@ extension SettingsReader {
         }
     }
 
-    /// The grant of a rule or key: `schemas`, `tables`, `ops`, `where`, `topics` and `queries` under `prefix`.
-    public func grant(under prefix: String) throws(ConfigurationError) -> AccessGrant {
+    /// The grant of a rule or key: `schemas`, `tables`, `ops`, `where`,
+    /// `topics`, `queries` and the row-level security of `rls`, `role` and
+    /// `claims` under `prefix`.
+    public func grant(under prefix: String, tokenRole: String? = nil) throws(ConfigurationError) -> AccessGrant {
         var tables: [TablePattern]?
         if let schemas = list("\(prefix).schemas") {
             record("\(prefix).schemas", schemas.joined(separator: ", "))
@@ -55,6 +57,9 @@ extension SettingsReader {
         for query in queries where query.isEmpty || query.dropLast().contains("*") || query.contains(where: \.isWhitespace) {
             throw fail("\(prefix).queries", "'\(query.prefix(80))' is not a query name, or a prefix ending in *")
         }
-        return AccessGrant(tables: tables, operations: filter.operations, predicates: filter.predicates, topics: topics, queries: queries)
+        return AccessGrant(
+            tables: tables, operations: filter.operations, predicates: filter.predicates, topics: topics, queries: queries,
+            rowSecurity: try rowSecurity(under: prefix, tokenRole: tokenRole)
+        )
     }
 }

@@ -15,16 +15,21 @@ public struct AccessGrant: Sendable, Hashable {
     /// The live queries granted: names, or prefixes ending in `*`. A query
     /// is served only where every table it reads is granted too.
     public var queries: [String]
+    /// Key `rls: true`: the database's row-level security, evaluated as
+    /// this identity, decides which of the granted rows and columns reach
+    /// the subscriber. Nil: the grant alone decides.
+    public var rowSecurity: RowSecurityIdentity?
 
     public init(
         tables: [TablePattern]? = nil, operations: OperationSet = .all, predicates: [ColumnPredicate] = [], topics: [String] = [],
-        queries: [String] = []
+        queries: [String] = [], rowSecurity: RowSecurityIdentity? = nil
     ) {
         self.tables = tables
         self.operations = operations
         self.predicates = predicates
         self.topics = topics
         self.queries = queries
+        self.rowSecurity = rowSecurity
     }
 
     /// Whether the live query `name` is granted (its tables are checked apart).
@@ -40,7 +45,7 @@ public struct AccessGrant: Sendable, Hashable {
     /// Whether every row of `table` may be read under this grant: it is
     /// covered with no row conditions, so a query's result over it shows nothing withheld.
     public func coversWholly(_ table: TableName) -> Bool {
-        covers(table) && predicates.isEmpty
+        covers(table) && predicates.isEmpty && rowSecurity == nil
     }
 
     /// Whether the private topic `name` (without `realtime:`) is granted.
@@ -50,7 +55,7 @@ public struct AccessGrant: Sendable, Hashable {
 
     /// Whether the grant lets everything through.
     public var isUnrestricted: Bool {
-        tables == nil && operations == .all && predicates.isEmpty
+        tables == nil && operations == .all && predicates.isEmpty && rowSecurity == nil
     }
 
     /// Whether some events of `table` may be seen under this grant.

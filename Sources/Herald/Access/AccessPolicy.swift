@@ -52,8 +52,17 @@ public struct AccessPolicy: Sendable, Hashable {
     public func scope(for peer: PeerIdentity) -> AccessScope {
         if peer.userID == 0 || peer.userID == daemonUserID { return .everything }
         let applying = rules.filter { $0.applies(to: peer) }
-        if applying.contains(where: \.grant.isUnrestricted) { return .everything }
-        return .grants(applying.map(\.grant), rules: applying.map(\.name))
+        let identities = Set(applying.compactMap(\.grant.rowSecurity))
+        // Row-level security narrows everything the peer is granted: no other rule's grant goes round it.
+        if identities.isEmpty, applying.contains(where: \.grant.isUnrestricted) { return .everything }
+        // Two identities would make the peer two users at once: it is refused, and the rules must be fixed.
+        if identities.count > 1 { return .grants([], rules: applying.map(\.name)) }
+        let identity = identities.first
+        return .grants(applying.map { rule in
+            var grant = rule.grant
+            grant.rowSecurity = identity
+            return grant
+        }, rules: applying.map(\.name))
     }
 }
 
@@ -84,6 +93,12 @@ public enum AccessScope: Sendable, Hashable {
     case everything
     /// The union of these grants, from the named rules; none means nothing.
     case grants([AccessGrant], rules: [String])
+
+    /// Whose row-level security decides what passes, if the grants say so.
+    public var rowSecurity: RowSecurityIdentity? {
+        guard case .grants(let grants, _) = self else { return nil }
+        return grants.lazy.compactMap(\.rowSecurity).first
+    }
 
     /// Whether some events of `table` may be seen.
     public func covers(_ table: TableName) -> Bool {

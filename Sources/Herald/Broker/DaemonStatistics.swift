@@ -84,6 +84,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var outputs: [String: OutputStatistics]?
     /// By live query name; `nil` without a `queries` section.
     public var queries: [String: LiveQueryStatistics]?
+    /// `nil` until a subscriber under `rls: true` has come.
+    public var rowSecurity: RowSecurityStatistics?
 
     public init(
         version: String,

@@ -55,7 +55,8 @@ extension Event {
             oldJSON: try Fields.optionalObject(fields.old, "old"),
             transactionID: try Fields.requiredString(fields.txid, "txid"),
             at: try Fields.requiredString(fields.at, "at"),
-            rowDataOmitted: try fields.isOmitted()
+            rowDataOmitted: try fields.isOmitted(),
+            leftView: try fields.hasLeftView()
         )
         try validateRows()
     }
@@ -72,6 +73,7 @@ extension Event {
         if rowDataOmitted { return }
         let expected: (new: Bool, old: Bool)
         switch operation {
+        case .update where leftView: expected = (false, true)
         case .insert, .broadcast: expected = (true, false)
         case .update: expected = (true, true)
         case .delete: expected = (false, true)
@@ -87,7 +89,7 @@ extension Event {
 
     /// The members of a payload object, sorted into their fields in one pass.
     private struct Fields {
-        var id, op, schema, table, txid, at, pk, new, old, count, omitted: JSONParser.ShallowValue?
+        var id, op, schema, table, txid, at, pk, new, old, count, omitted, leftView: JSONParser.ShallowValue?
 
         init(_ members: [(key: String, value: JSONParser.ShallowValue)]) {
             for (key, value) in members {
@@ -103,6 +105,7 @@ extension Event {
                 case "old": old = value
                 case "count": count = value
                 case "omitted": omitted = value
+                case "left_view": leftView = value
                 default: break
                 }
             }
@@ -134,10 +137,18 @@ extension Event {
         }
 
         func isOmitted() throws(EventDecodingError) -> Bool {
-            switch omitted {
+            try Self.flag(omitted, "omitted")
+        }
+
+        func hasLeftView() throws(EventDecodingError) -> Bool {
+            try Self.flag(leftView, "left_view")
+        }
+
+        private static func flag(_ value: JSONParser.ShallowValue?, _ key: String) throws(EventDecodingError) -> Bool {
+            switch value {
             case nil, .null?: return false
             case .bool(let flag)?: return flag
-            default: throw EventDecodingError(code: .wrongType, detail: "\"omitted\" must be a boolean")
+            default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be a boolean")
             }
         }
     }
@@ -181,6 +192,10 @@ extension Event {
         writer.write(string: at)
         if rowDataOmitted {
             writer.writeKey("omitted")
+            writer.writeRaw("true")
+        }
+        if leftView {
+            writer.writeKey("left_view")
             writer.writeRaw("true")
         }
         writer.writeRaw(UInt8(ascii: "}"))

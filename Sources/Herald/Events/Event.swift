@@ -22,6 +22,7 @@ public struct Event: Sendable, Hashable {
         let transactionID: String
         let at: String
         let rowDataOmitted: Bool
+        let leftView: Bool
         let endsTransaction: Bool
         /// The compact JSON, encoded once by the broker when it stamps the count.
         let encodedJSON: [UInt8]?
@@ -29,7 +30,7 @@ public struct Event: Sendable, Hashable {
         init(
             id: String, count: UInt64, operation: Operation, table: TableName,
             primaryKeyJSON: RawJSON?, newJSON: RawJSON?, oldJSON: RawJSON?,
-            transactionID: String, at: String, rowDataOmitted: Bool, endsTransaction: Bool, encodedJSON: [UInt8]?
+            transactionID: String, at: String, rowDataOmitted: Bool, leftView: Bool = false, endsTransaction: Bool, encodedJSON: [UInt8]?
         ) {
             self.id = id
             self.count = count
@@ -41,6 +42,7 @@ public struct Event: Sendable, Hashable {
             self.transactionID = transactionID
             self.at = at
             self.rowDataOmitted = rowDataOmitted
+            self.leftView = leftView
             self.endsTransaction = endsTransaction
             self.encodedJSON = encodedJSON
         }
@@ -66,6 +68,10 @@ public struct Event: Sendable, Hashable {
     public var at: String { storage.at }
     /// True when the row was too large for a notification and `new`/`old` were left out.
     public var rowDataOmitted: Bool { storage.rowDataOmitted }
+    /// True for an UPDATE that took the row out of a row-level-security
+    /// subscriber's view: it carries the old row as that subscriber could
+    /// see it and no new row, and is `"left_view":true` in JSON.
+    public var leftView: Bool { storage.leftView }
     /// True when the listener knows this is its transaction's last event.
     /// It marks ends only while something groups events by transaction
     /// (``Broker/demandTransactionEnds()``), and only in durable mode, where
@@ -100,12 +106,14 @@ public struct Event: Sendable, Hashable {
         oldJSON: RawJSON?,
         transactionID: String,
         at: String,
-        rowDataOmitted: Bool
+        rowDataOmitted: Bool,
+        leftView: Bool = false
     ) {
         storage = Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: false, encodedJSON: nil
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: false,
+            encodedJSON: nil
         )
     }
 
@@ -144,7 +152,7 @@ public struct Event: Sendable, Hashable {
         Event(storage: Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: endsTransaction,
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: endsTransaction,
             encodedJSON: encodeJSON(count: count)
         ))
     }
@@ -154,7 +162,7 @@ public struct Event: Sendable, Hashable {
         Event(storage: Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
-            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, endsTransaction: true,
+            transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: true,
             encodedJSON: storage.encodedJSON
         ))
     }
@@ -172,7 +180,8 @@ public struct Event: Sendable, Hashable {
         lhs.storage === rhs.storage
             || (lhs.id == rhs.id && lhs.count == rhs.count && lhs.operation == rhs.operation && lhs.table == rhs.table
                 && lhs.primaryKeyJSON == rhs.primaryKeyJSON && lhs.newJSON == rhs.newJSON && lhs.oldJSON == rhs.oldJSON
-                && lhs.transactionID == rhs.transactionID && lhs.at == rhs.at && lhs.rowDataOmitted == rhs.rowDataOmitted)
+                && lhs.transactionID == rhs.transactionID && lhs.at == rhs.at && lhs.rowDataOmitted == rhs.rowDataOmitted
+                && lhs.leftView == rhs.leftView)
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -21,12 +21,21 @@ final class ChangeDataCache: Sendable {
         self.capacity = capacity
     }
 
-    func data(for event: Event) async -> [UInt8] {
-        if let cached = state.withLock({ $0.data[event.id] }) { return cached }
-        let data = ChangePayload.data(event, columns: await columns(of: event))
+    /// - Parameter cohort: the row-security cohort the event was restricted
+    ///   for: its rows and columns are that cohort's, so it is cached apart,
+    ///   and its `columns` list only the columns it carries.
+    func data(for event: Event, cohort: UInt64? = nil) async -> [UInt8] {
+        let key = cohort.map { "\($0)/\(event.id)" } ?? event.id
+        if let cached = state.withLock({ $0.data[key] }) { return cached }
+        var columns = await columns(of: event)
+        if cohort != nil {
+            let carried = Set((event.new ?? event.old)?.keys ?? [])
+            columns.removeAll { !carried.contains($0.name) }
+        }
+        let data = ChangePayload.data(event, columns: columns)
         state.withLock { state in
-            guard state.data.updateValue(data, forKey: event.id) == nil else { return }
-            state.order.append(event.id)
+            guard state.data.updateValue(data, forKey: key) == nil else { return }
+            state.order.append(key)
             if state.order.count > capacity, let oldest = state.order.popFirst() {
                 state.data.removeValue(forKey: oldest)
             }

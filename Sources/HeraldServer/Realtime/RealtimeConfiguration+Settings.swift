@@ -6,9 +6,9 @@ public import HeraldSettings
 
 extension RealtimeConfiguration {
     /// Keys a `realtime.keys.NAME` entry may have.
-    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where", "topics"]
+    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where", "topics", "rls", "role", "claims"]
     /// Keys a `realtime.jwt.roles.ROLE` entry may have.
-    static let roleSettings = ["schemas", "tables", "ops", "where", "topics"]
+    static let roleSettings = ["schemas", "tables", "ops", "where", "topics", "rls"]
 
     /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
     public init(settings: SettingsReader) throws(ConfigurationError) {
@@ -70,7 +70,7 @@ extension RealtimeConfiguration {
                 throw settings.fail(key, "not a role setting (known: \(roleSettings.joined(separator: ", ")))")
             }
             _ = settings.fileContains(prefix)
-            grants[role] = try settings.grant(under: prefix)
+            grants[role] = try settings.grant(under: prefix, tokenRole: role)
         }
         return RealtimeCredentials.Tokens(secret: Array(secret.utf8), roles: grants)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldPostgres
 import HeraldRealtime
 import HummingbirdWebSocket
 import Logging
@@ -36,10 +37,22 @@ extension RealtimeEndpoint {
                 return
             }
             defer { releaseChannel(of: channel) }
+            // Under `rls: true` the channel reads its cohort's broker, where every event is one its role and claims may see.
+            var cohort: RowSecurityCohort?
+            if let identity = channel.caller.scope.rowSecurity {
+                guard let rowSecurity else {
+                    try await send(join.systemMessage(ok: false, "Unauthorized: row-level security is not available here"))
+                    return
+                }
+                cohort = rowSecurity.cohort(for: identity)
+            }
+            let watch = cohort?.watch { reason in channel.revoke(reason) }
+            defer { if let watch { cohort?.unwatch(watch) } }
+            let source = cohort?.broker ?? broker
             let key = ResumeBook.Key(caller: channel.caller.name, topic: join.topic, bindings: join.bindings)
             let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
-            let newest = broker.lastResumableEventID
-            let (subscription, replay) = broker.subscribe(
+            let newest = source.lastResumableEventID
+            let (subscription, replay) = source.subscribe(
                 Self.coarseFilter(join.bindings, topic: join.channelName), resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
             )
             channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
@@ -57,7 +70,10 @@ extension RealtimeEndpoint {
             if resumeFrom != nil, replay == nil {
                 logger.notice("a rejoining realtime channel's position is older than the history; missed events are not replayed", metadata: ["topic": "\(join.topic)"])
             }
-            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct) == false { return }
+            let serial = cohort?.serial
+            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: serial) == false {
+                return
+            }
             while true {
                 let delivery: Subscription.Delivery
                 do {
@@ -75,7 +91,9 @@ extension RealtimeEndpoint {
                     if case .finished = delivery { return }
                     continue
                 }
-                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct) else { return }
+                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: serial) else {
+                    return
+                }
             }
         } catch {
             logger.debug("realtime channel ended", metadata: ["topic": "\(join.topic)", "error": "\(error)"])
@@ -86,7 +104,7 @@ extension RealtimeEndpoint {
     /// the channel is writable; false once its token has expired.
     private func deliver(
         _ events: [Event], to channel: RealtimeChannel, topic: [UInt8], framing: PhoenixFraming, outbound: WebSocketOutboundWriter,
-        direct: DirectFrameWriter?
+        direct: DirectFrameWriter?, cohort: UInt64?
     ) async throws -> Bool {
         var frames: [[UInt8]] = []
         var expired = false
@@ -101,7 +119,7 @@ extension RealtimeEndpoint {
                 break
             }
             if !ids.isEmpty, ChangePayload.carries(event) {
-                frames.append(framing.encodeChange(topic: topic, payload: ChangePayload.payload(ids: ids, data: await cache.data(for: event))))
+                frames.append(framing.encodeChange(topic: topic, payload: ChangePayload.payload(ids: ids, data: await cache.data(for: event, cohort: cohort))))
             }
         }
         if let direct, direct.canWrite {

@@ -25,6 +25,8 @@ public final class RealtimeEndpoint: Sendable {
     let broker: Broker
     let listener: PostgresListener
     let catalog: SchemaCatalog
+    /// Channels of callers under `rls: true` read their cohort's broker; nil: such callers are refused.
+    let rowSecurity: RowSecurityGate?
     let metrics: DaemonMetrics?
     let logger: Logger
     let cache: ChangeDataCache
@@ -42,12 +44,13 @@ public final class RealtimeEndpoint: Sendable {
 
     public init(
         configuration: RealtimeConfiguration, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog,
-        metrics: DaemonMetrics? = nil, logger: Logger
+        rowSecurity: RowSecurityGate? = nil, metrics: DaemonMetrics? = nil, logger: Logger
     ) {
         self.configuration = configuration
         self.broker = broker
         self.listener = listener
         self.catalog = catalog
+        self.rowSecurity = rowSecurity
         self.metrics = metrics
         self.logger = logger
         cache = ChangeDataCache(catalog: catalog)

@@ -299,7 +299,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
             endAsRevokedOrFinished(context, stream)
             return false
         }
-        guard let read = server.broker.historyEvents(afterCount: position, matching: stream.subscribedFilter, limit: 512) else {
+        guard let read = stream.source.historyEvents(afterCount: position, matching: stream.subscribedFilter, limit: 512) else {
             endBehindTheHistory(context, stream)
             return false
         }
@@ -331,7 +331,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
 
     /// Ends a stream that fell behind the broker's history, whence only the journal can resume it.
     private func endBehindTheHistory(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
-        end(context, lastFrame: stream.format.overflowFrame(capacity: server.broker.configuration.historyCapacity, history: true))
+        end(context, lastFrame: stream.format.overflowFrame(capacity: stream.source.configuration.historyCapacity, history: true))
     }
 
     /// Writes `lastFrame` and the end of the response, then closes the connection.

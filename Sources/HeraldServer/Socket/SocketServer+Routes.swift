@@ -33,7 +33,7 @@ extension SocketServer {
             version: version,
             changeCount: broker.changeCount,
             tables: Dictionary(uniqueKeysWithValues: broker.tableCounts.filter { scope.covers($0.key) }.map { ($0.key.description, $0.value) }),
-            subscribers: broker.subscribersByKind,
+            subscribers: broker.subscribersByKind.merging(rowSecurity?.subscribersByKind ?? [:], uniquingKeysWith: +),
             overflows: broker.overflowCount,
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
             listener: listenerState(),
@@ -41,6 +41,9 @@ extension SocketServer {
             journal: journal,
             outputs: outputs.reports.mapValues(\.statistics)
         )
+        if let rowSecurity = rowSecurity?.currentStatistics, rowSecurity.cohorts > 0 || rowSecurity.batches > 0 {
+            statistics.rowSecurity = rowSecurity
+        }
         for output in outputs.all { output.contribute(to: &statistics) }
         return statistics
     }

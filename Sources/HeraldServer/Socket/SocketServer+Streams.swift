@@ -41,10 +41,12 @@ extension SocketServer {
         let grouper: TransactionGrouper?
         /// Held for the stream's life with `group=transaction`, so that the listener marks transaction ends.
         let demand: TransactionEndsDemand?
+        /// Where its events come from: the daemon's broker, or its row-security cohort's.
+        let source: Broker
 
         init(
             subscription: Subscription, open: OpenStream, slot: StreamSlot, format: StreamFormat, progress: StreamProgress,
-            covering: TransactionSnapshot?, grouper: TransactionGrouper?, demand: TransactionEndsDemand?
+            covering: TransactionSnapshot?, grouper: TransactionGrouper?, demand: TransactionEndsDemand?, source: Broker
         ) {
             self.subscription = subscription
             self.open = open
@@ -54,6 +56,7 @@ extension SocketServer {
             self.covering = covering
             self.grouper = grouper
             self.demand = demand
+            self.source = source
         }
 
         /// What the broker delivers to the stream: with `group=transaction`,
@@ -89,6 +92,20 @@ extension SocketServer {
         }
         if let refusal = await validate(parsed.requested) { return .refused(refusal) }
         if parsed.groupsTransactions, let refusal = refuseGrouping(under: listener.durability) { return .refused(refusal) }
+        // Under `rls: true` the stream reads its cohort's broker, where every event is one its role and claims may see.
+        var cohort: RowSecurityCohort?
+        if let identity = viewer.scope.rowSecurity {
+            guard let rowSecurity else {
+                return .refused(refuse(.forbidden, ErrorBody(code: "forbidden", message: "row-level security is not available on this server")))
+            }
+            if parsed.groupsTransactions {
+                return .refused(refuse(.badRequest, ErrorBody(
+                    code: "bad_filter", message: "group=transaction is not served under row-level security (rls: true): a transaction may be partly visible"
+                )))
+            }
+            cohort = rowSecurity.cohort(for: identity)
+        }
+        let source = cohort?.broker ?? broker
         // A client whose stream shutdown just ended may come straight back: it is told to try later, not given a stream.
         if trackedStreams.withLock({ $0.isShuttingDown }) {
             return .refused(refuse(.serviceUnavailable, ErrorBody(code: "shutting_down", message: "the daemon is shutting down")))
@@ -104,7 +121,7 @@ extension SocketServer {
         // Before the subscription, so that the events it gets are marked.
         let demand = parsed.groupsTransactions ? broker.demandTransactionEnds() : nil
         var grouper = parsed.groupsTransactions ? TransactionGrouper(filter: filter) : nil
-        let (subscription, history) = broker.subscribe(
+        let (subscription, history) = source.subscribe(
             grouper == nil ? filter : .all,
             resumingAfter: parsed.resumeFrom.map(String.init),
             capacity: configuration.mailboxCapacity,
@@ -122,6 +139,10 @@ extension SocketServer {
         channel.closeFuture.whenComplete { _ in subscription.cancel() }
         let open = OpenStream(peer: peer, requested: parsed.requested, granted: filter, subscription: subscription)
         slot.track(open)
+        if let cohort {
+            let watch = cohort.watch { reason in open.revoke(reason) }
+            channel.closeFuture.whenComplete { _ in cohort.unwatch(watch) }
+        }
         logger.debug("stream opened", metadata: [
             "format": "\(parsed.format.rawValue)",
             "group": "\(parsed.groupsTransactions ? "transaction" : "none")",
@@ -140,11 +161,11 @@ extension SocketServer {
         }
         do {
             let covering = try await writeStart(
-                of: parsed.format, backlog: backlog, granted: filter, grouper: &grouper, to: channel, progress: progress
+                of: parsed.format, backlog: backlog, granted: filter, rowSecurity: cohort?.identity, grouper: &grouper, to: channel, progress: progress
             )
             return .streaming(OpenedStream(
                 subscription: subscription, open: open, slot: slot, format: parsed.format, progress: progress, covering: covering,
-                grouper: grouper, demand: demand
+                grouper: grouper, demand: demand, source: source
             ))
         } catch {
             return .closed
@@ -161,7 +182,7 @@ extension SocketServer {
     /// the change count `position`: the live subscription, and what was
     /// published after `position` meanwhile (nil when the history lost it).
     func resubscribe(_ stream: OpenedStream, afterCount position: UInt64, channel: any Channel) -> (Subscription, [Event]?) {
-        let (subscription, replay) = broker.subscribe(
+        let (subscription, replay) = stream.source.subscribe(
             stream.subscribedFilter,
             resumingAfterCount: position,
             capacity: configuration.mailboxCapacity,
@@ -301,9 +322,10 @@ extension SocketServer {
     /// that a slow reader holds the replay back; returns the transactions a
     /// journal replay covered. With a `grouper`, the backlog goes out as
     /// whole transactions.
+    /// - Parameter rowSecurity: the identity whose policies decide what of the journal the stream may see.
     private func writeStart(
-        of format: StreamFormat, backlog: Backlog, granted: EventFilter, grouper: inout TransactionGrouper?,
-        to channel: any Channel, progress: StreamProgress
+        of format: StreamFormat, backlog: Backlog, granted: EventFilter, rowSecurity identity: RowSecurityIdentity?,
+        grouper: inout TransactionGrouper?, to channel: any Channel, progress: StreamProgress
     ) async throws -> TransactionSnapshot? {
         var head = HTTPResponse(status: .ok)
         head.headerFields[.contentType] = format.contentType
@@ -345,7 +367,17 @@ extension SocketServer {
             // Live events wait in the subscription's buffer meanwhile; a long
             // replay may overflow it, and the client resumes from where it got to.
             while !cursor.isFinished {
-                try await send(try await journal.nextPage(&cursor, matching: granted))
+                let page = try await journal.nextPage(&cursor, matching: granted)
+                if let identity, let rowSecurity {
+                    do {
+                        try await send(try await rowSecurity.visible(page, to: identity))
+                    } catch let error as RowSecurityError {
+                        try await send(ByteBuffer(string: format.revokedFrame(reason: "pgherald: the row-level security check failed: \(error.reason)")))
+                        throw error
+                    }
+                } else {
+                    try await send(page)
+                }
             }
             // A replay ends with whole transactions: each it read had committed.
             if let last = grouper?.flush() { try await send(format.frames([last], allocator: channel.allocator)) }

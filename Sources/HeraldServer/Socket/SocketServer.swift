@@ -37,6 +37,8 @@ public final class SocketServer: Service, Sendable {
     let outputs: OutputDirectory
     /// Supabase Realtime at `/realtime/v1/websocket`; nil: not served.
     let realtime: RealtimeEndpoint?
+    /// Streams of peers under `rls: true` read their cohort's broker; nil: such peers are refused.
+    let rowSecurity: RowSecurityGate?
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
@@ -63,6 +65,7 @@ public final class SocketServer: Service, Sendable {
         metrics: DaemonMetrics? = nil,
         outputs: OutputDirectory = OutputDirectory(),
         realtime: RealtimeEndpoint? = nil,
+        rowSecurity: RowSecurityGate? = nil,
         access: AccessPolicy? = nil,
         version: String,
         logger: Logger
@@ -73,6 +76,7 @@ public final class SocketServer: Service, Sendable {
         self.metrics = metrics
         self.outputs = outputs
         self.realtime = realtime
+        self.rowSecurity = rowSecurity
         self.configuration = configuration
         self.broker = broker
         self.listener = listener

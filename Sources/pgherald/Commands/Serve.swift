@@ -216,8 +216,14 @@ struct Serve: AsyncParsableCommand {
         )
         // Idle in notify-only mode.
         services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
+        let rowSecurity = RowSecurityGate(
+            configuration: .init(mailboxCapacity: settings.mailboxCapacity), broker: broker, database: connection, logger: LogCategory.broker.logger
+        )
+        services.append(.init(service: rowSecurity, successTerminationBehavior: .ignore))
         let outputs = OutputDirectory()
-        let metrics = DaemonMetrics(registry: registry, broker: broker, listener: listener, maintenance: maintenance, outputs: outputs)
+        let metrics = DaemonMetrics(
+            registry: registry, broker: broker, listener: listener, maintenance: maintenance, outputs: outputs, rowSecurity: rowSecurity
+        )
         if let address = settings.metricsListen {
             guard let server = MetricsServer(
                 address: address, metrics: metrics, listener: listener, maintenance: maintenance, logger: LogCategory.lifecycle.logger
@@ -228,7 +234,7 @@ struct Serve: AsyncParsableCommand {
             broker: broker, listener: listener, database: connection, daemonName: settings.name, version: PGHerald.configuration.version,
             catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
             journal: JournalReader(connection: connection, daemon: settings.name), maintenance: maintenance, metrics: metrics,
-            access: settings.access, outputs: outputs, logger: lifecycle
+            access: settings.access, rowSecurity: rowSecurity, outputs: outputs, logger: lifecycle
         )
         for kind in OutputRegistry.standard.kinds {
             guard let configuration = settings.outputs[kind.section] else { continue }

@@ -1,0 +1,132 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests {
+    /// Row-level security decides what each subscriber receives: Supabase
+    /// clients with user tokens, against real policies.
+    @Suite
+    struct RowSecurityTests {
+        static let jwtSecret = "row-security-jwt-secret-with-at-least-32-characters"
+
+        /// A role of this test's own (roles are the cluster's, shared by parallel tests).
+        static func makeRole() -> String { "member_\(UInt32.random(in: 0...UInt32.max))" }
+
+        /// A daemon whose tokens of `role` are checked by row-level security.
+        static func start(_ database: TestDatabase, role: String) async throws -> (daemon: SocketDaemon, port: Int) {
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try jwtSecret.write(toFile: directory.appending(path: "jwt").path, atomically: true, encoding: .utf8)
+            let port = freeLoopbackPort()
+            let config = directory.appending(path: "pgherald.yaml").path
+            try """
+                realtime:
+                  listen: 127.0.0.1:\(port)
+                  jwt:
+                    secret_file: \(directory.appending(path: "jwt").path)
+                    roles:
+                      \(role):
+                        rls: true
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            return (try await SocketDaemon(database: database, arguments: ["--config", config]), port)
+        }
+
+        static func token(role: String, sub: String) -> String {
+            makeToken(#"{"role":"\#(role)","sub":"\#(sub)","exp":\#(Int(Date().timeIntervalSince1970) + 3600)}"#, secret: jwtSecret)
+        }
+
+        /// A client of user `sub` joined to every change of `table`.
+        static func subscriber(port: Int, role: String, sub: String, table: String) async throws -> RealtimeTestClient {
+            let token = token(role: role, sub: sub)
+            let client = try await RealtimeTestClient(port: port, apikey: token)
+            try await RealtimeTests.join(
+                client, topic: "realtime:\(sub)", bindings: #"{"event":"*","schema":"public","table":"\#(table)"}"#, token: token
+            )
+            return client
+        }
+
+        /// `todo`, whose rows each user sees by owner, with a column no member may select.
+        static func createTodos(_ database: TestDatabase, role: String) throws {
+            try database.execute("""
+                CREATE ROLE \(role) NOLOGIN;
+                CREATE TABLE todo (id int PRIMARY KEY, owner text NOT NULL, title text, secret text);
+                ALTER TABLE todo ENABLE ROW LEVEL SECURITY;
+                GRANT SELECT (id, owner, title) ON todo TO \(role);
+                CREATE POLICY own ON todo FOR SELECT TO \(role)
+                  USING (owner = current_setting('request.jwt.claims', true)::json->>'sub');
+                """)
+        }
+
+        static func summary(_ change: JSONValue) -> String {
+            let data = change["data"]
+            let row = data?["type"] == .string("DELETE") ? data?["old_record"] : data?["record"]
+            return "\(data?["type"]?.stringValue ?? "?") \(row?["id"].map(\.jsonText) ?? "?")"
+        }
+
+        @Test func eachUserSeesExactlyTheirRowsIncludingDeletesAndRowsLeavingTheirView() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            let (daemon, port) = try await Self.start(database, role: role)
+            let alice = try await Self.subscriber(port: port, role: role, sub: "alice", table: "todo")
+            let bob = try await Self.subscriber(port: port, role: role, sub: "bob", table: "todo")
+            try await daemon.waitForSubscribers(2, kind: "realtime")
+
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1'), (2, 'bob', 'bread', 's2')")
+            try database.execute("UPDATE todo SET owner = 'bob' WHERE id = 1")
+            try database.execute("UPDATE todo SET title = 'oat milk' WHERE id = 1")
+            try database.execute("DELETE FROM todo WHERE id = 1")
+            try database.execute("DELETE FROM todo WHERE id = 2")
+            try database.execute("INSERT INTO todo VALUES (3, 'alice', 'eggs', 's3')")
+
+            let seenByAlice = try await alice.takeChanges(3, topic: "realtime:alice")
+            let seenByBob = try await bob.takeChanges(5, topic: "realtime:bob")
+            #expect(seenByAlice.map(Self.summary) == ["INSERT 1", "DELETE 1", "INSERT 3"])
+            #expect(seenByBob.map(Self.summary) == ["INSERT 2", "UPDATE 1", "UPDATE 1", "DELETE 1", "DELETE 2"])
+            // The row leaving alice's view is a DELETE of its old row; the row coming into bob's has no old row of alice's.
+            #expect(seenByAlice[1]["data"]?["old_record"]?["owner"] == .string("alice"))
+            #expect(seenByBob[1]["data"]?["old_record"] == .object([:]))
+            // The column no member may select is in no record and no column list.
+            for change in seenByAlice + seenByBob {
+                #expect(!change.jsonText.contains("secret") && !change.jsonText.contains("\"s1\""), "\(change.jsonText)")
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!alice.unread.contains { $0.contains("postgres_changes") }, "\(alice.unread)")
+            #expect(!bob.unread.contains { $0.contains("postgres_changes") }, "\(bob.unread)")
+            await alice.close()
+            await bob.close()
+        }
+
+        @Test func aPolicyThatRaisesForOneUserEndsOnlyThatUsersChannel() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            try database.execute("""
+                CREATE POLICY fragile ON todo FOR SELECT TO \(role) USING (
+                  1 / CASE WHEN current_setting('request.jwt.claims', true)::json->>'sub' = 'carol' THEN length(owner) - length(owner) ELSE 1 END = 0
+                )
+                """)
+            let (daemon, port) = try await Self.start(database, role: role)
+            let alice = try await Self.subscriber(port: port, role: role, sub: "alice", table: "todo")
+            let carol = try await Self.subscriber(port: port, role: role, sub: "carol", table: "todo")
+            let bob = try await Self.subscriber(port: port, role: role, sub: "bob", table: "todo")
+            try await daemon.waitForSubscribers(3, kind: "realtime")
+
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', NULL), (2, 'bob', 'bread', NULL)")
+            let ended = try await carol.next(within: 10, "carol's system error") {
+                $0.topic == "realtime:carol" && $0.event == "system" && $0.payload["status"] == .string("error")
+            }
+            #expect(ended.payload["message"]?.stringValue?.contains("division by zero") == true, "\(ended.payload.jsonText)")
+            #expect(try await alice.takeChanges(1, topic: "realtime:alice").map(Self.summary) == ["INSERT 1"])
+            #expect(try await bob.takeChanges(1, topic: "realtime:bob").map(Self.summary) == ["INSERT 2"])
+            // The others go on receiving.
+            try database.execute("INSERT INTO todo VALUES (3, 'alice', 'eggs', NULL)")
+            #expect(try await alice.takeChanges(1, topic: "realtime:alice").map(Self.summary) == ["INSERT 3"])
+            await alice.close()
+            await bob.close()
+            await carol.close()
+        }
+    }
+}
