@@ -128,5 +128,30 @@ extension IntegrationTests {
             await bob.close()
             await carol.close()
         }
+
+        @Test func aPushedTokenWithOtherClaimsMovesTheChannelToItsNewCohort() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            let (daemon, port) = try await Self.start(database, role: role)
+            let client = try await Self.subscriber(port: port, role: role, sub: "alice", table: "todo")
+            try await daemon.waitForSubscribers(1, kind: "realtime")
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', NULL), (2, 'bob', 'bread', NULL)")
+            #expect(try await client.takeChanges(1, topic: "realtime:alice").map(Self.summary) == ["INSERT 1"])
+
+            // The same channel, now signed in as bob.
+            let bob = Self.token(role: role, sub: "bob")
+            try await client.send(joinRef: "1", ref: "2", topic: "realtime:alice", event: "access_token", payload: #"{"access_token":"\#(bob)"}"#)
+            try await waitFor(seconds: 10) {
+                try await daemon.statistics().rowSecurity?.cohorts == 2
+            } failure: { "the channel did not move to bob's cohort" }
+            try await Task.sleep(for: .milliseconds(200))
+            try database.execute("INSERT INTO todo VALUES (3, 'alice', 'eggs', NULL), (4, 'bob', 'jam', NULL)")
+            #expect(try await client.takeChanges(1, topic: "realtime:alice").map(Self.summary) == ["INSERT 4"])
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!client.unread.contains { $0.contains("postgres_changes") }, "\(client.unread)")
+            await client.close()
+        }
     }
 }

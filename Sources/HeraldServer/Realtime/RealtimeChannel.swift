@@ -27,6 +27,8 @@ final class RealtimeChannel: Sendable {
         var subscription: Subscription?
         /// Why a reload of the access rules ended the channel, if it did.
         var revokedBecause: String?
+        /// A pushed token changed the row-security identity: the channel moves to its new cohort.
+        var movesCohort = false
     }
 
     let join: RealtimeJoin
@@ -87,17 +89,33 @@ final class RealtimeChannel: Sendable {
     /// Narrows the bindings to a new caller's grant.
     /// - Throws: ``AccessDenied`` when a binding, or the channel's private topic,
     ///   falls outside it; nothing changes then.
+    ///
+    /// A caller of another row-security identity (other claims, another
+    /// role) moves the channel to that identity's cohort from the next event.
     func regrant(_ caller: RealtimeCaller) throws(AccessDenied) {
         if join.isPrivate, !caller.scope.covers(topic: join.channelName) {
             throw AccessDenied("the private topic '\(join.channelName)' is not granted to \(caller.name)")
         }
-        try state.withLock { (state) throws(AccessDenied) in
+        let leaving = try state.withLock { (state) throws(AccessDenied) -> Subscription? in
             var bindings = state.bindings
             for index in bindings.indices {
                 bindings[index].granted = try bindings[index].requested.narrowed(to: caller.scope)
             }
             state.bindings = bindings
+            let moves = state.caller.scope.rowSecurity != caller.scope.rowSecurity
             state.caller = caller
+            guard moves else { return nil }
+            state.movesCohort = true
+            return state.subscription
+        }
+        leaving?.cancel()
+    }
+
+    /// Whether the channel's subscription ended to move it to another cohort; clears the mark.
+    func takeCohortMove() -> Bool {
+        state.withLock { state in
+            defer { state.movesCohort = false }
+            return state.movesCohort
         }
     }
 

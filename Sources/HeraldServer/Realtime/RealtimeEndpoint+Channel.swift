@@ -38,22 +38,17 @@ extension RealtimeEndpoint {
             }
             defer { releaseChannel(of: channel) }
             // Under `rls: true` the channel reads its cohort's broker, where every event is one its role and claims may see.
-            var cohort: RowSecurityCohort?
-            if let identity = channel.caller.scope.rowSecurity {
-                guard let rowSecurity else {
-                    try await send(join.systemMessage(ok: false, "Unauthorized: row-level security is not available here"))
-                    return
-                }
-                cohort = rowSecurity.cohort(for: identity)
+            guard var source = source(of: channel) else {
+                try await send(join.systemMessage(ok: false, "Unauthorized: row-level security is not available here"))
+                return
             }
-            let watch = cohort?.watch { reason in channel.revoke(reason) }
-            defer { if let watch { cohort?.unwatch(watch) } }
-            let source = cohort?.broker ?? broker
+            defer { source.release() }
             let key = ResumeBook.Key(caller: channel.caller.name, topic: join.topic, bindings: join.bindings)
             let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
-            let newest = source.lastResumableEventID
-            let (subscription, replay) = source.subscribe(
-                Self.coarseFilter(join.bindings, topic: join.channelName), resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
+            let filter = Self.coarseFilter(join.bindings, topic: join.channelName)
+            let newest = source.broker.lastResumableEventID
+            var (subscription, replay) = source.broker.subscribe(
+                filter, resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
             )
             channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
             if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
@@ -70,8 +65,7 @@ extension RealtimeEndpoint {
             if resumeFrom != nil, replay == nil {
                 logger.notice("a rejoining realtime channel's position is older than the history; missed events are not replayed", metadata: ["topic": "\(join.topic)"])
             }
-            let serial = cohort?.serial
-            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: serial) == false {
+            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: source.serial) == false {
                 return
             }
             while true {
@@ -85,19 +79,57 @@ extension RealtimeEndpoint {
                     return
                 }
                 guard case .events(let events) = delivery else {
-                    if case .finished = delivery, let reason = channel.revokedBecause {
-                        try await end(revokedBecause: reason)
+                    guard case .finished = delivery else { continue }
+                    if channel.revokedBecause == nil, channel.takeCohortMove() {
+                        // A pushed token changed the identity: on from the channel's position, in its new cohort.
+                        source.release()
+                        guard let moved = self.source(of: channel) else {
+                            return try await end(revokedBecause: "row-level security is not available here")
+                        }
+                        source = moved
+                        let position = channel.state.withLock { $0.position }
+                        let (next, missed) = source.broker.subscribe(filter, resumingAfter: position, capacity: configuration.mailboxCapacity, kind: "realtime")
+                        subscription = next
+                        if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
+                        logger.debug("a realtime channel moved to its new token's cohort", metadata: ["topic": "\(join.topic)", "caller": "\(channel.caller.name)"])
+                        if let missed, try await deliver(missed, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: source.serial) == false {
+                            return
+                        }
+                        continue
                     }
-                    if case .finished = delivery { return }
-                    continue
+                    if let reason = channel.revokedBecause { try await end(revokedBecause: reason) }
+                    return
                 }
-                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: serial) else {
+                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: source.serial) else {
                     return
                 }
             }
         } catch {
             logger.debug("realtime channel ended", metadata: ["topic": "\(join.topic)", "error": "\(error)"])
         }
+    }
+
+    /// Where a channel reads its events: the daemon's broker, or the cohort of its caller's row-security identity.
+    struct EventSource {
+        let broker: Broker
+        let cohort: RowSecurityCohort?
+        let watch: UInt64?
+
+        /// What its restricted events are cached under; nil on the daemon's broker.
+        var serial: UInt64? { cohort?.serial }
+
+        func release() {
+            if let watch { cohort?.unwatch(watch) }
+        }
+    }
+
+    /// The source for the channel's caller now; nil when it is under `rls: true` and the gate is not there.
+    func source(of channel: RealtimeChannel) -> EventSource? {
+        guard let identity = channel.caller.scope.rowSecurity else { return EventSource(broker: broker, cohort: nil, watch: nil) }
+        guard let rowSecurity else { return nil }
+        let cohort = rowSecurity.cohort(for: identity)
+        let watch = cohort.watch { reason in channel.revoke(reason) }
+        return EventSource(broker: cohort.broker, cohort: cohort, watch: watch)
     }
 
     /// Writes each event the channel's bindings match, all in one write when
