@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Herald
+import HeraldServer
 import HeraldSettings
 
 extension DaemonConfiguration {
@@ -51,5 +52,18 @@ extension DaemonConfiguration {
     private static func groupID(_ text: String) -> (UInt32, String?)? {
         if let id = UInt32(text) { return (id, getgrgid(id).map { String(cString: $0.pointee.gr_name) }) }
         return getgrnam(text).map { ($0.pointee.gr_gid, text) }
+    }
+}
+
+extension DaemonConfiguration {
+    /// The database roles `rls: true` checks as: of access rules, realtime
+    /// keys, and the JWT roles whose tokens' own role is the database role.
+    public var rowSecurityRoles: Set<String> {
+        var roles = Set(access?.rules.compactMap(\.grant.rowSecurity?.role) ?? [])
+        if let realtime = self[RealtimeEndpoint.self] {
+            roles.formUnion(realtime.credentials.keys.compactMap(\.grant.rowSecurity?.role))
+            roles.formUnion(realtime.credentials.tokens?.roles.values.compactMap(\.rowSecurity?.role) ?? [])
+        }
+        return roles
     }
 }

@@ -153,5 +153,35 @@ extension IntegrationTests {
             #expect(!client.unread.contains { $0.contains("postgres_changes") }, "\(client.unread)")
             await client.close()
         }
+
+        @Test func checkConfigSaysWhichGrantTheDaemonsRoleLacks() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            let daemonRole = "pgherald_\(role)"
+            defer { _ = try? database.execute("DROP ROLE IF EXISTS \(role); DROP ROLE IF EXISTS \(daemonRole)") }
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-check-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try Self.jwtSecret.write(toFile: directory.appending(path: "jwt").path, atomically: true, encoding: .utf8)
+            let config = directory.appending(path: "pgherald.yaml").path
+            try """
+                database: "\(database.connInfo) user=\(daemonRole)"
+                realtime:
+                  jwt:
+                    secret_file: \(directory.appending(path: "jwt").path)
+                    roles:
+                      \(role):
+                        rls: true
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            try database.execute("CREATE ROLE \(daemonRole) LOGIN")
+
+            let missing = try await DaemonProcess(["check-config", config, "--connect"]).finish()
+            #expect(missing.status == 78 && missing.stderr.contains("role \(role): no such role"), "\(missing.stderr)")
+            try database.execute("CREATE ROLE \(role) NOLOGIN")
+            let ungranted = try await DaemonProcess(["check-config", config, "--connect"]).finish()
+            #expect(ungranted.status == 78 && ungranted.stderr.contains("run GRANT \(role) TO \(daemonRole)"), "\(ungranted.stderr)")
+            try database.execute("GRANT \(role) TO \(daemonRole)")
+            let granted = try await DaemonProcess(["check-config", config, "--connect"]).finish()
+            #expect(granted.status == 0 && granted.stdout.contains("# rls: the daemon may check as \(role)"), "\(granted.stdout)\(granted.stderr)")
+        }
     }
 }

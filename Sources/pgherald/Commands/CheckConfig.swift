@@ -77,6 +77,27 @@ struct CheckConfig: AsyncParsableCommand {
         if let endpoints = configuration[WebhookService.self], !endpoints.isEmpty {
             try await checkWebhookFilters(endpoints, on: configuration.database)
         }
+        let roles = configuration.rowSecurityRoles
+        if !roles.isEmpty {
+            try checkRowSecurityRoles(roles, on: configuration.database, timeout: configuration.connectTimeout)
+        }
+    }
+
+    /// Checks that the daemon's role may SET ROLE to each role `rls: true` checks as.
+    private func checkRowSecurityRoles(_ roles: Set<String>, on database: ConnectionString, timeout: Duration) throws {
+        let problems: [RowSecurityRoleCheck.Problem]
+        do {
+            let connection = try LibpqConnection.connect(database, timeout: timeout, applicationName: "pgherald check-config")
+            problems = try RowSecurityRoleCheck.problems(with: roles, on: connection)
+        } catch {
+            FileHandle.standardError.write(Data("Error: rls: cannot check the roles in database: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        for problem in problems {
+            FileHandle.standardError.write(Data("\(problem.isError ? "Error" : "warning"): rls: \(problem)\n".utf8))
+        }
+        if problems.contains(where: \.isError) { throw ExitCode(ConfigurationError.exitCode) }
+        print("# rls: the daemon may check as \(roles.sorted().joined(separator: ", "))")
     }
 
     /// Checks each webhook endpoint's filter against database, as serve does at start.
