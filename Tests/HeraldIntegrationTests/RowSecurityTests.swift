@@ -183,5 +183,39 @@ extension IntegrationTests {
             let granted = try await DaemonProcess(["check-config", config, "--connect"]).finish()
             #expect(granted.status == 0 && granted.stdout.contains("# rls: the daemon may check as \(role)"), "\(granted.stdout)\(granted.stderr)")
         }
+
+        /// The database's owner, no superuser, installs pgherald and runs the
+        /// daemon; it needs only membership of the role it checks as.
+        @Test func noSuperuserIsNeededAtRunTime() async throws {
+            let database = try TestDatabase.create(enrolment: false, install: false)
+            let role = Self.makeRole()
+            let owner = "owner_\(role)"
+            defer { _ = try? database.execute("DROP DATABASE IF EXISTS \(database.name) WITH (FORCE); DROP ROLE IF EXISTS \(role); DROP ROLE IF EXISTS \(owner)") }
+            try database.execute("""
+                CREATE ROLE \(owner) LOGIN NOSUPERUSER; ALTER DATABASE \(database.name) OWNER TO \(owner);
+                ALTER SCHEMA public OWNER TO \(owner); CREATE ROLE \(role) NOLOGIN; GRANT \(role) TO \(owner)
+                """)
+            let asOwner = TestDatabase(name: database.name, connInfo: "\(database.connInfo) user=\(owner)")
+            try asOwner.execute("""
+                CREATE TABLE todo (id int PRIMARY KEY, owner text NOT NULL, title text, secret text);
+                ALTER TABLE todo ENABLE ROW LEVEL SECURITY;
+                GRANT SELECT (id, owner, title) ON todo TO \(role);
+                CREATE POLICY own ON todo FOR SELECT TO \(role) USING (owner = current_setting('request.jwt.claims', true)::json->>'sub');
+                """)
+            let installed = try await DaemonProcess(["install", "--db", asOwner.connInfo]).finish()
+            #expect(installed.status == 0, "\(installed.stderr)")
+            let (daemon, port) = try await Self.start(asOwner, role: role)
+            let alice = try await Self.subscriber(port: port, role: role, sub: "alice", table: "todo")
+            let bob = try await Self.subscriber(port: port, role: role, sub: "bob", table: "todo")
+            try await daemon.waitForSubscribers(2, kind: "realtime")
+            try asOwner.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's'), (2, 'bob', 'bread', 's'); DELETE FROM todo WHERE id = 1")
+            #expect(try await alice.takeChanges(2, topic: "realtime:alice").map(Self.summary) == ["INSERT 1", "DELETE 1"])
+            #expect(try await bob.takeChanges(1, topic: "realtime:bob").map(Self.summary) == ["INSERT 2"])
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!alice.unread.contains { $0.contains("postgres_changes") } && !bob.unread.contains { $0.contains("postgres_changes") })
+            await alice.close()
+            await bob.close()
+            try await daemon.stop()
+        }
     }
 }
