@@ -217,5 +217,26 @@ extension IntegrationTests {
             await bob.close()
             try await daemon.stop()
         }
+
+        @Test func thePythonClientSignedInAsTwoUsersSeesOnlyTheirRows() async throws {
+            let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"], "scripts/test sets it")
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            let (daemon, port) = try await Self.start(database, role: role)
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/row_security_test.py").path
+            let client = try DaemonProcess(
+                [
+                    script, "--port", String(port), "--alice", Self.token(role: role, sub: "alice"), "--bob", Self.token(role: role, sub: "bob"),
+                    "--dsn", database.connInfo,
+                ],
+                executable: URL(fileURLWithPath: python)
+            )
+            let result = try await client.finish(within: 60)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.hasSuffix("OK\n"), "\(result.stdout)")
+            _ = try await daemon.stop()
+        }
     }
 }
