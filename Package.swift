@@ -240,6 +240,7 @@ let package = Package(
             name: "HeraldBench",
             dependencies: [
                 "HeraldPostgres",
+                "HeraldRealtime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

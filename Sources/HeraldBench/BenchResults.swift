@@ -1,3 +1,4 @@
+import Herald
 /// The results file `scripts/bench` writes: the machine, the write-overhead
 /// rounds, and one ``Run`` per measured load.
 struct BenchResults: Codable {
@@ -108,6 +109,10 @@ struct BenchResults: Codable {
         var nats: NATSFigures?
         /// Scenario o.: the queries PostgreSQL ran for the apps.
         var liveQueries: LiveQueryFigures?
+        /// Scenario s.: the daemon's row-level-security counters after the run (it starts afresh for each).
+        var rowSecurity: RowSecurityStatistics?
+        /// Scenario s.: CPU of the PostgreSQL backend that ran the checks, over the daemon's life.
+        var rowSecurityBackendCPUSeconds: Double?
     }
 
     /// The queries run while the apps followed one query.

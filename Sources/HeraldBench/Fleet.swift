@@ -19,6 +19,7 @@ final class Fleet<Stream: BenchStream>: Sendable {
         mutating func add(_ other: Tally, latencies: Bool) {
             record.received += other.record.received
             record.missing += other.record.missing
+            record.foreign += other.record.foreign
             record.duplicatedOrReordered += other.record.duplicatedOrReordered
             record.overflows += other.record.overflows
             record.resumes += other.record.resumes

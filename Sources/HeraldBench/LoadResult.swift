@@ -10,6 +10,8 @@ struct LoadResult: Codable {
     var deliveredRatio: Double
     var missing: Int
     var duplicatedOrReordered: Int
+    /// Rows a row-level-security stream received of a team not its own; absent outside scenario s.
+    var foreign: Int?
     var overflows: Int
     var resumes: Int
     var failedStreams: Int

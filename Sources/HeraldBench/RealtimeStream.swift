@@ -10,15 +10,37 @@ import NIOPosix
 /// rejoins, as Supabase's clients do, and the daemon replays what it missed.
 /// Lives on one event loop; touch it there only.
 final class RealtimeStream: BenchStream {
+    /// What the client presents and joins.
+    struct Client: Sendable {
+        var table: String
+        /// A user's token, for row-level security; nil: the socket peer's access applies.
+        var apikey: String?
+        /// A binding filter, such as `team=eq.3`.
+        var filter: String?
+        /// The team whose rows (id % teams) alone it expects; nil: every row.
+        var team: UInt64?
+
+        init(table: String, apikey: String? = nil, filter: String? = nil, team: UInt64? = nil) {
+            self.table = table
+            self.apikey = apikey
+            self.filter = filter
+            self.team = team
+        }
+    }
+
     let socketPath: String
     let eventLoop: any EventLoop
+    let client: Client
     var record = StreamRecord()
     var failure: String?
     private var stopped = false
 
-    init(socketPath: String, eventLoop: any EventLoop) {
+    init(socketPath: String, eventLoop: any EventLoop, client: Client, teams: Int = 1) {
         self.socketPath = socketPath
         self.eventLoop = eventLoop
+        self.client = client
+        record.team = client.team
+        record.stride = UInt64(teams)
     }
 
     func connect() -> EventLoopFuture<Void> {
@@ -42,8 +64,9 @@ final class RealtimeStream: BenchStream {
         if !stopped, failure == nil { failure = "the daemon closed the WebSocket" }
     }
 
-    static let upgradeRequest = """
-        GET /realtime/v1/websocket?vsn=1.0.0 HTTP/1.1\r
+    var upgradeRequest: String {
+        """
+        GET /realtime/v1/websocket?vsn=1.0.0\(client.apikey.map { "&apikey=\($0)" } ?? "") HTTP/1.1\r
         Host: localhost\r
         Upgrade: websocket\r
         Connection: Upgrade\r
@@ -52,8 +75,12 @@ final class RealtimeStream: BenchStream {
         \r
 
         """
+    }
 
-    static let join = #"{"topic":"realtime:bench","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*","schema":"public","table":"bench_event"}]}},"ref":"1","join_ref":"1"}"#
+    var join: String {
+        let filter = client.filter.map { #","filter":"\#($0)""# } ?? ""
+        return #"{"topic":"realtime:bench","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*","schema":"public","table":"\#(client.table)"\#(filter)}]}},"ref":"1","join_ref":"1"}"#
+    }
 }
 
 /// Upgrades, joins, and hands each text message to its ``RealtimeStream``.
@@ -73,7 +100,7 @@ final class RealtimeStreamHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: RealtimeStream.upgradeRequest)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: stream.upgradeRequest)), promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -88,7 +115,7 @@ final class RealtimeStreamHandler: ChannelInboundHandler {
                 return
             }
             upgraded = true
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrameReader.maskedText(RealtimeStream.join)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrameReader.maskedText(stream.join)), promise: nil)
         }
         let now = nowMicroseconds()
         while let message = reader.nextTextMessage() {
@@ -109,7 +136,7 @@ final class RealtimeStreamHandler: ChannelInboundHandler {
         } else if contains(text, #""event":"phx_error""#) {
             stream.record.overflows += 1
             stream.record.resumes += 1
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrameReader.maskedText(RealtimeStream.join)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrameReader.maskedText(stream.join)), promise: nil)
         }
     }
 

@@ -40,6 +40,7 @@ struct MarkdownReport {
         accessControl()
         twoDaemons()
         realtime()
+        rowSecurity()
         writers()
     }
 
@@ -616,5 +617,62 @@ extension MarkdownReport {
                 run.daemonCPUPerThousand.map { format($0, 3) } ?? "-",
             ]
         })
+    }
+}
+
+extension MarkdownReport {
+    /// s.: row-level security at a cost per cohort, against the targets and Supabase's method.
+    private mutating func rowSecurity() {
+        let runs = results.runs("rls")
+        guard !runs.isEmpty else { return }
+        line("### s. Row-level security: 100 users in 10 teams, each change visible to one team, 400 changes/s")
+        line()
+        line("Each WebSocket client signs in with its user's token; the table's policy joins a membership table. Every client checks that it got its team's rows only (`foreign` counts rows of another team: a leak), each one, in order. Statements are the policy checks the daemon ran, per change committed. Latency is receipt minus `commit_timestamp` (milliseconds).")
+        line()
+        table(
+            [
+                "run", "delivered ratio", "foreign rows", "deliveries/s", "p50 ms", "p99 ms", "statements per change", "check time ms per change",
+                "pgherald CPU s / 1000 deliveries", "+ the checks' backend",
+            ],
+            runs.map { run in
+                let perChange = { (value: Double) in run.committed > 0 ? value / Double(run.committed) : 0 }
+                return [
+                    run.result.label, format(run.result.deliveredRatio, 4), run.result.foreign.map(String.init) ?? "-",
+                    run.deliveriesPerSecond.map { grouped($0) } ?? "-", milliseconds(run, \.p50), milliseconds(run, \.p99),
+                    run.rowSecurity.map { format(perChange(Double($0.checks)), 2) } ?? "-",
+                    run.rowSecurity.map { format(perChange($0.checkSeconds * 1000), 3) } ?? "-",
+                    run.daemonCPUPerThousand.map { format($0, 4) } ?? "-",
+                    totalCPUPerThousand(run).map { format($0, 4) } ?? "-",
+                ]
+            }
+        )
+        let cohorts = runs.first { $0.result.label.contains("10 devices, row-level security") }
+        let oneDevice = runs.first { $0.result.label.contains("1 device") }
+        let unfiltered = runs.first { $0.result.label.contains("no row-level security") }
+        guard let cohorts else { return }
+        line()
+        line("Targets:")
+        line()
+        let rate = cohorts.deliveriesPerSecond ?? 0
+        line("- at least 40,000 deliveries/s with row-level security: \(grouped(rate)) (\(verdict(rate >= 40_000)))")
+        if let p99 = cohorts.result.latencyMilliseconds?.p99 {
+            line("- p99 commit to delivery at most 100 ms: \(format(p99, 1)) ms (\(verdict(p99 <= 100)))")
+        }
+        if let many = cohorts.rowSecurity, let one = oneDevice?.rowSecurity, let oneRun = oneDevice {
+            let (perChangeMany, perChangeOne) = (Double(many.checks) / Double(max(1, cohorts.committed)), Double(one.checks) / Double(max(1, oneRun.committed)))
+            line("- statements independent of devices per user: \(format(perChangeMany, 2)) per change with 10 devices, \(format(perChangeOne, 2)) with 1 (\(verdict(perChangeMany <= perChangeOne * 1.25)))")
+        }
+        if let own = cohorts.daemonCPUPerThousand, let plain = unfiltered?.daemonCPUPerThousand, plain > 0 {
+            line("- daemon CPU per delivery at most 2 times the path without row-level security: \(format(own / plain, 2)) times (\(verdict(own / plain <= 2))); with the checks' PostgreSQL backend counted too, \(totalCPUPerThousand(cohorts).map { format($0 / plain, 2) } ?? "-") times")
+        }
+        if let foreign = cohorts.result.foreign {
+            line("- every subscriber received exactly its rows: \(foreign) foreign, \(cohorts.result.missing) missing, \(cohorts.result.duplicatedOrReordered) repeated or reordered (\(verdict(foreign == 0 && cohorts.result.missing == 0 && cohorts.result.duplicatedOrReordered == 0 && cohorts.result.deliveredRatio >= 0.999)))")
+        }
+    }
+
+    /// The daemon's CPU and its checks' backend's, per 1000 deliveries.
+    private func totalCPUPerThousand(_ run: BenchResults.Run) -> Double? {
+        guard let daemon = run.daemonCPUSeconds, let backend = run.rowSecurityBackendCPUSeconds, run.result.received > 0 else { return nil }
+        return (daemon + backend) * 1000 / Double(run.result.received)
     }
 }

@@ -5,7 +5,16 @@
 /// missing event, anything not above the last count a duplicate or a
 /// reordering. Counts survive a resume, because the daemon replays its
 /// history exactly as delivered.
+///
+/// A stream that sees one team's rows under row-level security gets every
+/// `stride`-th row id, each congruent to its team: ids rise by `stride`, and
+/// an id of another team is a leak.
 struct StreamRecord {
+    var stride: UInt64 = 1
+    /// The team's remainder of `id % stride`; nil when the stream sees every row.
+    var team: UInt64?
+    /// Rows of another team: a leak.
+    var foreign = 0
     var received = 0
     var missing = 0
     var duplicatedOrReordered = 0
@@ -20,9 +29,10 @@ struct StreamRecord {
 
     mutating func record(count: UInt64, at: Int64, now: Int64) {
         received += 1
+        if let team, count % stride != team { foreign += 1 }
         if let lastCount {
-            if count > lastCount + 1 {
-                missing += Int(count - lastCount - 1)
+            if count > lastCount + stride {
+                missing += Int((count - lastCount) / stride - 1)
             } else if count <= lastCount {
                 duplicatedOrReordered += 1
             }

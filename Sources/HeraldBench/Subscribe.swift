@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import NIOPosix
+import Herald
+import HeraldRealtime
+import Synchronization
 
 /// SUBSCRIBERS streams on the daemon's socket, every event checked.
 struct Subscribe: AsyncParsableCommand {
@@ -25,6 +28,27 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "With a number N: GET /events?group=transaction, every message checked to hold N events (the writers' rows per transaction).")
     var transactionSize: Int?
 
+    @Option(help: "With --protocol realtime: the table joined (public).")
+    var table = "bench_event"
+
+    @Option(help: "With --protocol realtime: sign each client in as a user, with an HS256 token signed with the secret on this file's first line (scenario s.).")
+    var rlsSecretFile: String?
+
+    @Option(help: "The role claim of the users' tokens.")
+    var rlsRole = "bench_user"
+
+    @Option(help: "Users the clients are spread over: client i is user i % N, in team (i % N) % --teams.")
+    var users = 100
+
+    @Option(help: "Teams: the table's row id % N is its team, and each client expects its team's rows only.")
+    var teams = 10
+
+    @Flag(help: "Give every client's token a claim of its own, so each is a cohort of its own: one check per subscriber, Supabase's method.")
+    var rlsPerDevice = false
+
+    @Flag(help: "Without row-level security: each client's binding filters its team's rows (team=eq.T), for the same deliveries by filter.")
+    var teamFilter = false
+
     @OptionGroup var run: RunOptions
 
     func run() async throws {
@@ -37,15 +61,45 @@ struct Subscribe: AsyncParsableCommand {
                 return stream
             })
         case .realtime:
+            let clients = try realtimeClients()
+            let next = Mutex(0)
+            let teams = teamsFollowed ? teams : 1
             try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket] loop in
-                RealtimeStream(socketPath: socket, eventLoop: loop)
-            })
+                let index = next.withLock { index in
+                    defer { index += 1 }
+                    return index
+                }
+                return RealtimeStream(socketPath: socket, eventLoop: loop, client: clients(index), teams: teams)
+            }, stride: teams)
         }
         try await group.shutdownGracefully()
     }
 
-    private func measure<Stream>(_ fleet: Fleet<Stream>) async throws {
-        let (expected, readyCPU, readyWall) = try run.awaitCommittedCount()
+    /// Whether each client sees one team's rows.
+    private var teamsFollowed: Bool { rlsSecretFile != nil || teamFilter }
+
+    /// What client `index` presents and joins.
+    private func realtimeClients() throws -> @Sendable (Int) -> RealtimeStream.Client {
+        let joined = table
+        guard teamsFollowed else { return { _ in RealtimeStream.Client(table: joined) } }
+        let secret = try rlsSecretFile.map { try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n").first.map(String.init) ?? "" }
+        let tokens = secret.map { RealtimeCredentials.Tokens(secret: Array($0.utf8), roles: [:]) }
+        let (users, teams, role, perDevice) = (users, teams, rlsRole, rlsPerDevice)
+        let expires = Int(Date().timeIntervalSince1970) + 86_400
+        return { index in
+            let user = index % users
+            let team = user % teams
+            var claims: JSONObject = ["role": .string(role), "sub": .string("u\(user)"), "exp": .number(JSONNumber(Int64(expires)))]
+            if perDevice { claims["device"] = .number(JSONNumber(Int64(index))) }
+            return RealtimeStream.Client(
+                table: joined, apikey: tokens?.sign(claims: claims), filter: tokens == nil ? "team=eq.\(team)" : nil, team: UInt64(team)
+            )
+        }
+    }
+
+    private func measure<Stream>(_ fleet: Fleet<Stream>, stride: Int = 1) async throws {
+        let (committed, readyCPU, readyWall) = try run.awaitCommittedCount()
+        let expected = committed / stride
         let deadline = nowMicroseconds() + Int64(run.wait * 1e6)
         var tally = try await fleet.tally(expected: expected, latencies: false)
         while tally.complete + tally.failedStreams < subscribers, nowMicroseconds() < deadline {
@@ -66,6 +120,7 @@ struct Subscribe: AsyncParsableCommand {
             deliveredRatio: expected * subscribers == 0 ? 1 : Double(tally.record.received) / Double(expected * subscribers),
             missing: tally.record.missing,
             duplicatedOrReordered: tally.record.duplicatedOrReordered,
+            foreign: stride > 1 ? tally.record.foreign : nil,
             overflows: tally.record.overflows,
             resumes: tally.record.resumes,
             failedStreams: tally.failedStreams,

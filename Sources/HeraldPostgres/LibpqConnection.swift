@@ -159,6 +159,18 @@ public final class LibpqConnection {
         return try results(deadline: deadline)
     }
 
+    /// Prepares `sql` (without parameters) as `name` the first time this
+    /// session sees the name, for `EXECUTE name` in a script: the server
+    /// parses and plans it once, not once per run.
+    ///
+    /// `sql` must be the same for every call with one `name`.
+    public func prepareOnce(_ name: String, _ sql: String, timeout: Duration? = nil) throws(LibpqError) {
+        guard !preparedStatements.contains(name) else { return }
+        guard PQsendPrepare(handle, name, sql, 0, nil) == 1 else { throw failure(.connectionLost, prefix: "cannot send query") }
+        try results(deadline: (timeout ?? queryTimeout).map { ContinuousClock.now + $0 })
+        preparedStatements.insert(name)
+    }
+
     /// Reads every result of the query sent last, and returns the last one's.
     @discardableResult
     private func results(deadline: ContinuousClock.Instant?) throws(LibpqError) -> QueryResult {

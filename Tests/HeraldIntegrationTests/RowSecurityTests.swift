@@ -238,5 +238,66 @@ extension IntegrationTests {
             #expect(result.stdout.hasSuffix("OK\n"), "\(result.stdout)")
             _ = try await daemon.stop()
         }
+
+        /// Socket peers under access rules with `rls: true`: `/events` of
+        /// each gets its own rows, a row leaving its view as `left_view`,
+        /// and a resume from the journal judged the same way.
+        @Test func socketPeersUnderRowSecurityRulesGetTheirRowsOnEvents() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            let (alice, bob): (UInt32, UInt32) = (60011, 60012)
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-peers-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let config = directory.appending(path: "pgherald.yaml").path
+            try """
+                socket:
+                  mode: "666"
+                access:
+                  alice:
+                    user: \(alice)
+                    rls: true
+                    role: \(role)
+                    claims: '{"sub": "alice"}'
+                  bob:
+                    user: \(bob)
+                    tables: [public.todo]
+                    rls: true
+                    role: \(role)
+                    claims: '{"sub": "bob"}'
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let asAlice = PeerClient(userID: alice, groupID: alice, socketPath: daemon.socketPath)
+            let asBob = PeerClient(userID: bob, groupID: bob, socketPath: daemon.socketPath)
+            let grouped = try await asAlice.get("/events?group=transaction")
+            #expect(grouped.status == 400 && grouped.body.contains("row-level security"), "\(grouped)")
+            let aliceStream = try asAlice.stream("/events?table=todo&format=ndjson")
+            let bobStream = try asBob.stream("/events?table=todo&format=ndjson")
+            try await daemon.waitForSubscribers(2, kind: "ndjson")
+
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1'), (2, 'bob', 'bread', 's2')")
+            try database.execute("UPDATE todo SET owner = 'bob' WHERE id = 1")
+            let aliceSaw = try await aliceStream.wait { $0.split(separator: "\n").count >= 2 }
+            let bobSaw = try await bobStream.wait { $0.split(separator: "\n").count >= 2 }
+            let aliceEvents = try aliceSaw.split(separator: "\n").map { try Event(payload: String($0)) }
+            let bobEvents = try bobSaw.split(separator: "\n").map { try Event(payload: String($0)) }
+            #expect(aliceEvents.map { "\($0.operation) \($0.primaryKey?["id"]?.jsonText ?? "?")" } == ["INSERT 1", "UPDATE 1"])
+            #expect(aliceEvents.last?.leftView == true && aliceEvents.last?.new == nil && aliceEvents.last?.old?["owner"] == .string("alice"))
+            #expect(bobEvents.map { "\($0.operation) \($0.primaryKey?["id"]?.jsonText ?? "?")" } == ["INSERT 2", "UPDATE 1"])
+            #expect(bobEvents.last?.old == [:] && bobEvents.last?.leftView == false)
+            #expect(!aliceSaw.contains("s1") && !bobSaw.contains("s2") && !aliceSaw.contains("secret"), "\(aliceSaw)\n\(bobSaw)")
+
+            // A resume from the start of the journal is judged as the live events were.
+            let first = try #require(aliceEvents.first?.id)
+            _ = try await daemon.stop()
+            let restarted = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--config", config])
+            let resumed = try asAlice.stream("/events?table=todo&format=ndjson&since=\(first)")
+            let replayed = try await resumed.wait { $0.split(separator: "\n").count >= 1 }
+            try await Task.sleep(for: .milliseconds(300))
+            let replayedEvents = try resumed.text.split(separator: "\n").map { try Event(payload: String($0)) }
+            #expect(replayedEvents.map { "\($0.operation) \($0.leftView)" } == ["UPDATE true"], "\(replayed)")
+            _ = try await restarted.stop()
+        }
     }
 }

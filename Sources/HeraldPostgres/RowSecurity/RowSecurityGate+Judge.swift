@@ -111,8 +111,23 @@ extension RowSecurityGate {
         var remaining = parts[...]
         while !remaining.isEmpty {
             let script = try RowVisibilityScript(
-                images: images, cohorts: Array(remaining), quote: connection.escapeLiteral, quoteName: connection.escapeIdentifier
-            )
+                images: images, cohorts: Array(remaining), quote: connection.escapeLiteral, quoteIdentifier: connection.escapeIdentifier
+            ) { table, condition throws(LibpqError) in
+                let sql = RowVisibilityScript.check(
+                    type: try connection.escapeIdentifier(table.schema) + "." + connection.escapeIdentifier(table.name),
+                    alias: try connection.escapeIdentifier(table.name), setting: RowVisibilityScript.setting(for: table), condition: condition
+                )
+                let name = RowVisibilityScript.statementName(for: sql)
+                do throws(LibpqError) {
+                    try connection.prepareOnce(name, sql)
+                    return "EXECUTE \(name)"
+                } catch where error.code == .queryFailed {
+                    // Unpreparable as pgherald's own role: run as the cohort's, which fails or succeeds for that cohort alone.
+                    return sql
+                } catch {
+                    throw error
+                }
+            }
             let (results, error) = try connection.executeScript(script.sql)
             for (position, result) in results.enumerated() {
                 guard case .check(let cohort, let table) = script.statements[position] else { continue }

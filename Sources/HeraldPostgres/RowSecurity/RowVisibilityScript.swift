@@ -32,36 +32,33 @@ struct RowVisibilityScript {
     /// - Parameters:
     ///   - images: per table, the row images to judge, as JSON objects.
     ///   - quote: quotes text as an SQL literal (libpq's `PQescapeLiteral`).
-    ///   - quoteName: quotes an identifier.
+    ///   - quoteIdentifier: quotes a name (libpq's `PQescapeIdentifier`).
+    ///   - statement: the statement that checks a table's images against a
+    ///     condition: `EXECUTE` of ``check(type:alias:setting:condition:)``
+    ///     prepared once, so that it is not planned again for every cohort.
     init(
         images: [TableName: [RawJSON]], cohorts: [Cohort],
-        quote: (String) throws(LibpqError) -> String, quoteName: (String) throws(LibpqError) -> String
+        quote: (String) throws(LibpqError) -> String, quoteIdentifier: (String) throws(LibpqError) -> String,
+        statement: (_ table: TableName, _ condition: String) throws(LibpqError) -> String
     ) throws(LibpqError) {
         var sql = "BEGIN READ ONLY;\nSET LOCAL statement_timeout = '\(Self.statementTimeout)';\n"
         var statements: [Statement] = [.setup, .setup]
-        let tables = images.keys.sorted()
-        var settings: [TableName: String] = [:]
-        for (position, table) in tables.enumerated() {
-            let name = "pgherald.rls_rows_\(position)"
-            settings[table] = name
+        for table in images.keys.sorted() {
             var array: [UInt8] = [UInt8(ascii: "[")]
             for (index, image) in images[table, default: []].enumerated() {
                 if index > 0 { array.append(UInt8(ascii: ",")) }
                 array += image.bytes
             }
             array.append(UInt8(ascii: "]"))
-            sql += "SELECT set_config('\(name)', \(try quote(String(decoding: array, as: UTF8.self))), true);\n"
+            sql += "SELECT set_config('\(Self.setting(for: table))', \(try quote(String(decoding: array, as: UTF8.self))), true);\n"
             statements.append(.setup)
         }
         for cohort in cohorts {
-            sql += "SET LOCAL ROLE \(try quoteName(cohort.identity.role));\n"
+            sql += "SET LOCAL ROLE \(try quoteIdentifier(cohort.identity.role));\n"
             sql += "SELECT set_config('request.jwt.claims', \(try quote(cohort.identity.claimsText)), true);\n"
             statements += [.cohort(cohort.index), .cohort(cohort.index)]
-            for (table, condition) in cohort.conditions {
-                guard let setting = settings[table] else { continue }
-                let type = try quoteName(table.schema) + "." + quoteName(table.name)
-                sql += Self.check(type: type, alias: try quoteName(table.name), setting: setting, condition: condition)
-                sql += ";\n"
+            for (table, condition) in cohort.conditions where images[table] != nil {
+                sql += try statement(table, condition) + ";\n"
                 statements.append(.check(cohort: cohort.index, table: table))
             }
         }
@@ -69,6 +66,29 @@ struct RowVisibilityScript {
         statements.append(.setup)
         self.sql = sql
         self.statements = statements
+    }
+
+    /// The transaction-local setting that holds a table's images: named
+    /// after the table, so that a prepared check reads the same one in
+    /// every batch.
+    static func setting(for table: TableName) -> String {
+        "pgherald.rls_\(hexHash(table.description))"
+    }
+
+    /// A prepared check's name: after its text, so that a changed policy is a new statement.
+    static func statementName(for sql: String) -> String {
+        "pgherald_rls_\(hexHash(sql))"
+    }
+
+    /// FNV-1a, 64 bits, as hex: stable across runs, unlike `hashValue`.
+    private static func hexHash(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     /// The positions (from 1) of the images that satisfy `condition`, as
