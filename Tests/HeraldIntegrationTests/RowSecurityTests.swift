@@ -299,5 +299,75 @@ extension IntegrationTests {
             #expect(replayedEvents.map { "\($0.operation) \($0.leftView)" } == ["UPDATE true"], "\(replayed)")
             _ = try await restarted.stop()
         }
+
+        /// A live query declared `as: subscriber` runs with each subscriber's
+        /// role and claims: the policies decide its rows, no table-wide grant
+        /// is needed, and one user on two streams is one evaluation.
+        @Test func aLiveQueryRunsAsItsSubscriber() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1'), (2, 'bob', 'bread', 's2'), (3, 'alice', 'eggs', 's3')")
+            let (alice, bob): (UInt32, UInt32) = (60021, 60022)
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-query-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let config = directory.appending(path: "pgherald.yaml").path
+            try """
+                socket:
+                  mode: "666"
+                queries:
+                  my_todos:
+                    sql: SELECT id, title FROM todo ORDER BY id
+                    key: [id]
+                    as: subscriber
+                  all_todos:
+                    sql: SELECT id, title FROM todo ORDER BY id
+                    key: [id]
+                access:
+                  alice:
+                    user: \(alice)
+                    queries: [my_todos, all_todos]
+                    rls: true
+                    role: \(role)
+                    claims: '{"sub": "alice"}'
+                  bob:
+                    user: \(bob)
+                    queries: [my_todos]
+                    rls: true
+                    role: \(role)
+                    claims: '{"sub": "bob"}'
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let asAlice = PeerClient(userID: alice, groupID: alice, socketPath: daemon.socketPath)
+            let asBob = PeerClient(userID: bob, groupID: bob, socketPath: daemon.socketPath)
+            // A query that runs as the daemon would show every row: it needs a table-wide grant, which alice lacks.
+            let wide = try await asAlice.get("/queries/all_todos")
+            #expect(wide.status == 403 && wide.body.contains("todo"), "\(wide)")
+
+            let aliceStreams = [try asAlice.stream("/queries/my_todos?format=ndjson"), try asAlice.stream("/queries/my_todos?format=ndjson")]
+            let bobStream = try asBob.stream("/queries/my_todos?format=ndjson")
+            func frames(_ stream: PeerStream) -> [JSONValue] {
+                stream.text.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+            }
+            func ids(_ rows: JSONValue?) -> [String] {
+                guard case .array(let rows)? = rows else { return [] }
+                return rows.map { $0["id"]?.jsonText ?? "?" }
+            }
+            for stream in aliceStreams + [bobStream] { try await stream.wait { !$0.isEmpty } }
+            for stream in aliceStreams { #expect(ids(frames(stream).first?["rows"]) == ["1", "3"], "\(stream.text)") }
+            #expect(ids(frames(bobStream).first?["rows"]) == ["2"], "\(bobStream.text)")
+            #expect(!aliceStreams[0].text.contains("bread") && !bobStream.text.contains("milk"))
+
+            // Row 1 goes to bob: it leaves alice's result and enters bob's.
+            try database.execute("UPDATE todo SET owner = 'bob' WHERE id = 1")
+            try await aliceStreams[0].wait { $0.split(separator: "\n").count >= 2 }
+            try await bobStream.wait { $0.split(separator: "\n").count >= 2 }
+            #expect(frames(aliceStreams[0]).last?["removed"] == .array([.object(["id": .number(JSONNumber(1))])]), "\(aliceStreams[0].text)")
+            #expect(ids(frames(bobStream).last?["added"]) == ["1"], "\(bobStream.text)")
+            let figures = try #require(try await daemon.statistics().queries?["my_todos"])
+            #expect(figures.parameterSets == 2 && figures.subscribers == 3, "\(figures)")
+            _ = try await daemon.stop()
+        }
     }
 }

@@ -117,9 +117,13 @@ public enum AccessScope: Sendable, Hashable {
     }
 
     /// Why the live query `name`, which reads `tables`, may not be subscribed to; nil when it may.
-    public func refusal(ofQuery name: String, reading tables: [TableName]) -> String? {
+    /// - Parameter runsAsSubscriber: the query runs with the subscriber's
+    ///   row-level security: under it, its policies decide the rows, and no
+    ///   table-wide grant is needed.
+    public func refusal(ofQuery name: String, reading tables: [TableName], runsAsSubscriber: Bool = false) -> String? {
         guard case .grants(let grants, _) = self else { return nil }
         guard grants.contains(where: { $0.covers(query: name) }) else { return "the query \(name) is not granted" }
+        if runsAsSubscriber, rowSecurity != nil { return nil }
         for table in tables where !grants.contains(where: { $0.coversWholly(table) }) {
             return "the query \(name) reads \(table), whose rows are not all granted"
         }

@@ -11,13 +11,21 @@ public struct LiveQueryDefinition: Sendable, Hashable {
     public var parameters: [String]
     /// The tables whose changes make it run again; nil: the tables its plan reads.
     public var tables: [TableName]?
+    /// Key `as: subscriber`: it runs with each subscriber's row-level-security
+    /// role and claims, once per cohort and parameters, so the policies
+    /// decide its rows and it needs no table-wide grant. False (`as:
+    /// daemon`, the default): it runs as pgherald's own role, once for everyone.
+    public var runsAsSubscriber: Bool
 
-    public init(name: String, sql: String, key: [String], parameters: [String] = [], tables: [TableName]? = nil) {
+    public init(
+        name: String, sql: String, key: [String], parameters: [String] = [], tables: [TableName]? = nil, runsAsSubscriber: Bool = false
+    ) {
         self.name = name
         self.sql = sql
         self.key = key
         self.parameters = parameters
         self.tables = tables
+        self.runsAsSubscriber = runsAsSubscriber
     }
 
     /// Whether `name` can name a query.

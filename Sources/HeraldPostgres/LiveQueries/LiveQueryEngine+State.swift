@@ -6,6 +6,8 @@ extension LiveQueryEngine {
     struct EvaluationKey: Hashable, Sendable {
         var name: String
         var values: [String]
+        /// For a query that runs as its subscriber: whose role and claims; one evaluation per cohort.
+        var identity: RowSecurityIdentity?
     }
 
     typealias Continuation = AsyncThrowingStream<LiveQueryStep, any Error>.Continuation

@@ -111,12 +111,17 @@ public final class LiveQueryEngine: Service, Sendable {
     /// The first update holds the whole result, or, resuming from a result
     /// this engine still holds, what changed since that one.
     /// - Parameter token: a ``LiveQueryResult/token`` this subscriber last had.
+    /// - Parameter identity: the subscriber's row-level security, for a
+    ///   query that runs as its subscriber (``LiveQueryDefinition/runsAsSubscriber``);
+    ///   subscribers with equal identities share one evaluation. Nil, or a
+    ///   query that runs as the daemon: pgherald's own role.
     public func subscribe(
-        _ name: String, parameters: [String: String] = [:], resumingAfter token: String? = nil
+        _ name: String, parameters: [String: String] = [:], resumingAfter token: String? = nil, as identity: RowSecurityIdentity? = nil
     ) async throws(LiveQueryError) -> LiveQuerySubscription {
         let tables = try await tables(of: name)
-        let values = try definition(named: name).boundValues(parameters)
-        let key = EvaluationKey(name: name, values: values)
+        let definition = try definition(named: name)
+        let values = try definition.boundValues(parameters)
+        let key = EvaluationKey(name: name, values: values, identity: definition.runsAsSubscriber ? identity : nil)
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveQueryStep.self, bufferingPolicy: .bufferingNewest(1))
         let (subscriberID, resumedFrom, action) = state.withLock { state in
             state.subscribe(key, tables: tables, continuation: continuation, token: token, configuration: configuration)
@@ -222,7 +227,7 @@ public final class LiveQueryEngine: Service, Sendable {
         let outcome: Result<(snapshot: TransactionSnapshot, rows: [RawJSON]), LibpqError>
         do {
             outcome = .success(try await connection.run { connection throws(LibpqError) in
-                try LiveQueryRunner.evaluate(definition, parameters: key.values, on: connection)
+                try LiveQueryRunner.evaluate(definition, parameters: key.values, as: key.identity, on: connection)
             })
         } catch {
             outcome = .failure(error)

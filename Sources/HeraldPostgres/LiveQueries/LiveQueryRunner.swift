@@ -15,10 +15,15 @@ public enum LiveQueryRunner {
     /// them with the snapshot they were read in.
     /// - Returns: the snapshot, and each row as a JSON object.
     public static func evaluate(
-        _ definition: LiveQueryDefinition, parameters: [String], on connection: LibpqConnection
+        _ definition: LiveQueryDefinition, parameters: [String], as identity: RowSecurityIdentity? = nil, on connection: LibpqConnection
     ) throws(LibpqError) -> (snapshot: TransactionSnapshot, rows: [RawJSON]) {
         let opened = try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT pg_current_snapshot()::text")
         do throws(LibpqError) {
+            if let identity {
+                // As PostgREST runs a user's query: the role, and the claims its policies read.
+                try connection.execute("SET LOCAL ROLE \(try connection.escapeIdentifier(identity.role))")
+                try connection.execute("SELECT set_config('request.jwt.claims', $1, true)", parameters: [identity.claimsText])
+            }
             guard let text = opened.rows.first?.first ?? nil, let snapshot = TransactionSnapshot(text) else {
                 throw LibpqError(.queryFailed, "pg_current_snapshot() gave no snapshot")
             }

@@ -18,7 +18,7 @@ public struct LiveQueryConfiguration: Sendable, Equatable {
         self.definitions = definitions
     }
 
-    static let settingKeys = ["sql", "key", "params", "tables"]
+    static let settingKeys = ["sql", "key", "params", "tables", "as"]
 
     /// Nil without a `queries` section.
     public static func read(from settings: SettingsReader) throws(ConfigurationError) -> LiveQueryConfiguration? {
@@ -68,7 +68,11 @@ public struct LiveQueryConfiguration: Sendable, Equatable {
         for key in settings.fileKeys(under: prefix) where !settingKeys.contains(where: { key == "\(prefix).\($0)" }) {
             throw settings.fail(key, "not a query setting (known: \(settingKeys.joined(separator: ", ")))")
         }
-        return LiveQueryDefinition(name: name, sql: sql, key: key, parameters: parameters, tables: tables)
+        let runsAs = settings.string("\(prefix).as", default: "daemon")
+        guard runsAs == "daemon" || runsAs == "subscriber" else {
+            throw settings.fail("\(prefix).as", "as is daemon (pgherald's role, once for everyone) or subscriber (each subscriber's row-level security), not '\(runsAs.prefix(40))'")
+        }
+        return LiveQueryDefinition(name: name, sql: sql, key: key, parameters: parameters, tables: tables, runsAsSubscriber: runsAs == "subscriber")
     }
 
     private static func isParameterName(_ text: String) -> Bool {

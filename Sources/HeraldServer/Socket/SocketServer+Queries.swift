@@ -11,13 +11,21 @@ extension SocketServer {
         let peer: PeerCredentials?
         let name: String
         let tables: [TableName]
+        /// For a query that runs as its subscriber: the identity it runs as.
+        let rowSecurity: RowSecurityIdentity?
+        let runsAsSubscriber: Bool
         let subscription: LiveQuerySubscription
         private let revocation = Mutex<String?>(nil)
 
-        init(peer: PeerCredentials?, name: String, tables: [TableName], subscription: LiveQuerySubscription) {
+        init(
+            peer: PeerCredentials?, name: String, tables: [TableName], runsAsSubscriber: Bool, rowSecurity: RowSecurityIdentity?,
+            subscription: LiveQuerySubscription
+        ) {
             self.peer = peer
             self.name = name
             self.tables = tables
+            self.runsAsSubscriber = runsAsSubscriber
+            self.rowSecurity = rowSecurity
             self.subscription = subscription
         }
 
@@ -30,7 +38,8 @@ extension SocketServer {
 
         /// The query, or a table it reads, no longer granted.
         func refusal(under scope: AccessScope, identity: PeerIdentity) -> String? {
-            scope.refusal(ofQuery: name, reading: tables).map { "\(identity): \($0)" }
+            if runsAsSubscriber, scope.rowSecurity != rowSecurity { return "\(identity): its row-level security identity changed" }
+            return scope.refusal(ofQuery: name, reading: tables, runsAsSubscriber: runsAsSubscriber).map { "\(identity): \($0)" }
         }
     }
 
@@ -81,7 +90,8 @@ extension SocketServer {
             return refusal(error)
         }
         let (scope, identity) = scope(of: peer, under: policy)
-        if let reason = scope.refusal(ofQuery: name, reading: tables) {
+        let runsAsSubscriber = engine.definitions[name]?.runsAsSubscriber ?? false
+        if let reason = scope.refusal(ofQuery: name, reading: tables, runsAsSubscriber: runsAsSubscriber) {
             logger.notice("refused a live query outside the peer's grant", metadata: [
                 "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(reason)",
             ])
@@ -97,7 +107,9 @@ extension SocketServer {
         let updates: UpdateIterator
         let first: LiveQueryUpdate
         do {
-            subscription = try await engine.subscribe(name, parameters: parameters, resumingAfter: request.headers[StreamRequest.lastEventID])
+            subscription = try await engine.subscribe(
+                name, parameters: parameters, resumingAfter: request.headers[StreamRequest.lastEventID], as: scope.rowSecurity
+            )
             updates = UpdateIterator(subscription.makeAsyncIterator())
             guard let update = try await updates.iterator.next() else {
                 return refusal(.serviceUnavailable, "shutting_down", "the daemon is shutting down")
@@ -108,7 +120,9 @@ extension SocketServer {
         } catch {
             return refusal(.internalServerError, "query_failed", "\(error)")
         }
-        let stream = QueryStream(peer: peer, name: name, tables: tables, subscription: subscription)
+        let stream = QueryStream(
+            peer: peer, name: name, tables: tables, runsAsSubscriber: runsAsSubscriber, rowSecurity: scope.rowSecurity, subscription: subscription
+        )
         slot.track(stream)
         context.channel.closeFuture.whenComplete { _ in subscription.cancel() }
         let key = engine.definitions[name]?.key ?? []

@@ -53,7 +53,9 @@ extension SocketServer {
         guard scope != .everything, let queries = statistics.queries, let engine = outputs.first(LiveQueryOutput.self)?.engine else { return }
         var visible: [String: LiveQueryStatistics] = [:]
         for (name, figures) in queries {
-            guard let tables = try? await engine.tables(of: name), scope.refusal(ofQuery: name, reading: tables) == nil else { continue }
+            guard let tables = try? await engine.tables(of: name),
+                  scope.refusal(ofQuery: name, reading: tables, runsAsSubscriber: engine.definitions[name]?.runsAsSubscriber ?? false) == nil
+            else { continue }
             visible[name] = figures
         }
         statistics.queries = visible
