@@ -369,5 +369,79 @@ extension IntegrationTests {
             #expect(figures.parameterSets == 2 && figures.subscribers == 3, "\(figures)")
             _ = try await daemon.stop()
         }
+
+        /// Supabase's `realtime.messages` and `realtime.topic()`, as
+        /// docs/supabase.md gives them for a database that has none.
+        static func createRealtimeMessages(_ database: TestDatabase, role: String) throws {
+            try database.execute("""
+                CREATE SCHEMA IF NOT EXISTS realtime;
+                CREATE TABLE IF NOT EXISTS realtime.messages (
+                  id uuid PRIMARY KEY DEFAULT gen_random_uuid(), topic text NOT NULL, extension text NOT NULL, payload jsonb, event text,
+                  private boolean DEFAULT false, updated_at timestamp NOT NULL DEFAULT now(), inserted_at timestamp NOT NULL DEFAULT now());
+                ALTER TABLE realtime.messages ENABLE ROW LEVEL SECURITY;
+                CREATE OR REPLACE FUNCTION realtime.topic() RETURNS text LANGUAGE sql STABLE
+                  AS $$ SELECT nullif(current_setting('realtime.topic', true), '') $$;
+                SELECT pgherald.exclude('realtime.messages');
+                GRANT USAGE ON SCHEMA realtime TO \(role);
+                GRANT SELECT, INSERT ON realtime.messages TO \(role);
+                """)
+        }
+
+        static func privateJoin(_ topic: String, token: String) -> String {
+            #"{"config":{"broadcast":{"ack":true,"self":false},"presence":{"key":"","enabled":false},"postgres_changes":[],"private":true},"access_token":"\#(token)"}"#
+        }
+
+        @Test func aPrivateChannelFollowsThePoliciesOnRealtimeMessages() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            try Self.createRealtimeMessages(database, role: role)
+            let (daemon, port) = try await Self.start(database, role: role)
+            let token = Self.token(role: role, sub: "alice")
+            let alice = try await RealtimeTestClient(port: port, apikey: token)
+            try await alice.send(joinRef: "1", ref: "1", topic: "realtime:room-1", event: "phx_join", payload: Self.privateJoin("room-1", token: token))
+            let refused = try await alice.next(within: 10, "the refusal") { $0.event == "phx_reply" && $0.ref == .string("1") }
+            #expect(refused.payload["status"] == .string("error"))
+            #expect(refused.payload["response"]?["reason"]?.stringValue?.contains("permissions to read from this Channel topic: room-1") == true, "\(refused.payload.jsonText)")
+
+            try database.execute("""
+                CREATE POLICY room_readers ON realtime.messages FOR SELECT TO \(role) USING (
+                  realtime.topic() = 'room-1' AND extension = 'broadcast'
+                  AND current_setting('request.jwt.claims', true)::json->>'sub' IN ('alice', 'ann'));
+                CREATE POLICY room_writers ON realtime.messages FOR INSERT TO \(role) WITH CHECK (
+                  realtime.topic() = 'room-1' AND extension = 'broadcast' AND current_setting('request.jwt.claims', true)::json->>'sub' = 'alice');
+                """)
+            let renewed = Self.token(role: role, sub: "alice")
+            try await alice.send(joinRef: "2", ref: "2", topic: "realtime:room-1", event: "phx_join", payload: Self.privateJoin("room-1", token: renewed))
+            let joined = try await alice.next(within: 10, "alice's join") { $0.event == "phx_reply" && $0.ref == .string("2") }
+            #expect(joined.payload["status"] == .string("ok"), "\(joined.payload.jsonText)")
+            let annToken = Self.token(role: role, sub: "ann")
+            let ann = try await RealtimeTestClient(port: port, apikey: annToken)
+            try await ann.send(joinRef: "1", ref: "1", topic: "realtime:room-1", event: "phx_join", payload: Self.privateJoin("room-1", token: annToken))
+            let annJoined = try await ann.next(within: 10, "ann's join") { $0.event == "phx_reply" && $0.ref == .string("1") }
+            #expect(annJoined.payload["status"] == .string("ok"), "\(annJoined.payload.jsonText)")
+
+            // alice may send, ann may only read; neither may track presence.
+            try await alice.send(joinRef: "2", ref: "3", topic: "realtime:room-1", event: "broadcast", payload: #"{"type":"broadcast","event":"hello","payload":{"from":"alice"}}"#)
+            let heard = try await ann.next(within: 10, "alice's broadcast") { $0.event == "broadcast" }
+            #expect(heard.payload["payload"]?["from"] == .string("alice"))
+            try await ann.send(joinRef: "1", ref: "2", topic: "realtime:room-1", event: "broadcast", payload: #"{"type":"broadcast","event":"hello","payload":{"from":"ann"}}"#)
+            let annRefused = try await ann.next(within: 10, "ann's refusal") { $0.event == "phx_reply" && $0.ref == .string("2") }
+            #expect(annRefused.payload["response"]?["reason"]?.stringValue?.contains("permissions to write") == true, "\(annRefused.payload.jsonText)")
+            try await alice.send(joinRef: "2", ref: "4", topic: "realtime:room-1", event: "presence", payload: #"{"type":"presence","event":"track","payload":{"online":true}}"#)
+            let untracked = try await alice.next(within: 10, "the presence refusal") { $0.event == "phx_reply" && $0.ref == .string("4") }
+            #expect(untracked.payload["response"]?["reason"]?.stringValue?.contains("track presence") == true, "\(untracked.payload.jsonText)")
+
+            // The policy changes; ann's next token is checked against it, and her channel ends.
+            try database.execute("ALTER POLICY room_readers ON realtime.messages USING (realtime.topic() = 'room-1' AND current_setting('request.jwt.claims', true)::json->>'sub' = 'alice')")
+            try await ann.send(joinRef: "1", ref: "3", topic: "realtime:room-1", event: "access_token", payload: #"{"access_token":"\#(Self.token(role: role, sub: "ann"))"}"#)
+            let ended = try await ann.next(within: 10, "ann's channel ending") { $0.event == "system" && $0.payload["status"] == .string("error") }
+            #expect(ended.payload["message"]?.stringValue?.contains("permissions to read") == true, "\(ended.payload.jsonText)")
+            _ = try await ann.next(within: 10, "phx_close") { $0.event == "phx_close" }
+            await alice.close()
+            await ann.close()
+            _ = try await daemon.stop()
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldSupport
 import Herald
+import HeraldPostgres
 import HeraldRealtime
 import NIOCore
 import Synchronization
@@ -29,6 +30,9 @@ final class RealtimeChannel: Sendable {
         var revokedBecause: String?
         /// A pushed token changed the row-security identity: the channel moves to its new cohort.
         var movesCohort = false
+        /// For a private channel under row-level security: what the policies
+        /// on `realtime.messages` let its user do. Nil: its `topics:` grant decides.
+        var authorization: ChannelAuthorization?
     }
 
     let join: RealtimeJoin
@@ -36,13 +40,16 @@ final class RealtimeChannel: Sendable {
     /// The key its presence is tracked under: the join's, or one made for it.
     let presenceKey: String
 
-    init(join: RealtimeJoin, caller: RealtimeCaller) {
+    init(join: RealtimeJoin, caller: RealtimeCaller, authorization: ChannelAuthorization? = nil) {
         self.join = join
-        state = Mutex(State(caller: caller))
+        state = Mutex(State(caller: caller, authorization: authorization))
         presenceKey = join.presence.key.isEmpty ? UUID().uuidString.lowercased() : join.presence.key
     }
 
     var caller: RealtimeCaller { state.withLock { $0.caller } }
+
+    /// What the policies on `realtime.messages` let its user do; nil where they do not govern it.
+    var authorization: ChannelAuthorization? { state.withLock { $0.authorization } }
 
     /// Where its broadcasts go and come from.
     var broadcastTopic: BroadcastHub.Topic { .init(name: join.topic, isPrivate: join.isPrivate) }
@@ -92,8 +99,14 @@ final class RealtimeChannel: Sendable {
     ///
     /// A caller of another row-security identity (other claims, another
     /// role) moves the channel to that identity's cohort from the next event.
-    func regrant(_ caller: RealtimeCaller) throws(AccessDenied) {
-        if join.isPrivate, !caller.scope.covers(topic: join.channelName) {
+    /// - Parameter authorization: the policies' answer for the new caller,
+    ///   on a private channel they govern; it replaces the `topics:` check.
+    func regrant(_ caller: RealtimeCaller, authorization: ChannelAuthorization? = nil) throws(AccessDenied) {
+        if let authorization {
+            guard authorization.mayJoin else {
+                throw AccessDenied("You do not have permissions to read from this Channel topic: \(join.channelName)")
+            }
+        } else if join.isPrivate, !caller.scope.covers(topic: join.channelName) {
             throw AccessDenied("the private topic '\(join.channelName)' is not granted to \(caller.name)")
         }
         let leaving = try state.withLock { (state) throws(AccessDenied) -> Subscription? in
@@ -104,6 +117,7 @@ final class RealtimeChannel: Sendable {
             state.bindings = bindings
             let moves = state.caller.scope.rowSecurity != caller.scope.rowSecurity
             state.caller = caller
+            if authorization != nil { state.authorization = authorization }
             guard moves else { return nil }
             state.movesCohort = true
             return state.subscription

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldPostgres
 import HeraldRealtime
 import HummingbirdWebSocket
 import Logging
@@ -49,7 +50,7 @@ struct RealtimeConnection {
                         await channels.removeValue(forKey: topic)?.stop(remember: false)
                     case .refreshToken(let topic, let token):
                         guard let channel = channels[topic] else { continue }
-                        if let problem = refresh(channel, token: token) {
+                        if let problem = await refresh(channel, token: token) {
                             await channels.removeValue(forKey: topic)?.stop(remember: false)
                             session.channelEnded(topic: topic)
                             try await send(channel.join.systemMessage(ok: false, problem))
@@ -57,6 +58,10 @@ struct RealtimeConnection {
                         }
                     case .broadcast(let broadcast):
                         guard let channel = channels[broadcast.topic] else { continue }
+                        if let authorization = channel.authorization, !authorization.writesBroadcast {
+                            try await send(.errorReply(to: broadcast.request, reason: "Unauthorized: You do not have permissions to write to this Channel topic: \(channel.join.channelName)"))
+                            continue
+                        }
                         let bytes = broadcast.message.payload["payload"]?.jsonText.utf8.count ?? 0
                         if let refusal = limiter.admit(bytes: bytes, now: .now) {
                             try await send(.errorReply(to: broadcast.request, reason: refusal))
@@ -66,6 +71,10 @@ struct RealtimeConnection {
                         if let acknowledgement = broadcast.acknowledgement { try await send(acknowledgement) }
                     case .presence(let topic, let meta, let reply):
                         guard let channel = channels[topic] else { continue }
+                        if let authorization = channel.authorization, !authorization.writesPresence {
+                            try await send(.errorReply(to: reply, reason: "Unauthorized: You do not have permissions to track presence on this Channel topic: \(channel.join.channelName)"))
+                            continue
+                        }
                         if let refusal = limiter.admit(bytes: meta?.jsonText.utf8.count ?? 0, now: .now) {
                             try await send(.errorReply(to: reply, reason: refusal))
                             continue
@@ -95,13 +104,30 @@ struct RealtimeConnection {
                 return nil
             }
         }
-        if join.isPrivate, !channelCaller.scope.covers(topic: join.channelName) {
-            endpoint.logger.info("refused a private realtime channel", metadata: ["caller": "\(channelCaller.name)", "topic": "\(join.topic)"])
-            session.channelEnded(topic: join.topic)
-            try await send(.errorReply(to: join.request, reason: "Unauthorized: \(channelCaller.name) is not granted the private topic '\(join.channelName)' (topics: in its key, role or access rule)"))
-            return nil
+        var authorization: ChannelAuthorization?
+        if join.isPrivate {
+            let refusal: String?
+            switch await authorize(join.channelName, for: channelCaller) {
+            case .success(let answer?):
+                authorization = answer
+                refusal = answer.mayJoin ? nil : "Unauthorized: You do not have permissions to read from this Channel topic: \(join.channelName)"
+            case .success(nil):
+                refusal = channelCaller.scope.covers(topic: join.channelName)
+                    ? nil
+                    : "Unauthorized: \(channelCaller.name) is not granted the private topic '\(join.channelName)' (topics: in its key, role or access rule)"
+            case .failure(let error):
+                refusal = "Unauthorized: the channel's authorization could not be checked: \(error.reason)"
+            }
+            if let refusal {
+                endpoint.logger.info("refused a private realtime channel", metadata: [
+                    "caller": "\(channelCaller.name)", "topic": "\(join.topic)", "reason": "\(refusal)",
+                ])
+                session.channelEnded(topic: join.topic)
+                try await send(.errorReply(to: join.request, reason: refusal))
+                return nil
+            }
         }
-        let channel = RealtimeChannel(join: join, caller: channelCaller)
+        let channel = RealtimeChannel(join: join, caller: channelCaller, authorization: authorization)
         let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: ObjectIdentifier(channel), framing: framing, echo: join.broadcast.echo)
         channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket] in
             await withDiscardingTaskGroup { group in
@@ -118,14 +144,36 @@ struct RealtimeConnection {
         return channel
     }
 
-    /// Applies a pushed token to `channel`; the reason to end it, if the token or its grant no longer admits it.
-    private func refresh(_ channel: RealtimeChannel, token: String) -> String? {
+    /// Under row-level security, where the database has Supabase's
+    /// `realtime.messages`: what its policies let `caller` do on `topic`.
+    /// Nil where they do not govern it (no identity, no such table): the `topics:` grants do.
+    private func authorize(_ topic: String, for caller: RealtimeCaller) async -> Result<ChannelAuthorization?, RowSecurityError> {
+        guard let identity = caller.scope.rowSecurity, let gate = endpoint.rowSecurity else { return .success(nil) }
+        do {
+            return .success(try await gate.authorize(topic: topic, as: identity))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Applies a pushed token to `channel`; the reason to end it, if the token
+    /// or its grant no longer admits it. A private channel that policies
+    /// govern is checked against them again.
+    private func refresh(_ channel: RealtimeChannel, token: String) async -> String? {
         let credentials = endpoint.credentials.withLock { $0 }
         // Unix-socket peers without keys configured are admitted by who they are, not by tokens.
         guard !credentials.isEmpty else { return nil }
         do {
             let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
-            try channel.regrant(RealtimeCaller(identity, presentedKey: token))
+            let caller = RealtimeCaller(identity, presentedKey: token)
+            var authorization: ChannelAuthorization?
+            if channel.join.isPrivate {
+                switch await authorize(channel.join.channelName, for: caller) {
+                case .success(let answer): authorization = answer
+                case .failure(let error): return "Unauthorized: the channel's authorization could not be checked: \(error.reason)"
+                }
+            }
+            try channel.regrant(caller, authorization: authorization)
             return nil
         } catch let error as RealtimeAuthError {
             return error.code == .expired ? "Token has expired" : "Invalid token: \(error.message)"
