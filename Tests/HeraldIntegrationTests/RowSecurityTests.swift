@@ -443,5 +443,92 @@ extension IntegrationTests {
             await ann.close()
             _ = try await daemon.stop()
         }
+
+        /// The EnrolmentsByCourse example (`LiveQueryModel` on `HeraldClient`),
+        /// run as two users whose policies show each its own courses, on a
+        /// live query that runs as its subscriber.
+        @Test func theSwiftClientsLiveQueryModelShowsEachUserTheirRows() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try database.execute("""
+                CREATE ROLE \(role) NOLOGIN;
+                GRANT SELECT ON course, enrols_in TO \(role);
+                ALTER TABLE course ENABLE ROW LEVEL SECURITY;
+                CREATE POLICY by_prefix ON course FOR SELECT TO \(role)
+                  USING (short_code LIKE (current_setting('request.jwt.claims', true)::json->>'sub') || '%');
+                """)
+            let (science, english): (UInt32, UInt32) = (60041, 60042)
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-model-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let config = directory.appending(path: "pgherald.yaml").path
+            let example = try String(contentsOf: TestDatabase.repositoryRoot.appending(path: "Examples/EnrolmentsByCourse/pgherald.yaml"), encoding: .utf8)
+            try """
+                socket:
+                  mode: "666"
+                \(example.replacingOccurrences(of: "    key: [course_id]", with: "    key: [course_id]\n    as: subscriber"))
+                access:
+                  science:
+                    user: \(science)
+                    queries: [enrolments_by_course]
+                    rls: true
+                    role: \(role)
+                    claims: '{"sub": "SCH"}'
+                  english:
+                    user: \(english)
+                    queries: [enrolments_by_course]
+                    rls: true
+                    role: \(role)
+                    claims: '{"sub": "ENG"}'
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let binary = try SharedWithOtherUsers.path(of: DaemonProcess.executable.deletingLastPathComponent().appending(path: "EnrolmentsByCourse"))
+            func screen(as user: UInt32) async throws -> String {
+                let result = try await DaemonProcess(
+                    ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", binary, "--socket", daemon.socketPath, "--count", "1"],
+                    executable: URL(fileURLWithPath: "/usr/bin/setpriv")
+                ).finish(within: 30)
+                #expect(result.status == 0, "\(result.stderr)")
+                return result.stdout
+            }
+            let chemistry = try await screen(as: science)
+            let literature = try await screen(as: english)
+            #expect(chemistry.contains("Chemistry") && !chemistry.contains("English") && !chemistry.contains("Functions"), "\(chemistry)")
+            #expect(literature.contains("English") && !literature.contains("Chemistry"), "\(literature)")
+            _ = try await daemon.stop()
+        }
+
+        /// Tables without row-level security follow the role's table and
+        /// column privileges; `/stats` and `/metrics` count the cohorts and checks.
+        @Test func tablesWithoutRowSecurityFollowThePrivileges() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createTodos(database, role: role)
+            try database.execute("""
+                CREATE TABLE plain (id int PRIMARY KEY, title text, secret text);
+                GRANT SELECT (id, title) ON plain TO \(role);
+                CREATE TABLE hidden (id int PRIMARY KEY, title text);
+                """)
+            let (daemon, port) = try await Self.start(database, role: role)
+            let token = Self.token(role: role, sub: "alice")
+            let client = try await RealtimeTestClient(port: port, apikey: token)
+            try await RealtimeTests.join(client, topic: "realtime:all", bindings: #"{"event":"*","schema":"public"}"#, token: token)
+            try await daemon.waitForSubscribers(1, kind: "realtime")
+            try database.execute("INSERT INTO hidden VALUES (1, 'h'); INSERT INTO plain VALUES (1, 'p', 'shh'); INSERT INTO todo VALUES (1, 'alice', 'milk', 'shh')")
+            let changes = try await client.takeChanges(2, topic: "realtime:all")
+            #expect(changes.map { $0["data"]?["table"]?.stringValue ?? "?" } == ["plain", "todo"])
+            #expect(changes[0]["data"]?["record"] == .object(["id": .number(JSONNumber(1)), "title": .string("p")]), "\(changes[0].jsonText)")
+            #expect(!changes.contains { $0.jsonText.contains("shh") })
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!client.unread.contains { $0.contains("postgres_changes") }, "\(client.unread)")
+
+            let figures = try #require(try await daemon.statistics().rowSecurity)
+            #expect(figures.cohorts == 1 && figures.checks >= 1 && figures.failures == 0, "\(figures)")
+            let metrics = try await daemon.get("/metrics").body
+            #expect(metrics.contains("pgherald_rls_cohorts 1") && metrics.contains("pgherald_rls_checks_total"), "\(metrics.prefix(400))")
+            await client.close()
+            _ = try await daemon.stop()
+        }
     }
 }
