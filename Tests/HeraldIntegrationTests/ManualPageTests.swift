@@ -124,6 +124,9 @@ extension IntegrationTests {
                 where: id.gt.0
                 topics: [room-*]
                 queries: [enrolments_*]
+                rls: true
+                role: authenticated
+                claims: '{"sub": "u1"}'
             log:
               format: logfmt
               categories:
@@ -143,6 +146,9 @@ extension IntegrationTests {
                   ops: [INSERT]
                   where: id.gt.0
                   topics: [lobby]
+                  rls: true
+                  role: kiosk
+                  claims: '{"sub": "kiosk"}'
               jwt:
                 secret_file: \(directory.path)/jwt
                 roles:
@@ -172,6 +178,7 @@ extension IntegrationTests {
                 key: [course_id]
                 params: [course_id]
                 tables: [public.enrols_in]
+                as: subscriber
             webhooks:
               orders:
                 url: http://127.0.0.1:9/hook

@@ -12,22 +12,42 @@ extension IntegrationTests {
         /// A role of this test's own (roles are the cluster's, shared by parallel tests).
         static func makeRole() -> String { "member_\(UInt32.random(in: 0...UInt32.max))" }
 
-        /// A daemon whose tokens of `role` are checked by row-level security.
-        static func start(_ database: TestDatabase, role: String) async throws -> (daemon: SocketDaemon, port: Int) {
+        /// `text` as a configuration file in a folder of its own, with the JWT secret beside it (`jwt`).
+        static func configuration(_ text: (_ secretFile: String) -> String) throws -> String {
             let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try jwtSecret.write(toFile: directory.appending(path: "jwt").path, atomically: true, encoding: .utf8)
+            let secretFile = directory.appending(path: "jwt").path
+            try jwtSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+            let path = directory.appending(path: "pgherald.yaml").path
+            try text(secretFile).write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        /// An access rule that gives the socket peer `user` the row-level security of `role` with claims `{"sub": sub}`.
+        static func rule(_ name: String, user: UInt32, role: String, sub: String, granting grants: String = "") -> String {
+            """
+              \(name):
+                user: \(user)
+                rls: true
+                role: \(role)
+                claims: '{"sub": "\(sub)"}'\(grants.isEmpty ? "" : "\n    " + grants)
+            """
+        }
+
+        /// A daemon whose tokens of `role` are checked by row-level security.
+        static func start(_ database: TestDatabase, role: String) async throws -> (daemon: SocketDaemon, port: Int) {
             let port = freeLoopbackPort()
-            let config = directory.appending(path: "pgherald.yaml").path
-            try """
+            let config = try configuration { secretFile in
+                """
                 realtime:
                   listen: 127.0.0.1:\(port)
                   jwt:
-                    secret_file: \(directory.appending(path: "jwt").path)
+                    secret_file: \(secretFile)
                     roles:
                       \(role):
                         rls: true
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+                """
+            }
             return (try await SocketDaemon(database: database, arguments: ["--config", config]), port)
         }
 
@@ -159,19 +179,17 @@ extension IntegrationTests {
             let role = Self.makeRole()
             let daemonRole = "pgherald_\(role)"
             defer { _ = try? database.execute("DROP ROLE IF EXISTS \(role); DROP ROLE IF EXISTS \(daemonRole)") }
-            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-check-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try Self.jwtSecret.write(toFile: directory.appending(path: "jwt").path, atomically: true, encoding: .utf8)
-            let config = directory.appending(path: "pgherald.yaml").path
-            try """
+            let config = try Self.configuration { secretFile in
+                """
                 database: "\(database.connInfo) user=\(daemonRole)"
                 realtime:
                   jwt:
-                    secret_file: \(directory.appending(path: "jwt").path)
+                    secret_file: \(secretFile)
                     roles:
                       \(role):
                         rls: true
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+                """
+            }
             try database.execute("CREATE ROLE \(daemonRole) LOGIN")
 
             let missing = try await DaemonProcess(["check-config", config, "--connect"]).finish()
@@ -248,25 +266,15 @@ extension IntegrationTests {
             defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
             try Self.createTodos(database, role: role)
             let (alice, bob): (UInt32, UInt32) = (60011, 60012)
-            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-peers-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let config = directory.appending(path: "pgherald.yaml").path
-            try """
+            let config = try Self.configuration { _ in
+                """
                 socket:
                   mode: "666"
                 access:
-                  alice:
-                    user: \(alice)
-                    rls: true
-                    role: \(role)
-                    claims: '{"sub": "alice"}'
-                  bob:
-                    user: \(bob)
-                    tables: [public.todo]
-                    rls: true
-                    role: \(role)
-                    claims: '{"sub": "bob"}'
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+                \(Self.rule("alice", user: alice, role: role, sub: "alice"))
+                \(Self.rule("bob", user: bob, role: role, sub: "bob", granting: "tables: [public.todo]"))
+                """
+            }
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             let asAlice = PeerClient(userID: alice, groupID: alice, socketPath: daemon.socketPath)
             let asBob = PeerClient(userID: bob, groupID: bob, socketPath: daemon.socketPath)
@@ -310,10 +318,8 @@ extension IntegrationTests {
             try Self.createTodos(database, role: role)
             try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1'), (2, 'bob', 'bread', 's2'), (3, 'alice', 'eggs', 's3')")
             let (alice, bob): (UInt32, UInt32) = (60021, 60022)
-            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-query-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let config = directory.appending(path: "pgherald.yaml").path
-            try """
+            let config = try Self.configuration { _ in
+                """
                 socket:
                   mode: "666"
                 queries:
@@ -325,19 +331,10 @@ extension IntegrationTests {
                     sql: SELECT id, title FROM todo ORDER BY id
                     key: [id]
                 access:
-                  alice:
-                    user: \(alice)
-                    queries: [my_todos, all_todos]
-                    rls: true
-                    role: \(role)
-                    claims: '{"sub": "alice"}'
-                  bob:
-                    user: \(bob)
-                    queries: [my_todos]
-                    rls: true
-                    role: \(role)
-                    claims: '{"sub": "bob"}'
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+                \(Self.rule("alice", user: alice, role: role, sub: "alice", granting: "queries: [my_todos, all_todos]"))
+                \(Self.rule("bob", user: bob, role: role, sub: "bob", granting: "queries: [my_todos]"))
+                """
+            }
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             let asAlice = PeerClient(userID: alice, groupID: alice, socketPath: daemon.socketPath)
             let asBob = PeerClient(userID: bob, groupID: bob, socketPath: daemon.socketPath)
@@ -459,28 +456,17 @@ extension IntegrationTests {
                   USING (short_code LIKE (current_setting('request.jwt.claims', true)::json->>'sub') || '%');
                 """)
             let (science, english): (UInt32, UInt32) = (60041, 60042)
-            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-rls-model-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let config = directory.appending(path: "pgherald.yaml").path
             let example = try String(contentsOf: TestDatabase.repositoryRoot.appending(path: "Examples/EnrolmentsByCourse/pgherald.yaml"), encoding: .utf8)
-            try """
+            let config = try Self.configuration { _ in
+                """
                 socket:
                   mode: "666"
                 \(example.replacingOccurrences(of: "    key: [course_id]", with: "    key: [course_id]\n    as: subscriber"))
                 access:
-                  science:
-                    user: \(science)
-                    queries: [enrolments_by_course]
-                    rls: true
-                    role: \(role)
-                    claims: '{"sub": "SCH"}'
-                  english:
-                    user: \(english)
-                    queries: [enrolments_by_course]
-                    rls: true
-                    role: \(role)
-                    claims: '{"sub": "ENG"}'
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+                \(Self.rule("science", user: science, role: role, sub: "SCH", granting: "queries: [enrolments_by_course]"))
+                \(Self.rule("english", user: english, role: role, sub: "ENG", granting: "queries: [enrolments_by_course]"))
+                """
+            }
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             let binary = try SharedWithOtherUsers.path(of: DaemonProcess.executable.deletingLastPathComponent().appending(path: "EnrolmentsByCourse"))
             func screen(as user: UInt32) async throws -> String {

@@ -4,8 +4,9 @@ public import Herald
 /// What a user may do on a private Supabase channel, as Supabase's Realtime
 /// Authorization decides it: from the row-level security policies on
 /// `realtime.messages`, with `realtime.topic()` the channel's topic and
-/// `extension` `broadcast` or `presence`. SELECT lets the user join and
-/// receive; INSERT lets it send broadcasts and track its presence.
+/// `extension` `broadcast` or `presence`. SELECT of `broadcast` lets the
+/// user join and receive; INSERT lets it send broadcasts (`broadcast`) and
+/// track its presence (`presence`).
 public struct ChannelAuthorization: Sendable, Hashable {
     public var readsBroadcast = false
     public var readsPresence = false
@@ -19,8 +20,10 @@ public struct ChannelAuthorization: Sendable, Hashable {
         self.writesPresence = writesPresence
     }
 
-    /// Whether the user may join at all: it reads one of the extensions.
-    public var mayJoin: Bool { readsBroadcast || readsPresence }
+    /// Whether the user may join: it reads the channel's broadcasts. A
+    /// channel carries broadcasts and presence alike, so reading presence
+    /// alone is not enough.
+    public var mayJoin: Bool { readsBroadcast }
 
     /// The permissions of `identity` on `topic`, asked the way Supabase asks:
     /// messages inserted and read back in transactions that are rolled back,
