@@ -9,25 +9,11 @@ reason on the first check that fails, and prints OK at the end.
 
 import argparse
 import asyncio
-import json
 import subprocess
-import sys
 
 from realtime import AsyncRealtimeClient
 
-
-def check(condition, message, *details):
-    if not condition:
-        print("FAIL:", message, *[json.dumps(d, default=str) for d in details], file=sys.stderr, flush=True)
-        sys.exit(1)
-
-
-async def wait_for(inbox, count, what, timeout=10):
-    for _ in range(int(timeout * 20)):
-        if len(inbox) >= count:
-            return
-        await asyncio.sleep(0.05)
-    check(False, f"expected {count} {what}, got {len(inbox)}", inbox)
+from checks import check, wait_for
 
 
 async def subscribe(channel):

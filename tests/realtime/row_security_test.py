@@ -10,32 +10,11 @@ non-zero with the reason on the first check that fails.
 
 import argparse
 import asyncio
-import json
-import subprocess
-import sys
 
 from realtime import AsyncRealtimeClient
 
-
-DSN = ""
-
-
-def psql(sql):
-    subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", DSN, "-c", sql], check=True)
-
-
-def check(condition, message, *details):
-    if not condition:
-        print("FAIL:", message, *[json.dumps(d, default=str) for d in details], file=sys.stderr, flush=True)
-        sys.exit(1)
-
-
-async def wait_for(inbox, count, what, timeout=15):
-    for _ in range(int(timeout * 20)):
-        if len(inbox) >= count:
-            return
-        await asyncio.sleep(0.05)
-    check(False, f"expected {count} {what}, got {len(inbox)}", inbox)
+import checks
+from checks import check, psql, subscribed, wait_for
 
 
 async def signed_in(port, token, topic, inbox):
@@ -43,20 +22,7 @@ async def signed_in(port, token, topic, inbox):
     await client.connect()
     channel = client.channel(topic)
     channel.on_postgres_changes("*", schema="public", table="todo", callback=inbox.append)
-    ready = asyncio.Event()
-    problems = []
-
-    def on_status(status, error):
-        if str(status).endswith("SUBSCRIBED"):
-            ready.set()
-        elif error is not None:
-            problems.append(str(error))
-
-    await channel.subscribe(on_status)
-    try:
-        await asyncio.wait_for(ready.wait(), 10)
-    except asyncio.TimeoutError:
-        check(False, f"{topic} never subscribed", problems)
+    await subscribed(channel)
     return client
 
 
@@ -75,8 +41,7 @@ async def main():
     parser.add_argument("--bob", required=True)
     parser.add_argument("--dsn", required=True)
     arguments = parser.parse_args()
-    global DSN
-    DSN = arguments.dsn
+    checks.DSN = arguments.dsn
     alices, bobs = [], []
     alice = await signed_in(arguments.port, arguments.alice, "alice", alices)
     bob = await signed_in(arguments.port, arguments.bob, "bob", bobs)

@@ -10,49 +10,13 @@ import argparse
 import asyncio
 import json
 import re
-import subprocess
 import sys
 
 import websockets
 from realtime import AsyncRealtimeClient
 
-
-DSN = ""
-
-
-def psql(sql):
-    subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", DSN, "-c", sql], check=True)
-
-
-def check(condition, message, *details):
-    if not condition:
-        print("FAIL:", message, *[json.dumps(d, default=str) for d in details], file=sys.stderr, flush=True)
-        sys.exit(1)
-
-
-async def wait_for(inbox, count, what, timeout=15):
-    for _ in range(int(timeout * 20)):
-        if len(inbox) >= count:
-            return
-        await asyncio.sleep(0.05)
-    check(False, f"expected {count} {what}, got {len(inbox)}", inbox)
-
-
-async def subscribed(channel):
-    ready = asyncio.Event()
-    problems = []
-
-    def on_status(status, error):
-        if str(status).endswith("SUBSCRIBED"):
-            ready.set()
-        elif error is not None:
-            problems.append(str(error))
-
-    await channel.subscribe(on_status)
-    try:
-        await asyncio.wait_for(ready.wait(), 10)
-    except asyncio.TimeoutError:
-        check(False, f"{channel.topic} never subscribed", problems)
+import checks
+from checks import check, psql, subscribed, wait_for
 
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -155,8 +119,7 @@ async def main():
     parser.add_argument("--socket", required=True)
     parser.add_argument("--dsn", required=True)
     arguments = parser.parse_args()
-    global DSN
-    DSN = arguments.dsn
+    checks.DSN = arguments.dsn
     await over_unix_socket(arguments.socket, arguments.key)
     await over_tcp(arguments.port, arguments.key)
     print("OK", flush=True)
