@@ -146,6 +146,13 @@ public final class RowSecurityGate: Service, Sendable {
                 return
             } catch {
                 attempt += 1
+                // A statement the server refuses outside any cohort (the catalog read) will not pass by waiting:
+                // the streams end, and resume when their clients reconnect. A lost connection is waited out.
+                if let failure = error as? LibpqError, failure.code == .queryFailed, attempt >= 3 {
+                    logger.error("row-security checks keep failing; their streams end", metadata: ["error": "\(failure)"])
+                    endAllCohorts("pgherald: the row-level security checks failed: \(failure.message)")
+                    return
+                }
                 logger.warning("row-security checks cannot run; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
                 do {
                     try await Task.sleep(for: .milliseconds(min(5_000, 100 * attempt)))
