@@ -117,7 +117,8 @@ struct Subscribe: AsyncParsableCommand {
             subscribers: subscribers,
             expectedPerSubscriber: expected,
             received: tally.record.received,
-            deliveredRatio: expected * subscribers == 0 ? 1 : Double(tally.record.received) / Double(expected * subscribers),
+            // Each team's streams expect its rows, and the teams hold equally many streams: all of them expect committed × subscribers ÷ teams.
+            deliveredRatio: committed * subscribers == 0 ? 1 : Double(tally.record.received) * Double(stride) / Double(committed * subscribers),
             missing: tally.record.missing,
             duplicatedOrReordered: tally.record.duplicatedOrReordered,
             foreign: stride > 1 ? tally.record.foreign : nil,
