@@ -102,7 +102,12 @@ struct Subscribe: AsyncParsableCommand {
         let expected = committed / stride
         let deadline = nowMicroseconds() + Int64(run.wait * 1e6)
         var tally = try await fleet.tally(expected: expected, latencies: false)
-        while tally.complete + tally.failedStreams < subscribers, nowMicroseconds() < deadline {
+        // A team's streams expect committed ÷ teams rows or one more: wait for the exact total too.
+        func waiting(_ tally: Fleet<Stream>.Tally) -> Bool {
+            tally.complete + tally.failedStreams < subscribers
+                || (tally.failedStreams == 0 && tally.record.received * stride < committed * subscribers)
+        }
+        while waiting(tally), nowMicroseconds() < deadline {
             try await Task.sleep(for: .milliseconds(100))
             tally = try await fleet.tally(expected: expected, latencies: false)
         }
