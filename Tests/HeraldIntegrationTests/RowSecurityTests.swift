@@ -513,6 +513,8 @@ extension IntegrationTests {
             #expect(figures.cohorts == 1 && figures.checks >= 1 && figures.failures == 0, "\(figures)")
             let metrics = try await daemon.get("/metrics").body
             #expect(metrics.contains("pgherald_rls_cohorts 1") && metrics.contains("pgherald_rls_checks_total"), "\(metrics.prefix(400))")
+            let status = try await DaemonProcess(["status", "--socket", daemon.socketPath]).finish()
+            #expect(status.stdout.contains("row security: 1 cohorts,") && status.stdout.contains("0 failed"), "\(status.stdout)")
             await client.close()
             _ = try await daemon.stop()
         }

@@ -46,6 +46,11 @@ struct Status: AsyncParsableCommand {
             lines.append("journal:     about \(journal.rows) events, \(journal.bytes / 1024) KiB, \(oldest); "
                 + "keeps \(duration(journal.retentionSeconds)), pruned \(journal.pruned)")
         }
+        if let rowSecurity = statistics.rowSecurity {
+            let time = String(format: "%.3f", rowSecurity.checkSeconds)
+            lines.append("row security: \(rowSecurity.cohorts) cohorts, \(rowSecurity.batches) batches, \(rowSecurity.checks) checks in \(time) s, "
+                + "\(rowSecurity.failures) failed")
+        }
         lines += outputLines(statistics)
         return lines.joined(separator: "\n")
     }
