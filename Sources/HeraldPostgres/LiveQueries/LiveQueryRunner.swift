@@ -21,8 +21,7 @@ public enum LiveQueryRunner {
         do throws(LibpqError) {
             if let identity {
                 // As PostgREST runs a user's query: the role, and the claims its policies read.
-                try connection.execute("SET LOCAL ROLE \(try connection.escapeIdentifier(identity.role))")
-                try connection.execute("SELECT set_config('request.jwt.claims', $1, true)", parameters: [identity.claimsText])
+                try connection.execute(try identity.becoming(on: connection))
             }
             guard let text = opened.rows.first?.first ?? nil, let snapshot = TransactionSnapshot(text) else {
                 throw LibpqError(.queryFailed, "pg_current_snapshot() gave no snapshot")

@@ -20,6 +20,11 @@ public struct ChannelAuthorization: Sendable, Hashable {
         self.writesPresence = writesPresence
     }
 
+    /// Why a user who may not join is refused, in Supabase's words.
+    public static func readRefusal(topic: String) -> String {
+        "You do not have permissions to read from this Channel topic: \(topic)"
+    }
+
     /// Whether the user may join: it reads the channel's broadcasts. A
     /// channel carries broadcasts and presence alike, so reading presence
     /// alone is not enough.
@@ -34,11 +39,7 @@ public struct ChannelAuthorization: Sendable, Hashable {
         guard exists.rows.first?.first == "t" else { return nil }
         let marker = "pgherald.authorization.\(UUID().uuidString.lowercased())"
         let (topicText, markerText) = (try connection.escapeLiteral(topic), try connection.escapeLiteral(marker))
-        let becoming = """
-            SET LOCAL ROLE \(try connection.escapeIdentifier(identity.role));
-            SELECT set_config('request.jwt.claims', \(try connection.escapeLiteral(identity.claimsText)), true);
-            SELECT set_config('realtime.topic', \(topicText), true);
-            """
+        let becoming = try identity.becoming(on: connection) + "SELECT set_config('realtime.topic', \(topicText), true);\n"
         func insert(_ kind: String) -> String {
             "INSERT INTO realtime.messages (topic, extension, private, event, payload) VALUES (\(topicText), '\(kind)', true, \(markerText), '{}')"
         }

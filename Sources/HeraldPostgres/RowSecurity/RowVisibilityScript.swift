@@ -54,8 +54,8 @@ struct RowVisibilityScript {
             statements.append(.setup)
         }
         for cohort in cohorts {
-            sql += "SET LOCAL ROLE \(try quoteIdentifier(cohort.identity.role));\n"
-            sql += "SELECT set_config('request.jwt.claims', \(try quote(cohort.identity.claimsText)), true);\n"
+            // Two statements: the role, then the claims.
+            sql += try cohort.identity.becoming(quote: quote, quoteIdentifier: quoteIdentifier)
             statements += [.cohort(cohort.index), .cohort(cohort.index)]
             for (table, condition) in cohort.conditions where images[table] != nil {
                 sql += try statement(table, condition) + ";\n"

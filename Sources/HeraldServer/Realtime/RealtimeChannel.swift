@@ -104,7 +104,7 @@ final class RealtimeChannel: Sendable {
     func regrant(_ caller: RealtimeCaller, authorization: ChannelAuthorization? = nil) throws(AccessDenied) {
         if let authorization {
             guard authorization.mayJoin else {
-                throw AccessDenied("You do not have permissions to read from this Channel topic: \(join.channelName)")
+                throw AccessDenied(ChannelAuthorization.readRefusal(topic: join.channelName))
             }
         } else if join.isPrivate, !caller.scope.covers(topic: join.channelName) {
             throw AccessDenied("the private topic '\(join.channelName)' is not granted to \(caller.name)")

@@ -110,7 +110,7 @@ struct RealtimeConnection {
             switch await authorize(join.channelName, for: channelCaller) {
             case .success(let answer?):
                 authorization = answer
-                refusal = answer.mayJoin ? nil : "Unauthorized: You do not have permissions to read from this Channel topic: \(join.channelName)"
+                refusal = answer.mayJoin ? nil : "Unauthorized: \(ChannelAuthorization.readRefusal(topic: join.channelName))"
             case .success(nil):
                 refusal = channelCaller.scope.covers(topic: join.channelName)
                     ? nil
