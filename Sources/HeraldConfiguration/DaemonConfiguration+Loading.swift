@@ -59,6 +59,9 @@ extension DaemonConfiguration {
         if outputs[SocketServer.section] != nil, access == nil {
             warnings.append("no access section: whoever the socket's mode and group let in sees every table (see access: in systemd/pgherald.yaml)")
         }
+        if let network = outputs[SocketServer.section]?.as(SocketConfiguration.self)?.network {
+            warnings += network.warnings
+        }
         if access != nil, let metricsListen {
             warnings.append("metrics.listen (\(metricsListen)) serves per-table counts to whoever reaches it; the access section covers the socket only")
         }

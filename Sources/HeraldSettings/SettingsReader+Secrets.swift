@@ -4,15 +4,7 @@ extension SettingsReader {
     /// The non-empty lines of a file holding secrets: `reference` is a path,
     /// or a bare name for a systemd credential in `$CREDENTIALS_DIRECTORY`.
     public func secretFile(_ reference: String, key: String) throws(ConfigurationError) -> (path: String, lines: [String]) {
-        let path: String
-        if reference.contains("/") {
-            path = reference
-        } else {
-            guard let directory = sources.environment["CREDENTIALS_DIRECTORY"] else {
-                throw fail(key, "'\(reference)' names a systemd credential, but CREDENTIALS_DIRECTORY is not set (use LoadCredential=\(reference):FILE in the unit, or give a path)")
-            }
-            path = "\(directory)/\(reference)"
-        }
+        let path = try credentialPath(reference, key: key)
         let contents: String
         do {
             contents = try String(contentsOfFile: path, encoding: .utf8)
@@ -21,6 +13,18 @@ extension SettingsReader {
         }
         let lines = contents.split(whereSeparator: \.isNewline).map(String.init)
         return (path, lines)
+    }
+}
+
+extension SettingsReader {
+    /// The file `reference` names: a path, or a bare name for a systemd
+    /// credential in `$CREDENTIALS_DIRECTORY`.
+    public func credentialPath(_ reference: String, key: String) throws(ConfigurationError) -> String {
+        if reference.contains("/") { return reference }
+        guard let directory = sources.environment["CREDENTIALS_DIRECTORY"] else {
+            throw fail(key, "'\(reference)' names a systemd credential, but CREDENTIALS_DIRECTORY is not set (use LoadCredential=\(reference):FILE in the unit, or give a path)")
+        }
+        return "\(directory)/\(reference)"
     }
 }
 

@@ -23,14 +23,17 @@ extension SocketConfiguration {
         let heartbeat = try settings.value("socket.heartbeat_interval", default: "15s" as HumanDuration, expected: "a duration such as 15s")
         let writeRate = try settings.int("socket.write_rate", default: 0, in: 0...Int.max)
         let console = try ConsoleConfiguration.read(from: settings)
+        let network = try NetworkConfiguration.read(from: settings)
         guard enabled else {
             if console != nil { throw settings.fail("console", "the console is served by the socket, and socket.enabled is false") }
+            if network != nil { throw settings.fail("http.listen", "the network listener serves the socket's API, and socket.enabled is false") }
             return nil
         }
         return SocketConfiguration(
             path: path, mode: mode, group: group, maximumSubscribers: maximum, maximumConnections: connections,
             idleTimeout: idleTimeout.duration, mailboxCapacity: buffer,
-            heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate, console: console
+            heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate, console: console,
+            network: network
         )
     }
 }

@@ -37,6 +37,9 @@ public struct SocketConfiguration: Sendable, Equatable {
     /// The live console (`console:`), served at `/console` and, with
     /// `console.listen`, on TCP too. Default: off.
     public var console: ConsoleConfiguration?
+    /// The network listener (`http:` and `tls:`), which serves this API to
+    /// other machines too. Default: off.
+    public var network: NetworkConfiguration?
 
     public init(
         path: String,
@@ -48,7 +51,8 @@ public struct SocketConfiguration: Sendable, Equatable {
         mailboxCapacity: Int = 4096,
         heartbeatInterval: Duration = .seconds(15),
         writeRate: Int? = nil,
-        console: ConsoleConfiguration? = nil
+        console: ConsoleConfiguration? = nil,
+        network: NetworkConfiguration? = nil
     ) {
         self.path = path
         self.mode = mode
@@ -60,6 +64,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.heartbeatInterval = heartbeatInterval
         self.writeRate = writeRate
         self.console = console
+        self.network = network
     }
 
     /// How long a stream waits after a write before its next one, with

@@ -8,6 +8,8 @@ extension SocketServer {
     protocol GrantedStream: AnyObject, Sendable {
         /// Nil when the stream opened without access rules, so its peer was not read.
         var peer: PeerCredentials? { get }
+        /// Opened over the network by a key or token, which the access rules do not cover.
+        var admittedByToken: Bool { get }
         /// Why the stream may not go on under `scope`, the grant of `identity`; nil when it may.
         func refusal(under scope: AccessScope, identity: PeerIdentity) -> String?
         /// Ends the stream after what is buffered; its last frame says why.
@@ -17,6 +19,7 @@ extension SocketServer {
     /// One open stream, kept so that a reload can check it against the new grant.
     final class OpenStream: GrantedStream {
         let peer: PeerCredentials?
+        let admittedByToken: Bool
         /// The filter as the client asked for it, and as its grant narrowed it.
         let requested: EventFilter
         let granted: EventFilter
@@ -29,8 +32,9 @@ extension SocketServer {
             var isEnded = false
         }
 
-        init(peer: PeerCredentials?, requested: EventFilter, granted: EventFilter, subscription: Subscription) {
+        init(peer: PeerCredentials?, requested: EventFilter, granted: EventFilter, subscription: Subscription, admittedByToken: Bool) {
             self.peer = peer
+            self.admittedByToken = admittedByToken
             self.requested = requested
             self.granted = granted
             self.state = Mutex(State(subscription: subscription))
@@ -120,7 +124,7 @@ extension SocketServer {
         let streams: [any GrantedStream] = trackedStreams.withLock { Array($0.byID.values) + Array($0.queries.values) }
         var identities: [PeerCredentials: PeerIdentity] = [:]
         var revoked = 0
-        for stream in streams {
+        for stream in streams where !stream.admittedByToken {
             let reason: String
             if let peer = stream.peer {
                 let identity = identities[peer] ?? peer.identity()

@@ -8,16 +8,20 @@ import HummingbirdCore
 import NIOCore
 
 extension SocketServer {
-    /// Who is asking, on either listener, and what they may see and do:
-    /// by key on the console's TCP listener, by the peer's access rules on the socket.
+    /// Who is asking, on any listener, and what they may see and do: by key
+    /// or token on TCP, by the peer's access rules on the socket.
     struct Viewer: Sendable {
-        /// For logs: `key console`, `key NAME`, or the socket peer.
+        /// For logs: `key console`, `key NAME`, a token's subject, or the socket peer.
         let name: String
         let scope: AccessScope
         /// The socket peer, when the access rules read it; nil on TCP.
         var peer: PeerCredentials? = nil
-        /// Replaying a dead letter: the console key, or on the Unix socket a peer that sees everything.
+        /// The operator's right: replaying a dead letter, and `/stats` and
+        /// `/metrics` on TCP. The console key has it; on the Unix socket, a
+        /// peer that sees everything.
         let mayControl: Bool
+        /// A token's expiry, in seconds since 1970: its streams end then.
+        var expiresAt: Double? = nil
     }
 
     /// What `GET /console/state` answers, once a second at most per open console.
@@ -29,46 +33,56 @@ extension SocketServer {
         let deadLetters: [DeadLetterSummary]?
     }
 
-    /// Whether `channel` came in through the console's TCP listener rather than the Unix socket.
-    static func isConsoleListener(_ channel: any Channel) -> Bool {
+    /// Whether `channel` came in over TCP (the network listener or the
+    /// console's) rather than the Unix socket. An HTTP/2 stream answers for its connection.
+    static func isNetworkListener(_ channel: any Channel) -> Bool {
         switch channel.localAddress {
         case .v4?, .v6?: true
         case .unixDomainSocket?, nil: false
         }
     }
 
-    /// The key a request presents: `Authorization: Bearer KEY`, or `?key=`,
-    /// which is all an `EventSource` can send.
-    static func presentedKey(_ head: HTTPRequest) -> String? {
+    /// The key or token a request presents: `Authorization: Bearer TOKEN`,
+    /// or `?access_token=` (or the console's `?key=`), which is all an
+    /// `EventSource` can send. Never logged.
+    static func presentedToken(_ head: HTTPRequest) -> String? {
         if let authorization = head.headerFields[.authorization], authorization.hasPrefix("Bearer ") {
             return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         }
-        return URI(head.path ?? "").queryParameters.first { $0.key == "key" }.map { String($0.value) }
+        let query = URI(head.path ?? "").queryParameters
+        return (query["access_token"] ?? query["key"]).map(String.init)
     }
 
-    /// The viewer on the console's TCP listener: the console key sees
-    /// everything and may use the controls; a `realtime.keys` key sees what its
-    /// grant covers. Anything else is refused with 401.
-    func consoleViewer(presenting key: String?) -> Result<Viewer, StreamRefusal> {
-        guard let key, !key.isEmpty else {
-            return .failure(StreamRefusal(status: .unauthorized, body: ErrorBody(code: "key_required", message: "the console on TCP asks for a key: console.key, or one of realtime.keys")))
+    /// The viewer on TCP: the console key sees everything and has the
+    /// operator's right; a `realtime.keys` key or a `realtime.jwt` token sees
+    /// what its grant covers, under row-level security when its role says
+    /// so. Anything else is refused with 401 and a JSON reason.
+    func networkViewer(presenting token: String?) -> Result<Viewer, StreamRefusal> {
+        guard let token, !token.isEmpty else {
+            return .failure(StreamRefusal(status: .unauthorized, body: ErrorBody(
+                code: "token_required", message: "pgherald over the network asks for a token: Authorization: Bearer TOKEN, or ?access_token=TOKEN"
+            )))
         }
-        var keys = realtime?.credentials.withLock { $0.keys } ?? []
-        if let consoleKey = configuration.console?.key { keys.append(consoleKey) }
+        var credentials = realtime?.credentials.withLock { $0 } ?? RealtimeCredentials()
+        if let consoleKey = configuration.console?.key { credentials.keys.append(consoleKey) }
         do {
-            let identity = try RealtimeCredentials(keys: keys).identify(key, now: Date().timeIntervalSince1970)
+            let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
             let isConsoleKey = configuration.console?.key.map { identity.name == "key \($0.name)" } ?? false
-            return .success(Viewer(name: identity.name, scope: identity.scope, mayControl: isConsoleKey))
+            return .success(Viewer(name: identity.name, scope: identity.scope, mayControl: isConsoleKey, expiresAt: identity.expiresAt))
         } catch {
-            logger.notice("refused a console viewer: wrong key", metadata: ["reason": "\(error)"])
-            return .failure(StreamRefusal(status: .unauthorized, body: ErrorBody(code: "wrong_key", message: "the key is not the console's key or one of realtime.keys")))
+            metrics?.recordRefusal(status: 401)
+            logger.notice("refused a request over the network: its token", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
+            let message = error.code == .unknownKey
+                ? "the token is not the console's key, one of realtime.keys, or a realtime.jwt token"
+                : error.message
+            return .failure(StreamRefusal(status: .unauthorized, body: ErrorBody(code: error.code.rawValue, message: message)))
         }
     }
 
-    /// The viewer of a request on either listener: by key on TCP, by the
-    /// peer's access rules on the Unix socket.
+    /// The viewer of a request on any listener: by key or token on TCP, by
+    /// the peer's access rules on the Unix socket.
     func viewer(of head: HTTPRequest, channel: any Channel) async -> Result<Viewer, StreamRefusal> {
-        if Self.isConsoleListener(channel) { return consoleViewer(presenting: Self.presentedKey(head)) }
+        if Self.isNetworkListener(channel) { return networkViewer(presenting: Self.presentedToken(head)) }
         let policy = access.withLock { $0 }
         let peer = policy == nil ? nil : await PeerCredentials.of(channel)
         let (scope, identity) = scope(of: peer, under: policy)

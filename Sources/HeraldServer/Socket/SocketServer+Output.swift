@@ -9,8 +9,9 @@ import Logging
 extension SocketServer: Output {
     /// Section `socket`: on by default; `socket.enabled: false` turns it off.
     public static let section = "socket"
-    /// Its settings need a restart; the `access` rules it enforces are reloaded apart (see ``apply(access:)``).
-    public static let reloadableKeys: [String] = []
+    /// Its settings need a restart, but for the TLS certificate, which a
+    /// reload reads again; the `access` rules it enforces are reloaded apart (see ``apply(access:)``).
+    public static let reloadableKeys: [String] = ["tls."]
 
     public static func configuration(from settings: SettingsReader) throws(ConfigurationError) -> SocketConfiguration? {
         try SocketConfiguration.read(from: settings)
@@ -27,7 +28,10 @@ extension SocketServer: Output {
         )
     }
 
-    public func reload(_ configuration: SocketConfiguration) async {}
+    /// Reads the TLS certificate and key again, whether or not their paths changed: renewals keep the path.
+    public func reload(_ configuration: SocketConfiguration) async {
+        reloadCertificates()
+    }
 
     public var report: OutputReport {
         OutputReport(statistics: OutputStatistics(feed: .live, delivered: eventsWritten.load(ordering: .relaxed)))

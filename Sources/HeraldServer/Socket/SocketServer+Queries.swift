@@ -9,6 +9,7 @@ extension SocketServer {
     /// rules can check it and shutdown can end it.
     final class QueryStream: GrantedStream {
         let peer: PeerCredentials?
+        let admittedByToken: Bool
         let name: String
         let tables: [TableName]
         /// For a query that runs as its subscriber: the identity it runs as.
@@ -18,10 +19,11 @@ extension SocketServer {
         private let revocation = Mutex<String?>(nil)
 
         init(
-            peer: PeerCredentials?, name: String, tables: [TableName], runsAsSubscriber: Bool, rowSecurity: RowSecurityIdentity?,
+            peer: PeerCredentials?, admittedByToken: Bool, name: String, tables: [TableName], runsAsSubscriber: Bool, rowSecurity: RowSecurityIdentity?,
             subscription: LiveQuerySubscription
         ) {
             self.peer = peer
+            self.admittedByToken = admittedByToken
             self.name = name
             self.tables = tables
             self.runsAsSubscriber = runsAsSubscriber
@@ -76,24 +78,27 @@ extension SocketServer {
             return refusal(.badRequest, "malformed", error.message)
         }
         var parameters: [String: String] = [:]
-        for item in items where item.name != "format" {
+        for item in items where !["format", "access_token", "key"].contains(item.name) {
             guard parameters.updateValue(item.value, forKey: item.name) == nil else {
                 return refusal(.badRequest, LiveQueryError.Code.badParameters.rawValue, "the parameter \(item.name) is given twice")
             }
         }
-        let policy = access.withLock { $0 }
-        let peer = policy == nil ? nil : await PeerCredentials.of(context.channel)
+        let viewer: Viewer
+        switch await self.viewer(of: request.head, channel: context.channel) {
+        case .success(let found): viewer = found
+        case .failure(let refusal): return Response.json(refusal.status, refusal.body)
+        }
         let tables: [TableName]
         do {
             tables = try await engine.tables(of: name)
         } catch {
             return refusal(error)
         }
-        let (scope, identity) = scope(of: peer, under: policy)
+        let scope = viewer.scope
         let runsAsSubscriber = engine.definitions[name]?.runsAsSubscriber ?? false
         if let reason = scope.refusal(ofQuery: name, reading: tables, runsAsSubscriber: runsAsSubscriber) {
             logger.notice("refused a live query outside the peer's grant", metadata: [
-                "peer": "\(identity.map(String.init(describing:)) ?? "unknown")", "reason": "\(reason)",
+                "peer": "\(viewer.name)", "reason": "\(reason)",
             ])
             return refusal(LiveQueryError(.forbidden, reason))
         }
@@ -121,10 +126,11 @@ extension SocketServer {
             return refusal(.internalServerError, "query_failed", "\(error)")
         }
         let stream = QueryStream(
-            peer: peer, name: name, tables: tables, runsAsSubscriber: runsAsSubscriber, rowSecurity: scope.rowSecurity, subscription: subscription
+            peer: viewer.peer, admittedByToken: Self.isNetworkListener(context.channel), name: name, tables: tables, runsAsSubscriber: runsAsSubscriber, rowSecurity: scope.rowSecurity, subscription: subscription
         )
         slot.track(stream)
         context.channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        if let expiresAt = viewer.expiresAt { Self.revoke(stream, whenTokenExpiresAt: expiresAt, on: context.channel) }
         let key = engine.definitions[name]?.key ?? []
         logger.debug("live query stream opened", metadata: ["query": "\(name)", "format": "\(format.rawValue)"])
         var headers = HTTPFields()

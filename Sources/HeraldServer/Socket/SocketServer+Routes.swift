@@ -7,9 +7,15 @@ import NIOCore
 import ServiceLifecycle
 
 extension SocketServer {
+    /// `/stats`, `/healthz` and `/metrics`. Over the network, `/stats` and
+    /// `/metrics` answer only a viewer with the operator's right.
     func addRoutes(to router: Router<SocketRequestContext>) {
-        router.get("stats") { _, context in
-            let scope = await self.scope(of: context.channel)
+        router.get("stats") { request, context in
+            let scope: AccessScope
+            switch await self.statisticsScope(of: request.head, channel: context.channel) {
+            case .success(let found): scope = found
+            case .failure(let refusal): return Response.json(refusal.status, refusal.body)
+            }
             var statistics = self.statistics(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)), visibleTo: scope)
             await self.narrowQueries(&statistics, to: scope)
             return self.jsonResponse(.ok, statistics)
@@ -19,10 +25,33 @@ extension SocketServer {
             return self.jsonResponse(listener.state == "listening" ? .ok : .serviceUnavailable, listener)
         }
         if let metrics {
-            router.get("metrics") { _, context in
-                let scope = await self.scope(of: context.channel)
+            router.get("metrics") { request, context in
+                let scope: AccessScope
+                switch await self.statisticsScope(of: request.head, channel: context.channel) {
+                case .success(let found): scope = found
+                case .failure(let refusal): return Response.json(refusal.status, refusal.body)
+                }
                 return metrics.response(journal: await self.maintenance?.statistics(maximumAge: .seconds(2)), visibleTo: scope)
             }
+        }
+    }
+
+    /// What `/stats` and `/metrics` may show the asker: on the socket, what
+    /// the peer's grant covers; over the network, everything to the
+    /// operator's key (`console.key`) and nothing to anyone else.
+    func statisticsScope(of head: HTTPRequest, channel: any Channel) async -> Result<AccessScope, StreamRefusal> {
+        guard Self.isNetworkListener(channel) else { return .success(await scope(of: channel)) }
+        switch networkViewer(presenting: Self.presentedToken(head)) {
+        case .success(let viewer) where viewer.mayControl:
+            return .success(.everything)
+        case .success(let viewer):
+            metrics?.recordRefusal(status: 403)
+            logger.notice("refused statistics over the network to a viewer without the operator's key", metadata: ["viewer": "\(viewer.name)"])
+            return .failure(StreamRefusal(status: .forbidden, body: ErrorBody(
+                code: "operator_only", message: "over the network, /stats and /metrics answer only the operator's key (console.key)"
+            )))
+        case .failure(let refusal):
+            return .failure(refusal)
         }
     }
 

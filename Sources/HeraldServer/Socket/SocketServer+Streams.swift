@@ -137,8 +137,11 @@ extension SocketServer {
         }
         // A client that vanishes stops its subscription at once, not at the next write that fails.
         channel.closeFuture.whenComplete { _ in subscription.cancel() }
-        let open = OpenStream(peer: peer, requested: parsed.requested, granted: filter, subscription: subscription)
+        let open = OpenStream(
+            peer: peer, requested: parsed.requested, granted: filter, subscription: subscription, admittedByToken: Self.isNetworkListener(channel)
+        )
         slot.track(open)
+        if let expiresAt = viewer.expiresAt { Self.revoke(open, whenTokenExpiresAt: expiresAt, on: channel) }
         if let cohort {
             let watch = cohort.watch { reason in open.revoke(reason) }
             channel.closeFuture.whenComplete { _ in cohort.unwatch(watch) }
@@ -148,7 +151,7 @@ extension SocketServer {
             "group": "\(parsed.groupsTransactions ? "transaction" : "none")",
             "filter": "\(FilterQuery.queryItems(for: parsed.requested))",
             "resume_from": "\(parsed.resumeFrom.map(String.init) ?? "none")",
-            "peer": "\(peer.map { "uid \($0.userID), pid \($0.processID)" } ?? "unknown")",
+            "viewer": "\(peer.map { "uid \($0.userID), pid \($0.processID)" } ?? viewer.name)",
         ])
         // Subscribed first, then the journal is read: whatever commits in between is in one or the other.
         let backlog: Backlog
@@ -161,7 +164,8 @@ extension SocketServer {
         }
         do {
             let covering = try await writeStart(
-                of: parsed.format, backlog: backlog, granted: filter, rowSecurity: cohort?.identity, grouper: &grouper, to: channel, progress: progress
+                of: parsed.format, backlog: backlog, granted: filter, rowSecurity: cohort?.identity, grouper: &grouper, to: channel, progress: progress,
+                headers: corsHeaders(for: head, channel: channel)
             )
             return .streaming(OpenedStream(
                 subscription: subscription, open: open, slot: slot, format: parsed.format, progress: progress, covering: covering,
@@ -170,6 +174,16 @@ extension SocketServer {
         } catch {
             return .closed
         }
+    }
+
+    /// Ends `stream` when its token expires: its last frame says so, and the
+    /// client reconnects with a fresh token.
+    static func revoke(_ stream: some GrantedStream, whenTokenExpiresAt expiresAt: Double, on channel: any Channel) {
+        let remaining = expiresAt - Date().timeIntervalSince1970
+        let expiry = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(max(0, remaining) * 1000))) {
+            stream.revoke("the token expired at \(Date(timeIntervalSince1970: expiresAt).formatted(.iso8601)); reconnect with a fresh token")
+        }
+        channel.closeFuture.whenComplete { _ in expiry.cancel() }
     }
 
     /// A stream that fell behind its mailbox reads on from the history; one
@@ -212,7 +226,7 @@ extension SocketServer {
             let items = URI(head.path ?? "/").queryParameters.map { (name: String($0.key), value: String($0.value)) }
             do throws(FilterError) {
                 let format = try SocketServer.streamFormat(items: items, accept: head.headerFields[.accept])
-                let requested = try FilterQuery.parse(items, ignoring: ["format", "since", "group", "key"])
+                let requested = try FilterQuery.parse(items, ignoring: ["format", "since", "group", "key", "access_token"])
                 let resumeFrom = try SocketServer.resumePosition(items: items, lastEventID: head.headerFields[lastEventID])
                 let groupsTransactions = try SocketServer.groupsTransactions(items: items)
                 return .success(StreamRequest(
@@ -322,12 +336,14 @@ extension SocketServer {
     /// that a slow reader holds the replay back; returns the transactions a
     /// journal replay covered. With a `grouper`, the backlog goes out as
     /// whole transactions.
-    /// - Parameter rowSecurity: the identity whose policies decide what of the journal the stream may see.
+    /// - Parameters:
+    ///   - rowSecurity: the identity whose policies decide what of the journal the stream may see.
+    ///   - headers: added to the response head (CORS).
     private func writeStart(
         of format: StreamFormat, backlog: Backlog, granted: EventFilter, rowSecurity identity: RowSecurityIdentity?,
-        grouper: inout TransactionGrouper?, to channel: any Channel, progress: StreamProgress
+        grouper: inout TransactionGrouper?, to channel: any Channel, progress: StreamProgress, headers: HTTPFields
     ) async throws -> TransactionSnapshot? {
-        var head = HTTPResponse(status: .ok)
+        var head = HTTPResponse(status: .ok, headerFields: headers)
         head.headerFields[.contentType] = format.contentType
         head.headerFields[.cacheControl] = "no-cache"
         // A stream is the connection's last response; clients must not reuse it,

@@ -10,7 +10,8 @@ import NIOCore
 public import ServiceLifecycle
 import Synchronization
 
-/// Serves event streams, statistics and health over HTTP/1.1 on a Unix socket.
+/// Serves event streams, statistics and health over HTTP/1.1 on a Unix
+/// socket, and with `http.listen` over HTTPS and HTTP/2 to other machines.
 ///
 /// - `GET /events`: SSE (default) or NDJSON (`Accept: application/x-ndjson` or
 ///   `?format=ndjson`), filtered by `table`, `op` and `where` (see ``FilterQuery``).
@@ -52,6 +53,10 @@ public final class SocketServer: Service, Sendable {
     /// One ``WriteTicker`` per event loop; the loops live as long as the server.
     let writeTickers = Mutex<[ObjectIdentifier: WriteTicker]>([:])
     private let serving = OneShotFlag()
+    /// The network listener's browser origins; nil without `http.cors.origins`.
+    let cors: CORSPolicy?
+    /// The network listener's certificate, read when it starts and on reload.
+    let certificates = Mutex<CertificateStore?>(nil)
     /// What the consoles were last shown of the dead letters, and when it was read.
     let recentDeadLetters = Mutex<(at: ContinuousClock.Instant, letters: [DeadLetterSummary])?>(nil)
 
@@ -71,6 +76,7 @@ public final class SocketServer: Service, Sendable {
         logger: Logger
     ) {
         self.access = Mutex(access)
+        cors = configuration.network.flatMap { $0.corsOrigins.isEmpty ? nil : CORSPolicy(origins: $0.corsOrigins) }
         self.journal = journal
         self.maintenance = maintenance
         self.metrics = metrics
@@ -175,6 +181,14 @@ public final class SocketServer: Service, Sendable {
                 if let address = configuration.console?.listen {
                     let console = consoleApplication(at: address)
                     group.addTask { try await console.run() }
+                }
+                if let network = configuration.network {
+                    let store = try network.tls.map { files throws(CertificateStore.Failure) in try CertificateStore(files: files) }
+                    certificates.withLock { $0 = store }
+                    for address in network.listen {
+                        let application = networkApplication(network, at: address, certificates: store)
+                        group.addTask { try await application.run() }
+                    }
                 }
                 while try await group.next() != nil {}
             }

@@ -1,0 +1,72 @@
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOSSL
+import NIOTLS
+
+/// A connection of the network listener: TLS with the certificate in force
+/// when it was accepted, then HTTP/2 or HTTP/1.1 as ALPN chose; plain
+/// HTTP/1.1 without TLS.
+///
+/// Hummingbird's own HTTP/2 channel fixes its TLS context when it is made;
+/// here each connection asks the ``CertificateStore``, so that a reload
+/// reaches new connections while open ones keep streaming.
+struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
+    struct Value: ServerChildChannelValue {
+        let channel: any Channel
+        /// What the connection turned into; nil when it was refused.
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>?>
+    }
+
+    let certificates: CertificateStore?
+    let http1: HTTP1
+    let http2: HTTP2Channel
+    let connections: SocketLimitsHandler.Counter
+    let logger: Logger
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let admitted = connections.admit()
+        channel.closeFuture.whenComplete { [connections] _ in connections.release() }
+        guard admitted else {
+            // Before TLS there is no way to say why; the count is in the log and in /stats.
+            self.logger.warning("closed a connection: http.max_connections reached", metadata: ["limit": "\(connections.limit)"])
+            channel.close(promise: nil)
+            return channel.eventLoop.makeSucceededFuture(Value(channel: channel, negotiated: channel.eventLoop.makeSucceededFuture(nil)))
+        }
+        guard let certificates else {
+            let negotiated = http1.setup(channel: channel, logger: logger).map { Optional(NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>.http1_1($0)) }
+            return channel.eventLoop.makeSucceededFuture(Value(channel: channel, negotiated: negotiated))
+        }
+        return channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(NIOSSLServerHandler(context: certificates.context))
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>?> { result in
+                switch result {
+                case .negotiated("h2"):
+                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                case .negotiated("http/1.1"), .fallback:
+                    return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
+                case .negotiated:
+                    return channel.close().map { nil }
+                }
+            }
+            try sync.addHandler(negotiation)
+            return Value(channel: channel, negotiated: negotiation.protocolNegotiationResult)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.negotiated.get() {
+            case .http1_1(let connection)?: await http1.handle(value: connection, logger: logger)
+            case .http2(let connection)?: await http2.handle(value: connection, logger: logger)
+            case nil: return
+            }
+        } catch {
+            // A failed handshake: a client that does not trust the certificate, or a port scan.
+            logger.debug("a network connection ended before its protocol was chosen", metadata: ["error": "\(error)"])
+        }
+    }
+}

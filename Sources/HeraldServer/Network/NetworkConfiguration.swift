@@ -1,0 +1,48 @@
+/// The network listener (`http:` and `tls:`): the socket's API, the
+/// Supabase endpoint and the console, for apps on other machines, on one
+/// port. Off by default: on once `http.listen` names an address.
+public struct NetworkConfiguration: Sendable, Equatable {
+    /// `http.listen`: one or more `HOST:PORT` addresses.
+    public var listen: [ListenAddress]
+    /// `tls.cert_file` and `tls.key_file`; nil: plain HTTP, which is allowed
+    /// on loopback addresses, or elsewhere with ``allowsPlaintext``.
+    public var tls: TLSFiles?
+    /// `http.plaintext: true`: serve plain HTTP on addresses other than
+    /// loopback, for a proxy in front that terminates TLS. Default false.
+    public var allowsPlaintext: Bool
+    /// `http.cors.origins`: the browser origins (`https://app.example.com`)
+    /// whose pages may read the API. Default: none.
+    public var corsOrigins: [String]
+    /// `http.max_connections`: open connections allowed; one beyond is
+    /// closed at once. Default 10,000.
+    public var maximumConnections: Int
+
+    public init(
+        listen: [ListenAddress], tls: TLSFiles? = nil, allowsPlaintext: Bool = false, corsOrigins: [String] = [], maximumConnections: Int = 10_000
+    ) {
+        self.listen = listen
+        self.tls = tls
+        self.allowsPlaintext = allowsPlaintext
+        self.corsOrigins = corsOrigins
+        self.maximumConnections = maximumConnections
+    }
+
+    /// The PEM files of the certificate chain and its private key.
+    public struct TLSFiles: Sendable, Equatable {
+        public var certificatePath: String
+        public var keyPath: String
+
+        public init(certificatePath: String, keyPath: String) {
+            self.certificatePath = certificatePath
+            self.keyPath = keyPath
+        }
+    }
+
+    /// Whether `address` is reachable only from this machine.
+    public static func isLoopback(_ address: ListenAddress) -> Bool {
+        address.host == "localhost" || address.host == "::1" || address.host.hasPrefix("127.")
+    }
+
+    /// The scheme clients use: `https` with TLS.
+    public var scheme: String { tls == nil ? "http" : "https" }
+}
