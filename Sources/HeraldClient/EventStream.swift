@@ -98,6 +98,10 @@ extension HeraldClient {
                     } catch {
                         throw HeraldClientError(code: .protocolError, message: "the daemon sent a transaction that does not decode: \(error)")
                     }
+                case "token_expired":
+                    // The stream ends here; the next connection asks the provider for a fresh token.
+                    client.logger.info("the token expired; reconnecting with a fresh one")
+                    body = nil
                 case "overflow":
                     client.logger.warning("fell behind the daemon and was dropped; reconnecting to resume")
                     body = nil
@@ -124,7 +128,14 @@ extension HeraldClient {
                 let query = (FilterQuery.queryItems(for: filter) + (groupsTransactions ? [("group", "transaction")] : []))
                     .map { "\(Self.encode($0.name))=\(Self.encode($0.value))" }
                     .joined(separator: "&")
-                var request = try client.request(path: query.isEmpty ? "/events" : "/events?\(query)")
+                var request: HTTPClientRequest
+                do {
+                    request = try await client.request(path: query.isEmpty ? "/events" : "/events?\(query)")
+                } catch let error as HeraldClientError where error.code == .unauthorized && client.configuration.tokenRefreshes {
+                    failedAttempts += 1
+                    pending.append(.unreachable(error))
+                    return
+                }
                 request.headers.add(name: "Accept", value: "text/event-stream")
                 if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
                 if let problem = client.checkReachable() {
@@ -156,13 +167,20 @@ extension HeraldClient {
                 case .forbidden:
                     let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
                     throw HeraldClientError(code: .forbidden, message: "the daemon's access rules refuse this subscription: \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+                case .unauthorized:
+                    let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
+                    let error = HeraldClientError(code: .unauthorized, message: "pgherald at \(client.configuration.endpoint) refused the token: \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(300))")
+                    // A provider may have a fresh token by the next attempt; a fixed token never will.
+                    guard client.configuration.tokenRefreshes else { throw error }
+                    failedAttempts += 1
+                    pending.append(.unreachable(error))
                 default:
                     failedAttempts += 1
                     let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
                     client.logger.info("the daemon refused the stream for now", metadata: ["status": "\(response.status.code)"])
                     pending.append(.unreachable(HeraldClientError(
                         code: .unavailable,
-                        message: "pgherald at \(client.configuration.socketPath) refused the stream for now (\(response.status.code)): \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(200))"
+                        message: "pgherald at \(client.configuration.endpoint) refused the stream for now (\(response.status.code)): \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(200))"
                     )))
                 }
             }

@@ -26,7 +26,8 @@ extension HeraldClient {
                             failedAttempts = 0
                             continuation.yield(current)
                         }
-                    } catch let error as HeraldClientError where error.code != .unavailable {
+                    } catch let error as HeraldClientError
+                        where error.code != .unavailable && !(error.code == .unauthorized && configuration.tokenRefreshes) {
                         continuation.finish(throwing: error)
                         return
                     } catch {
@@ -56,7 +57,7 @@ extension HeraldClient {
             .map { "\($0.key.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0.value)" }
             .joined(separator: "&")
         let path = "/queries/\(name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? name)" + (query.isEmpty ? "" : "?\(query)")
-        var request = try request(path: path)
+        var request = try await request(path: path)
         request.headers.add(name: "Accept", value: "text/event-stream")
         if let token = rows.token { request.headers.add(name: "Last-Event-ID", value: token) }
         if let problem = checkReachable() { throw problem }
@@ -66,6 +67,7 @@ extension HeraldClient {
             let message = "GET \(path) answered \(response.status.code): \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(300))"
             switch response.status {
             case .forbidden: throw HeraldClientError(code: .forbidden, message: message)
+            case .unauthorized: throw HeraldClientError(code: .unauthorized, message: message)
             case .serviceUnavailable: throw HeraldClientError(code: .unavailable, message: message)
             default: throw HeraldClientError(code: .rejected, message: message)
             }
@@ -79,6 +81,9 @@ extension HeraldClient {
                     onChange(rows)
                 case "error":
                     throw HeraldClientError(code: .rejected, message: "live query \(name) failed: \(message.data)")
+                case "token_expired":
+                    // Reconnects with a fresh token and the last result's token, as after any drop.
+                    throw HeraldClientError(code: .unavailable, message: "live query \(name): \(message.data)")
                 case "revoked":
                     throw HeraldClientError(code: .forbidden, message: "live query \(name) is no longer granted: \(message.data)")
                 default:

@@ -1,36 +1,78 @@
 public import AsyncHTTPClient
-import Foundation
+public import Foundation
 import HeraldSupport
 public import Herald
 public import Logging
 import NIOCore
 import NIOFoundationCompat
 
-/// A client for a pgherald daemon's Unix socket.
+/// A client for a pgherald daemon: on its Unix socket, or over the network
+/// (`http.listen`) with a user's token.
 ///
 /// ```swift
 /// let client = HeraldClient(socketPath: "/run/pgherald/pgherald.sock")
 /// for try await event in client.events(EventFilter(tables: [TableName(name: "course")])) {
 ///     print(event.count, event.operation, event.table)
 /// }
+///
+/// let remote = HeraldClient(url: URL(string: "https://herald.example.com")!) { try await session.accessToken }
 /// ```
 ///
 /// Event streams reconnect by themselves when the daemon restarts or the
-/// stream is dropped, with capped exponential backoff.
+/// stream is dropped, with capped exponential backoff, and resume after the
+/// last event received (`Last-Event-ID`).
 public struct HeraldClient: Sendable {
+    /// Gives the token for the next connection; called before each
+    /// connection, so that a refreshed token is used at the next reconnect.
+    public typealias TokenProvider = @Sendable () async throws -> String
+
     /// Client settings.
     public struct Configuration: Sendable {
-        public var socketPath: String
+        /// Where the daemon listens.
+        public enum Endpoint: Sendable, CustomStringConvertible {
+            /// Its Unix socket, on this machine; the access rules decide by who the process is.
+            case unixSocket(path: String)
+            /// Its network listener: `https://HOST:PORT`, or `http://` to a loopback address.
+            case url(URL)
+
+            public var description: String {
+                switch self {
+                case .unixSocket(let path): path
+                case .url(let url): url.absoluteString
+                }
+            }
+        }
+
+        public var endpoint: Endpoint
+        /// The token sent as `Authorization: Bearer` over the network; nil on the socket.
+        public var token: TokenProvider?
+        /// Whether ``token`` may give a new token after a refusal: then a 401
+        /// is reported and retried with backoff, rather than ending the stream.
+        public var tokenRefreshes: Bool
         /// Delays between reconnect attempts. Default 100 ms doubling to 5 s.
         public var backoff: BackoffPolicy
 
         public init(
             socketPath: String,
-            backoff: BackoffPolicy = BackoffPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(5))
+            backoff: BackoffPolicy = Configuration.defaultBackoff
         ) {
-            self.socketPath = socketPath
+            self.endpoint = .unixSocket(path: socketPath)
+            self.token = nil
+            self.tokenRefreshes = false
             self.backoff = backoff
         }
+
+        /// - Parameters:
+        ///   - token: called before each connection; nil sends none.
+        ///   - tokenRefreshes: whether a refused token may be followed by a good one.
+        public init(url: URL, token: TokenProvider?, tokenRefreshes: Bool, backoff: BackoffPolicy = Configuration.defaultBackoff) {
+            self.endpoint = .url(url)
+            self.token = token
+            self.tokenRefreshes = tokenRefreshes
+            self.backoff = backoff
+        }
+
+        public static let defaultBackoff = BackoffPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(5))
     }
 
     /// The process-wide HTTP client for daemon sockets. A stream that brings
@@ -64,6 +106,22 @@ public struct HeraldClient: Sendable {
 
     public init(socketPath: String) {
         self.init(configuration: Configuration(socketPath: socketPath))
+    }
+
+    /// A client of the daemon at `url` (`https://HOST:PORT`) with a fixed
+    /// token: a key or a JWT. A refused or expired token ends streams with
+    /// ``HeraldClientError/Code/unauthorized``.
+    public init(url: URL, token: String?, httpClient: HTTPClient = sharedHTTPClient) {
+        self.init(
+            configuration: Configuration(url: url, token: token.map { token in { @Sendable in token } }, tokenRefreshes: false), httpClient: httpClient
+        )
+    }
+
+    /// A client of the daemon at `url` whose token comes from `token` before
+    /// each connection, such as a signed-in session's current access token.
+    /// A refused token is reported as ``Message/unreachable(_:)`` and asked for again.
+    public init(url: URL, httpClient: HTTPClient = sharedHTTPClient, token: @escaping TokenProvider) {
+        self.init(configuration: Configuration(url: url, token: token, tokenRefreshes: true), httpClient: httpClient)
     }
 
     /// Live events that match `filter`, reconnecting as needed. Ends only on
@@ -118,27 +176,48 @@ public struct HeraldClient: Sendable {
         EventStream(client: self, filter: filter, groupsTransactions: false)
     }
 
-    /// `GET /stats`.
+    /// `GET /stats`. Over the network, only the operator's key may read it.
     public func statistics() async throws -> DaemonStatistics {
         let (status, body) = try await fetch("/stats")
         guard status == 200 else {
-            throw HeraldClientError(code: .protocolError, message: "GET /stats answered \(status)")
+            let code: HeraldClientError.Code = status == 401 ? .unauthorized : status == 403 ? .forbidden : .protocolError
+            throw HeraldClientError(code: code, message: "GET /stats answered \(status): \(String(decoding: body.prefix(300), as: UTF8.self))")
         }
         return try JSONDecoder().decode(DaemonStatistics.self, from: body)
     }
 
-    func request(path: String) throws -> HTTPClientRequest {
-        guard let url = URL(httpURLWithSocketPath: configuration.socketPath, uri: path) else {
-            throw HeraldClientError(code: .unavailable, message: "invalid socket path \(configuration.socketPath)")
+    /// A request for `path` (with its query) at the endpoint, with the token.
+    func request(path: String) async throws -> HTTPClientRequest {
+        let target: String
+        switch configuration.endpoint {
+        case .unixSocket(let socketPath):
+            guard let url = URL(httpURLWithSocketPath: socketPath, uri: path) else {
+                throw HeraldClientError(code: .unavailable, message: "invalid socket path \(socketPath)")
+            }
+            target = url.absoluteString
+        case .url(let base):
+            var text = base.absoluteString
+            while text.hasSuffix("/") { text.removeLast() }
+            target = text + path
         }
-        return HTTPClientRequest(url: url.absoluteString)
+        var request = HTTPClientRequest(url: target)
+        if let token = configuration.token {
+            let value: String
+            do {
+                value = try await token()
+            } catch {
+                throw HeraldClientError(code: .unauthorized, message: "the token provider failed: \(error)")
+            }
+            request.headers.add(name: "Authorization", value: "Bearer \(value)")
+        }
+        return request
     }
 
     /// Fetches a small document; returns the status code and body.
     private func fetch(_ path: String) async throws -> (UInt, Data) {
         if let problem = checkReachable() { throw problem }
         do {
-            let response = try await httpClient.execute(try request(path: path), timeout: .seconds(10), logger: logger)
+            let response = try await httpClient.execute(try await request(path: path), timeout: .seconds(10), logger: logger)
             let body = try await response.body.collect(upTo: 16 << 20)
             return (response.status.code, Data(buffer: body))
         } catch let error as HeraldClientError {
@@ -148,14 +227,18 @@ public struct HeraldClient: Sendable {
         }
     }
 
-    /// Why the socket cannot be reached, or nil when it accepts connections.
+    /// Why the socket cannot be reached, or nil when it accepts connections
+    /// or the daemon is reached over the network, where only a request tells.
     func checkReachable() -> HeraldClientError? {
-        UnixSocketProbe.connectError(configuration.socketPath) == 0 ? nil : unreachable(nil)
+        guard case .unixSocket(let path) = configuration.endpoint else { return nil }
+        return UnixSocketProbe.connectError(path) == 0 ? nil : unreachable(nil)
     }
 
-    /// Why the socket cannot be reached, in words that say what to check.
+    /// Why the daemon cannot be reached, in words that say what to check.
     func unreachable(_ error: (any Error)?) -> HeraldClientError {
-        let path = configuration.socketPath
+        guard case .unixSocket(let path) = configuration.endpoint else {
+            return HeraldClientError(code: .unavailable, message: "cannot reach pgherald at \(configuration.endpoint): \(error.map { "\($0)" } ?? "no answer")")
+        }
         var status = stat()
         let reason: String
         if path.utf8.count > UnixSocketProbe.maximumPathLength {

@@ -10,6 +10,9 @@ public struct HeraldClientError: Error, Hashable, CustomStringConvertible {
         case protocolError
         /// The daemon could not be reached.
         case unavailable
+        /// Over the network, the token is missing, wrong or expired (HTTP
+        /// 401), or the token provider failed: sign in again.
+        case unauthorized
     }
 
     public var code: Code

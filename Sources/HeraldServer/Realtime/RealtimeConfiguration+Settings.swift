@@ -6,9 +6,10 @@ public import HeraldSettings
 
 extension RealtimeConfiguration {
     /// Keys a `realtime.keys.NAME` entry may have.
-    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where", "topics", "rls", "role", "claims"]
+    /// `queries` grants live queries over the network listener (`http.listen`).
+    static let keySettings = ["key", "key_file", "schemas", "tables", "ops", "where", "topics", "queries", "rls", "role", "claims"]
     /// Keys a `realtime.jwt.roles.ROLE` entry may have.
-    static let roleSettings = ["schemas", "tables", "ops", "where", "topics", "rls", "role", "claims"]
+    static let roleSettings = ["schemas", "tables", "ops", "where", "topics", "queries", "rls", "role", "claims"]
 
     /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
     public init(settings: SettingsReader) throws(ConfigurationError) {

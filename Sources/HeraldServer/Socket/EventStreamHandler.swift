@@ -326,7 +326,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
 
     /// Ends a stream that a reload revoked (its last frame says why) or the shutdown finished.
     private func endAsRevokedOrFinished(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
-        end(context, lastFrame: stream.open.revokedBecause.map(stream.format.revokedFrame))
+        end(context, lastFrame: stream.open.ending?.frame(in: stream.format))
     }
 
     /// Ends a stream that fell behind the broker's history, whence only the journal can resume it.

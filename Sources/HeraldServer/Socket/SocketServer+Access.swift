@@ -13,7 +13,7 @@ extension SocketServer {
         /// Why the stream may not go on under `scope`, the grant of `identity`; nil when it may.
         func refusal(under scope: AccessScope, identity: PeerIdentity) -> String?
         /// Ends the stream after what is buffered; its last frame says why.
-        func revoke(_ reason: String)
+        func finish(_ ending: StreamEnding)
     }
 
     /// One open stream, kept so that a reload can check it against the new grant.
@@ -28,7 +28,7 @@ extension SocketServer {
         private struct State {
             /// Nil while the stream catches up from the broker's history.
             var subscription: Subscription?
-            var revocation: String?
+            var ending: StreamEnding?
             var isEnded = false
         }
 
@@ -40,14 +40,14 @@ extension SocketServer {
             self.state = Mutex(State(subscription: subscription))
         }
 
-        /// Why the stream was closed by a reload, if it was.
-        var revokedBecause: String? { state.withLock { $0.revocation } }
+        /// Why the daemon ended the stream, if it did before its shutdown.
+        var ending: StreamEnding? { state.withLock { $0.ending } }
 
         /// Whether a reload or the shutdown has ended the stream.
         var isEnded: Bool { state.withLock { $0.isEnded } }
 
         func revoke(_ reason: String) {
-            finish(revocation: reason)
+            finish(.revoked(reason))
         }
 
         /// Its filter narrowed differently under `scope`, or refused there.
@@ -61,12 +61,16 @@ extension SocketServer {
 
         /// Ends the stream after what is buffered, as at the daemon's shutdown.
         func end() {
-            finish(revocation: nil)
+            close(with: nil)
         }
 
-        private func finish(revocation: String?) {
+        func finish(_ ending: StreamEnding) {
+            close(with: ending)
+        }
+
+        private func close(with ending: StreamEnding?) {
             let subscription = state.withLock { state in
-                if let revocation { state.revocation = revocation }
+                if let ending { state.ending = ending }
                 state.isEnded = true
                 return state.subscription
             }
@@ -134,7 +138,7 @@ extension SocketServer {
             } else {
                 reason = "access rules now apply"
             }
-            stream.revoke(reason)
+            stream.finish(.revoked(reason))
             revoked += 1
         }
         let channelsEnded = realtime?.apply { peer in scope(of: peer, under: policy) } ?? 0

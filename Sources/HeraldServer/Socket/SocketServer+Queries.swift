@@ -16,7 +16,7 @@ extension SocketServer {
         let rowSecurity: RowSecurityIdentity?
         let runsAsSubscriber: Bool
         let subscription: LiveQuerySubscription
-        private let revocation = Mutex<String?>(nil)
+        private let ending = Mutex<StreamEnding?>(nil)
 
         init(
             peer: PeerCredentials?, admittedByToken: Bool, name: String, tables: [TableName], runsAsSubscriber: Bool, rowSecurity: RowSecurityIdentity?,
@@ -31,10 +31,11 @@ extension SocketServer {
             self.subscription = subscription
         }
 
-        var revokedBecause: String? { revocation.withLock { $0 } }
+        /// Why the daemon ended the stream, if it did.
+        var endedBecause: StreamEnding? { ending.withLock { $0 } }
 
-        func revoke(_ reason: String) {
-            revocation.withLock { $0 = reason }
+        func finish(_ ending: StreamEnding) {
+            self.ending.withLock { $0 = ending }
             subscription.cancel()
         }
 
@@ -130,7 +131,7 @@ extension SocketServer {
         )
         slot.track(stream)
         context.channel.closeFuture.whenComplete { _ in subscription.cancel() }
-        if let expiresAt = viewer.expiresAt { Self.revoke(stream, whenTokenExpiresAt: expiresAt, on: context.channel) }
+        if let expiresAt = viewer.expiresAt { Self.end(stream, whenTokenExpiresAt: expiresAt, on: context.channel) }
         let key = engine.definitions[name]?.key ?? []
         logger.debug("live query stream opened", metadata: ["query": "\(name)", "format": "\(format.rawValue)"])
         var headers = HTTPFields()
@@ -149,8 +150,8 @@ extension SocketServer {
                         try await writer.write(frame)
                     }
                 }
-                if let reason = stream.revokedBecause {
-                    try await writer.write(ByteBuffer(string: format.revokedFrame(reason: reason)))
+                if let ending = stream.endedBecause {
+                    try await writer.write(ByteBuffer(string: ending.frame(in: format)))
                 }
             } catch let error as LiveQueryError {
                 try await writer.write(ByteBuffer(string: LiveQueryFrame.errorFrame(error, format: format)))

@@ -141,7 +141,7 @@ extension SocketServer {
             peer: peer, requested: parsed.requested, granted: filter, subscription: subscription, admittedByToken: Self.isNetworkListener(channel)
         )
         slot.track(open)
-        if let expiresAt = viewer.expiresAt { Self.revoke(open, whenTokenExpiresAt: expiresAt, on: channel) }
+        if let expiresAt = viewer.expiresAt { Self.end(open, whenTokenExpiresAt: expiresAt, on: channel) }
         if let cohort {
             let watch = cohort.watch { reason in open.revoke(reason) }
             channel.closeFuture.whenComplete { _ in cohort.unwatch(watch) }
@@ -178,10 +178,10 @@ extension SocketServer {
 
     /// Ends `stream` when its token expires: its last frame says so, and the
     /// client reconnects with a fresh token.
-    static func revoke(_ stream: some GrantedStream, whenTokenExpiresAt expiresAt: Double, on channel: any Channel) {
+    static func end(_ stream: some GrantedStream, whenTokenExpiresAt expiresAt: Double, on channel: any Channel) {
         let remaining = expiresAt - Date().timeIntervalSince1970
         let expiry = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(max(0, remaining) * 1000))) {
-            stream.revoke("the token expired at \(Date(timeIntervalSince1970: expiresAt).formatted(.iso8601)); reconnect with a fresh token")
+            stream.finish(.tokenExpired("the token expired at \(Date(timeIntervalSince1970: expiresAt).formatted(.iso8601))"))
         }
         channel.closeFuture.whenComplete { _ in expiry.cancel() }
     }

@@ -109,6 +109,11 @@ public enum StreamFormat: String, Sendable, CaseIterable {
         errorFrame("revoked", message: reason + "; reconnect to continue under the new grant")
     }
 
+    /// The last frame of a stream whose token expired.
+    func tokenExpiredFrame(reason: String) -> String {
+        errorFrame("token_expired", message: reason + "; reconnect with a fresh token (with Last-Event-ID) to go on")
+    }
+
     private func errorFrame(_ error: String, message: String) -> String {
         var writer = JSONWriter()
         writer.write(.object(["error": .string(error), "message": .string(message)]))

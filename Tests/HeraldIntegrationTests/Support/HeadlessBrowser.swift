@@ -32,7 +32,8 @@ final class HeadlessBrowser: Sendable {
     private let inbox = Inbox()
 
     /// Chromium from `PGHERALD_TEST_CHROMIUM` (which `scripts/test` sets), else `chromium` on the PATH.
-    init() throws {
+    /// - Parameter extraArguments: more flags, such as `--ignore-certificate-errors` for a test CA.
+    init(extraArguments: [String] = []) throws {
         let executable = ProcessInfo.processInfo.environment["PGHERALD_TEST_CHROMIUM"] ?? "/usr/bin/chromium"
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw Failure(description: "no Chromium at \(executable): scripts/test installs Debian's chromium and sets PGHERALD_TEST_CHROMIUM")
@@ -52,8 +53,8 @@ final class HeadlessBrowser: Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let arguments = [
             executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
-            "--disable-extensions", "--disable-background-networking", "--user-data-dir=\(profile.path)", "about:blank",
-        ]
+            "--disable-extensions", "--disable-background-networking", "--user-data-dir=\(profile.path)",
+        ] + extraArguments + ["about:blank"]
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0

@@ -4,6 +4,7 @@ import Foundation
 import Herald
 import HeraldClient
 import NIOCore
+import NIOHTTP1
 import NIOFoundationCompat
 import Testing
 
@@ -93,15 +94,21 @@ enum TestHTTP {
 /// A raw `GET /events` that reads the response as it arrives, for checking framing byte by byte.
 final class RawStream: Sendable {
     private let task: Task<Void, Never>
-    private let received = ReceivedBytes()
+    private let receivedBytes = ReceivedBytes()
 
-    init(socketPath: String, path: String, headers: [(String, String)] = []) async throws {
-        var request = HTTPClientRequest(url: URL(httpURLWithSocketPath: socketPath, uri: path)!.absoluteString)
+    convenience init(socketPath: String, path: String, headers: [(String, String)] = []) async throws {
+        try await self.init(url: URL(httpURLWithSocketPath: socketPath, uri: path)!.absoluteString, headers: headers, client: TestHTTP.client)
+    }
+
+    /// A stream from any address, such as the network listener's over HTTPS.
+    init(url: String, headers: [(String, String)] = [], client: HTTPClient) async throws {
+        var request = HTTPClientRequest(url: url)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await TestHTTP.client.execute(request, deadline: .distantFuture)
-        try #require(response.status == .ok, "GET \(path) answered \(response.status)")
+        let response = try await client.execute(request, deadline: .distantFuture)
+        try #require(response.status == .ok, "GET \(url) answered \(response.status)")
+        version = response.version
         contentType = response.headers.first(name: "content-type") ?? ""
-        let received = self.received
+        let received = self.receivedBytes
         task = Task {
             do {
                 for try await chunk in response.body { received.append(chunk) }
@@ -111,6 +118,8 @@ final class RawStream: Sendable {
     }
 
     let contentType: String
+    /// The HTTP version the response came over.
+    let version: HTTPVersion
 
     deinit { task.cancel() }
 
@@ -118,7 +127,7 @@ final class RawStream: Sendable {
     func text(within seconds: Double = 10, until condition: @escaping @Sendable (String) -> Bool) async throws -> String {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while true {
-            let text = received.text
+            let text = receivedBytes.text
             if condition(text) { return text }
             guard ContinuousClock.now < deadline else {
                 throw ProcessTimeout(description: "stream did not deliver in time; have \(text.suffix(300))")
@@ -127,16 +136,19 @@ final class RawStream: Sendable {
         }
     }
 
-    var isFinished: Bool { received.isFinished }
+    var isFinished: Bool { receivedBytes.isFinished }
+
+    /// What has arrived so far.
+    var received: String { receivedBytes.text }
 
     /// Waits until at least `count` lines have arrived.
     func waitForLines(_ count: Int, within seconds: Double = 30) async throws {
         try await waitFor(seconds: seconds) {
-            received.lineCount >= count
-        } failure: { "expected \(count) lines, have \(received.lineCount)" }
+            receivedBytes.lineCount >= count
+        } failure: { "expected \(count) lines, have \(receivedBytes.lineCount)" }
     }
 
-    var lines: [Substring] { received.text.split(separator: "\n") }
+    var lines: [Substring] { receivedBytes.text.split(separator: "\n") }
 }
 
 final class ReceivedBytes: Sendable {
