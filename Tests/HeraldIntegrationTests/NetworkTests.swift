@@ -286,6 +286,68 @@ extension IntegrationTests {
             _ = try await served.daemon.stop()
         }
 
+        /// The page a browser app would be: on another origin, opening `count` `EventSource` streams.
+        static let streamsPage = """
+            <!doctype html><meta charset="utf-8"><title>pgherald streams</title><link rel="icon" href="data:,">
+            <script>
+            window.received = []; window.opened = 0; window.failures = 0;
+            window.start = (url, count) => {
+              for (let i = 0; i < count; i++) {
+                window.received.push(0);
+                const source = new EventSource(url);
+                source.onopen = () => { window.opened++; };
+                source.onerror = () => { window.failures++; };
+                source.addEventListener('INSERT', () => { window.received[i]++; });
+              }
+              return true;
+            };
+            </script>
+            """
+
+        @Test func aHundredEventSourcesInChromiumShareOneHTTP2ConnectionFromAnotherOrigin() async throws {
+            let database = try TestDatabase.create()
+            let pagePort = freeLoopbackPort()
+            let origin = "http://127.0.0.1:\(pagePort)"
+            let served = try await Self.start(database, origins: [origin])
+            let site = served.certificates.directory.appending(path: "site")
+            try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+            try Self.streamsPage.write(to: site.appending(path: "index.html"), atomically: true, encoding: .utf8)
+            let pageServer = try DaemonProcess(
+                ["-m", "http.server", "--bind", "127.0.0.1", "--directory", site.path, String(pagePort)], executable: URL(fileURLWithPath: "/usr/bin/python3")
+            )
+            try await waitFor { (try? await TestHTTP.client.execute(HTTPClientRequest(url: origin + "/index.html"), timeout: .seconds(2)).status) == .ok }
+            let browser = try HeadlessBrowser(extraArguments: ["--ignore-certificate-errors"])
+            let page = try await browser.open(origin + "/index.html")
+            try await browser.send("Network.enable", session: page.session)
+
+            let streams = 100
+            let url = "\(served.base)/events?table=course&access_token=\(Self.key)"
+            try await page.evaluate("start(\(page.quoted(url)), \(streams))")
+            try await page.waitUntil("window.opened === \(streams)", within: 30)
+            try await served.daemon.waitForSubscribers(streams, kind: "sse")
+            let rows = 20
+            for batch in 0..<4 {
+                try database.execute("INSERT INTO course (short_code, name) SELECT 'B\(batch)_' || g, 'Batch' FROM generate_series(1, \(rows / 4)) g")
+            }
+            try await page.waitUntil("window.received.every(count => count === \(rows))", within: 30)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await page.evaluate("window.received.every(count => count === \(rows)) && window.failures === 0") == .bool(true), "no event twice, no error")
+            #expect(page.errors.isEmpty, "\(page.errors)")
+
+            let responses = browser.events(of: page.session).filter {
+                $0["method"]?.stringValue == "Network.responseReceived" && ($0["params"]?["response"]?["url"]?.stringValue ?? "").contains("/events?")
+            }
+            #expect(responses.count == streams)
+            let protocols = Set(responses.compactMap { $0["params"]?["response"]?["protocol"]?.stringValue })
+            let connections = Set(responses.compactMap { $0["params"]?["response"]?["connectionId"]?.jsonText })
+            #expect(protocols == ["h2"], "\(protocols)")
+            #expect(connections.count == 1, "every stream over one connection: \(connections)")
+            let headers = responses.first?["params"]?["response"]?["headers"]
+            #expect(headers?["access-control-allow-origin"] == .string(origin), "\(headers ?? .null)")
+            withExtendedLifetime(pageServer) {}
+            _ = try await served.daemon.stop()
+        }
+
         @Test func plainHTTPOffLoopbackNeedsSayingSo() async throws {
             let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-plain-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
