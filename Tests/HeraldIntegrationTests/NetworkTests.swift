@@ -348,6 +348,26 @@ extension IntegrationTests {
             _ = try await served.daemon.stop()
         }
 
+        /// Supabase's Python client, signed in as two users, over `wss://`
+        /// through the network listener: each sees exactly their rows.
+        @Test func supabaseClientsOverTLSThroughTheNetworkListener() async throws {
+            let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"], "scripts/test sets it")
+            let database = try TestDatabase.create()
+            let role = RowSecurityTests.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try RowSecurityTests.createTodos(database, role: role)
+            let served = try await Self.start(database, role: role)
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/row_security_test.py").path
+            let result = try await DaemonProcess(
+                [script, "--url", "wss://localhost:\(served.port)/realtime/v1", "--alice", Self.token(role: role, sub: "alice"),
+                 "--bob", Self.token(role: role, sub: "bob"), "--dsn", database.connInfo],
+                environment: ["SSL_CERT_FILE": served.certificates.caPath],
+                executable: URL(fileURLWithPath: python)
+            ).finish(within: 90)
+            #expect(result.status == 0 && result.stdout.hasSuffix("OK\n"), "\(result.stderr.suffix(2000))")
+            _ = try await served.daemon.stop()
+        }
+
         @Test func plainHTTPOffLoopbackNeedsSayingSo() async throws {
             let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-plain-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

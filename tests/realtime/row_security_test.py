@@ -1,7 +1,8 @@
 """Supabase's own Python realtime client, signed in as two users, against
 pgherald with row-level security on (rls: true).
 
-Run by the Swift integration test RowSecurityTests, which creates the table
+Run by the Swift integration tests RowSecurityTests and NetworkTests (over
+wss through http.listen), which create the table
 `todo` with an owner policy and starts the daemon. Each user must receive
 exactly the changes to their own rows: inserts, updates, a row handed to
 the other user (a DELETE for the one who loses it), and deletes. Exits
@@ -17,8 +18,8 @@ import checks
 from checks import check, psql, subscribed, wait_for
 
 
-async def signed_in(port, token, topic, inbox):
-    client = AsyncRealtimeClient(f"ws://127.0.0.1:{port}/realtime/v1", token)
+async def signed_in(url, token, topic, inbox):
+    client = AsyncRealtimeClient(url, token)
     await client.connect()
     channel = client.channel(topic)
     channel.on_postgres_changes("*", schema="public", table="todo", callback=inbox.append)
@@ -36,15 +37,17 @@ def summary(payload):
 
 async def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, help="realtime.listen's port")
+    parser.add_argument("--url", help="the realtime URL instead, such as wss://localhost:8443/realtime/v1 (SSL_CERT_FILE trusts a test CA)")
     parser.add_argument("--alice", required=True)
     parser.add_argument("--bob", required=True)
     parser.add_argument("--dsn", required=True)
     arguments = parser.parse_args()
     checks.DSN = arguments.dsn
+    url = arguments.url or f"ws://127.0.0.1:{arguments.port}/realtime/v1"
     alices, bobs = [], []
-    alice = await signed_in(arguments.port, arguments.alice, "alice", alices)
-    bob = await signed_in(arguments.port, arguments.bob, "bob", bobs)
+    alice = await signed_in(url, arguments.alice, "alice", alices)
+    bob = await signed_in(url, arguments.bob, "bob", bobs)
 
     psql("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1'), (2, 'bob', 'bread', 's2')")
     psql("UPDATE todo SET title = 'oat milk' WHERE id = 1")
