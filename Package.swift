@@ -205,6 +205,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictConcurrency
@@ -229,15 +230,50 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // What the examples share: reaching the daemon on its socket or over HTTPS with a token.
+        .target(
+            name: "ExampleSupport",
+            dependencies: [
+                "HeraldClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/Shared",
+            swiftSettings: strictConcurrency
+        ),
         // The seed app's "enrolments by course" screen on a live query (docs/live-queries.md).
         .executableTarget(
             name: "EnrolmentsByCourse",
             dependencies: [
                 "HeraldClient",
+                "ExampleSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/EnrolmentsByCourse",
             exclude: ["pgherald.yaml"],
+            swiftSettings: strictConcurrency
+        ),
+        // A detail view that follows its parent: a plant species and its seedlings.
+        .executableTarget(
+            name: "PlantSpecies",
+            dependencies: [
+                "HeraldClient",
+                "ExampleSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/PlantSpecies",
+            exclude: ["pgherald.yaml", "plants.sql"],
+            swiftSettings: strictConcurrency
+        ),
+        // Rows with their associations in one live query: reminder lists and their reminders.
+        .executableTarget(
+            name: "RemindersLists",
+            dependencies: [
+                "HeraldClient",
+                "ExampleSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/RemindersLists",
+            exclude: ["pgherald.yaml", "reminders.sql"],
             swiftSettings: strictConcurrency
         ),
         // Load client and report for scripts/bench: many SSE streams on a few NIO threads.

@@ -1,7 +1,7 @@
 import ArgumentParser
+import ExampleSupport
 import Foundation
 import HeraldClient
-import Observation
 
 /// One row of the live query `enrolments_by_course` (see pgherald.yaml beside this file),
 /// decoded as the seed app decodes its Supabase rows.
@@ -24,43 +24,29 @@ struct EnrolmentsByCourse: AsyncParsableCommand {
         discussion: "Needs `pgherald serve --config Examples/EnrolmentsByCourse/pgherald.yaml` on the enrolment example (scripts/demo starts one)."
     )
 
-    @Option(help: "The daemon's socket.")
-    var socket = "/run/pgherald/pgherald.sock"
+    @OptionGroup var daemon: DaemonOptions
 
     @Option(help: "Stop after this many results (0: run until interrupted).")
     var count = 0
 
     @MainActor
     func run() async throws {
-        let model = LiveQueryModel(client: HeraldClient(socketPath: socket), query: "enrolments_by_course", as: CourseEnrolment.self)
-        let following = Task { await model.run() }
-        defer { following.cancel() }
-        var shown: UInt64 = 0
-        while count == 0 || shown < count {
-            await Self.nextChange(of: model)
-            if let failure = model.failure {
-                FileHandle.standardError.write(Data("Error: \(failure)\n".utf8))
-                throw ExitCode(69)
-            }
-            guard model.updateCount > shown else { continue }
-            shown = model.updateCount
-            Self.draw(model.rows, update: shown)
-        }
-    }
-
-    /// Waits until the model's rows or failure change, as SwiftUI would redraw.
-    @MainActor
-    static func nextChange(of model: LiveQueryModel<CourseEnrolment>) async {
-        await withCheckedContinuation { continuation in
-            withObservationTracking {
-                _ = model.updateCount
-                _ = model.failure
-            } onChange: {
-                continuation.resume()
+        try await daemon.withClient { client in
+            let model = LiveQueryModel(client: client, query: "enrolments_by_course", as: CourseEnrolment.self)
+            let following = Task { await model.run() }
+            defer { following.cancel() }
+            var shown: UInt64 = 0
+            while count == 0 || shown < count {
+                await model.nextChange()
+                if let failure = model.failure {
+                    FileHandle.standardError.write(Data("Error: \(failure)\n".utf8))
+                    throw ExitCode(69)
+                }
+                guard model.updateCount > shown else { continue }
+                shown = model.updateCount
+                Self.draw(model.rows, update: shown)
             }
         }
-        // onChange runs before the change lands: let it land.
-        await Task.yield()
     }
 
     static func draw(_ rows: [CourseEnrolment], update: UInt64) {

@@ -131,7 +131,7 @@ extension HeraldClient {
                 var request: HTTPClientRequest
                 do {
                     request = try await client.request(path: query.isEmpty ? "/events" : "/events?\(query)")
-                } catch let error as HeraldClientError where error.code == .unauthorized && client.configuration.tokenRefreshes {
+                } catch let error as HeraldClientError where error.code == .unavailable {
                     failedAttempts += 1
                     pending.append(.unreachable(error))
                     return
@@ -172,6 +172,7 @@ extension HeraldClient {
                     let error = HeraldClientError(code: .unauthorized, message: "pgherald at \(client.configuration.endpoint) refused the token: \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(300))")
                     // A provider may have a fresh token by the next attempt; a fixed token never will.
                     guard client.configuration.tokenRefreshes else { throw error }
+                    client.refusedToken.record(request)
                     failedAttempts += 1
                     pending.append(.unreachable(error))
                 default:

@@ -26,8 +26,7 @@ extension HeraldClient {
                             failedAttempts = 0
                             continuation.yield(current)
                         }
-                    } catch let error as HeraldClientError
-                        where error.code != .unavailable && !(error.code == .unauthorized && configuration.tokenRefreshes) {
+                    } catch let error as HeraldClientError where error.code != .unavailable {
                         continuation.finish(throwing: error)
                         return
                     } catch {
@@ -67,7 +66,11 @@ extension HeraldClient {
             let message = "GET \(path) answered \(response.status.code): \(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(300))"
             switch response.status {
             case .forbidden: throw HeraldClientError(code: .forbidden, message: message)
-            case .unauthorized: throw HeraldClientError(code: .unauthorized, message: message)
+            case .unauthorized:
+                guard configuration.tokenRefreshes else { throw HeraldClientError(code: .unauthorized, message: message) }
+                // Tried again with the provider's next token; the same token again ends the stream.
+                refusedToken.record(request)
+                throw HeraldClientError(code: .unavailable, message: message)
             case .serviceUnavailable: throw HeraldClientError(code: .unavailable, message: message)
             default: throw HeraldClientError(code: .rejected, message: message)
             }

@@ -5,6 +5,7 @@ public import Herald
 public import Logging
 import NIOCore
 import NIOFoundationCompat
+import Synchronization
 
 /// A client for a pgherald daemon: on its Unix socket, or over the network
 /// (`http.listen`) with a user's token.
@@ -79,17 +80,34 @@ public struct HeraldClient: Sendable {
     /// nothing, not even a heartbeat, for 45 s (three heartbeats) is
     /// considered dead and reconnected. Each open stream holds a connection,
     /// so the pool allows many more than AsyncHTTPClient's default of 8.
-    public static let sharedHTTPClient = HTTPClient(
-        eventLoopGroupProvider: .singleton,
-        configuration: HTTPClient.Configuration(
+    public static let sharedHTTPClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+
+    /// The shared client's settings, which ``httpClient(trustingCertificateAuthoritiesIn:)`` starts from.
+    static var httpConfiguration: HTTPClient.Configuration {
+        HTTPClient.Configuration(
             timeout: .init(connect: .seconds(5), read: .seconds(45)),
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 1024)
         )
-    )
+    }
 
     public let configuration: Configuration
     let httpClient: HTTPClient
     let logger: Logger
+    /// The token the daemon refused last: a provider that gives it again has no other.
+    let refusedToken = RefusedToken()
+
+    /// Shared by the copies of a client, as its streams are.
+    final class RefusedToken: Sendable {
+        private let token = Mutex<String?>(nil)
+
+        /// Records the token `request` presented, which the daemon answered with 401.
+        func record(_ request: HTTPClientRequest) {
+            let presented = request.headers.first(name: "Authorization").map { String($0.dropFirst("Bearer ".count)) }
+            token.withLock { $0 = presented }
+        }
+
+        func isRefused(_ candidate: String) -> Bool { token.withLock { $0 == candidate } }
+    }
 
     /// - Parameter logger: where the client logs its reconnects; silent by
     ///   default, since ``Message/unreachable(_:)`` and ``Message/reconnected``
@@ -206,7 +224,13 @@ public struct HeraldClient: Sendable {
             do {
                 value = try await token()
             } catch {
-                throw HeraldClientError(code: .unauthorized, message: "the token provider failed: \(error)")
+                // Perhaps the sign-in service is out of reach: asked again at the next attempt.
+                throw HeraldClientError(code: .unavailable, message: "the token provider failed: \(error)")
+            }
+            if refusedToken.isRefused(value) {
+                throw HeraldClientError(
+                    code: .unauthorized, message: "pgherald at \(configuration.endpoint) refused the token (401), and the token provider has no other: sign in again"
+                )
             }
             request.headers.add(name: "Authorization", value: "Bearer \(value)")
         }

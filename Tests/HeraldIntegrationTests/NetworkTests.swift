@@ -24,9 +24,21 @@ extension IntegrationTests {
             var base: String { "https://localhost:\(port)" }
         }
 
+        /// The live query the key `app` may follow.
+        static let courseQuery = """
+            queries:
+              courses:
+                sql: select id, short_code, name from course order by id
+                key: [id]
+            """
+
         /// The configuration: the key `app` sees `course` and the live query
-        /// `courses`; tokens of `role` go through row-level security.
-        static func configuration(port: Int, certificates: TestCertificates, role: String = "authenticated", origins: [String] = [], extra: String = "") throws -> String {
+        /// `courses`; tokens of `role` are granted `roleGrant`, by default
+        /// everything their row-level security lets them see.
+        static func configuration(
+            port: Int, certificates: TestCertificates, role: String = "authenticated", roleGrant: String = "rls: true", queries: String = courseQuery,
+            origins: [String] = [], extra: String = ""
+        ) throws -> String {
             let directory = certificates.directory
             let secretFile = directory.appending(path: "jwt").path
             try jwtSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
@@ -49,11 +61,8 @@ extension IntegrationTests {
                     secret_file: \(secretFile)
                     roles:
                       \(role):
-                        rls: true
-                queries:
-                  courses:
-                    sql: select id, short_code, name from course order by id
-                    key: [id]
+                        \(roleGrant)
+                \(queries)
                 log:
                   level: debug
                 \(extra)
@@ -64,12 +73,14 @@ extension IntegrationTests {
         }
 
         static func start(
-            _ database: TestDatabase, role: String = "authenticated", origins: [String] = [], extra: String = "", port: Int? = nil,
-            certificates: TestCertificates? = nil
+            _ database: TestDatabase, role: String = "authenticated", roleGrant: String = "rls: true", queries: String = courseQuery,
+            origins: [String] = [], extra: String = "", port: Int? = nil, certificates: TestCertificates? = nil
         ) async throws -> Served {
             let certificates = if let certificates { certificates } else { try await TestCertificates() }
             let port = port ?? freeLoopbackPort()
-            let config = try configuration(port: port, certificates: certificates, role: role, origins: origins, extra: extra)
+            let config = try configuration(
+                port: port, certificates: certificates, role: role, roleGrant: roleGrant, queries: queries, origins: origins, extra: extra
+            )
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             return Served(daemon: daemon, port: port, certificates: certificates, config: config)
         }

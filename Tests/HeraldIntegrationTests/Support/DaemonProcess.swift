@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs the built `pgherald` executable; the process is terminated when the
 /// last copy of this value goes away, so no test leaves a daemon behind.
@@ -15,6 +16,13 @@ struct DaemonProcess {
     /// The process's standard input, when asked for; otherwise it inherits the test's.
     let stdin: Pipe?
     private let reaper: Reaper
+    /// What ``readLine(within:where:)`` read past the line it returned.
+    private let unread = UnreadOutput()
+
+    /// Shared by the copies of a ``DaemonProcess``, as its pipe is.
+    private final class UnreadOutput: Sendable {
+        let bytes = Mutex(Data())
+    }
 
     /// `environment` adds to the test's own, less the variables named in `removing`.
     init(
@@ -66,27 +74,30 @@ struct DaemonProcess {
         kill(process.processIdentifier, signal)
     }
 
-    /// Reads stdout line by line until one satisfies `predicate`.
+    /// Reads stdout line by line until one satisfies `predicate`; the lines
+    /// after it that came in the same read are kept for the next call.
     /// After `seconds` the process is terminated, which ends the read with an error.
     func readLine(within seconds: Double = 10, where predicate: @escaping @Sendable (String) -> Bool) async throws -> String {
         let handle = stdout.fileHandleForReading
         let process = self.process
+        let unread = self.unread
         let watchdog = Task {
             try await Task.sleep(for: .seconds(seconds))
             process.stop()
         }
         defer { watchdog.cancel() }
         let line = await Task.detached { () -> String? in
-            var buffer = Data()
+            var buffer = unread.bytes.withLock { $0 }
+            defer { unread.bytes.withLock { [buffer] in $0 = buffer } }
             while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return nil }
-                buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                     let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
                     buffer.removeSubrange(buffer.startIndex...newline)
                     if predicate(line) { return line }
                 }
+                let chunk = handle.availableData
+                if chunk.isEmpty { return nil }
+                buffer.append(chunk)
             }
         }.value
         guard let line else { throw ProcessTimeout(description: "no matching stdout line within \(seconds) s") }
