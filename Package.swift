@@ -8,6 +8,8 @@ let strictConcurrency: [SwiftSetting] = [
 
 let package = Package(
     name: "pgherald",
+    // The daemon is for Linux; HeraldClient and Herald are also meant for apps (Synchronization's Mutex needs these).
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "pgherald", targets: ["pgherald"]),
         .library(name: "Herald", targets: ["Herald"]),

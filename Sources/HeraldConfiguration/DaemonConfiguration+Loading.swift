@@ -163,7 +163,17 @@ extension DaemonConfiguration {
             }
         }
         if !summarised.isEmpty {
-            lines.append("# all defaults (check-config --all lists them): \(summarised.joined(separator: ", "))")
+            // Wrapped, each line a comment, so that the listing stays within `columns`.
+            var line = "# all defaults (check-config --all lists them):"
+            for (index, section) in summarised.enumerated() {
+                let word = " " + section + (index < summarised.count - 1 ? "," : "")
+                if line.count + word.count > columns {
+                    lines.append(line)
+                    line = "#  "
+                }
+                line += word
+            }
+            lines.append(line)
         }
         return lines.joined(separator: "\n")
     }

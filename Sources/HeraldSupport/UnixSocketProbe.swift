@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One connect(2) to a Unix socket: whether something accepts connections there.
@@ -13,7 +15,11 @@ public enum UnixSocketProbe {
     /// 0 when a connection was accepted (and closed again), otherwise the errno of the failure.
     public static func connectError(_ path: String) -> Int32 {
         guard path.utf8.count <= maximumPathLength else { return ENAMETOOLONG }
+        #if canImport(Glibc)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let descriptor = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
         guard descriptor >= 0 else { return errno }
         defer { close(descriptor) }
         var address = sockaddr_un()

@@ -3,14 +3,14 @@ public import HeraldSettings
 extension NetworkConfiguration {
     /// The `http:` and `tls:` sections; nil without `http.listen`.
     public static func read(from settings: SettingsReader) throws(ConfigurationError) -> NetworkConfiguration? {
-        let tls = try tlsFiles(settings)
         guard let texts = settings.list("http.listen"), !texts.isEmpty else {
-            for key in ["http.cors.origins", "http.plaintext", "http.max_connections"] where settings.fileContains(key) {
-                throw settings.fail(key, "is set, but http.listen is not: name an address such as 0.0.0.0:8443")
+            for key in ["http.cors.origins", "http.plaintext", "http.max_connections", "tls.cert_file", "tls.key_file"] where settings.fileContains(key) {
+                throw settings.fail(key, "is for the network listener, and http.listen is not set: name an address such as 0.0.0.0:8443")
             }
-            if tls != nil { throw settings.fail("tls.cert_file", "TLS is for http.listen, which is not set: name an address such as 0.0.0.0:8443") }
+            settings.record("http.listen", "(none: the socket only)")
             return nil
         }
+        let tls = try tlsFiles(settings)
         var listen: [ListenAddress] = []
         for text in texts {
             guard let address = ListenAddress(text) else {
