@@ -41,6 +41,7 @@ struct MarkdownReport {
         twoDaemons()
         realtime()
         rowSecurity()
+        network()
         writers()
     }
 
@@ -668,6 +669,46 @@ extension MarkdownReport {
         if let foreign = cohorts.result.foreign {
             line("- every subscriber received exactly its rows: \(foreign) foreign, \(cohorts.result.missing) missing, \(cohorts.result.duplicatedOrReordered) repeated or reordered (\(verdict(foreign == 0 && cohorts.result.missing == 0 && cohorts.result.duplicatedOrReordered == 0 && cohorts.result.deliveredRatio >= 0.999)))")
         }
+    }
+
+    /// c.'s fan-out on the socket and over HTTPS with HTTP/2, the medians of
+    /// each shape's rounds, with the ratios the target is set on.
+    private mutating func network() {
+        let runs = results.runs("network")
+        guard !runs.isEmpty else { return }
+        line("### t. Over the network: HTTPS with HTTP/2 beside the Unix socket")
+        line()
+        line("c.'s shapes on one daemon with `http.listen` on loopback, TLS from a test CA: each round runs them on the socket, then over HTTPS (100 streams per HTTP/2 connection, as a browser tab's). Each figure is the median of the rounds; latency is commit to receipt.")
+        line()
+        var rows: [[String]] = []
+        var targets: [String] = []
+        for (subscribers, rate) in [(100, 1000), (1000, 100)] {
+            func rounds(_ transport: String) -> [BenchResults.Run] {
+                runs.filter { $0.result.subscribers == subscribers && $0.rate == rate && $0.result.label.hasSuffix(transport) }
+            }
+            let (socket, https) = (rounds("Unix socket"), rounds("HTTPS with HTTP/2"))
+            func medianOf(_ runs: [BenchResults.Run], _ figure: (BenchResults.Run) -> Double?) -> Double? { median(runs.compactMap(figure)) }
+            let cost = { (runs: [BenchResults.Run]) in medianOf(runs) { $0.daemonCPUPerThousand.map { $0 * 1000 } } }
+            let p99 = { (runs: [BenchResults.Run]) in medianOf(runs) { $0.result.latencyMilliseconds?.p99 } }
+            for (name, transport) in [("Unix socket", socket), ("HTTPS, HTTP/2", https)] where !transport.isEmpty {
+                rows.append([
+                    "\(subscribers) × \(rate)/s", name, "\(transport.count)", format(transport.map(\.result.deliveredRatio).min() ?? 0, 4),
+                    medianOf(transport, \.deliveriesPerSecond).map { grouped($0) } ?? "-",
+                    medianOf(transport) { $0.result.latencyMilliseconds?.p50 }.map { format($0, 2) } ?? "-",
+                    p99(transport).map { format($0, 2) } ?? "-", cost(transport).map { format($0, 2) } ?? "-",
+                ])
+            }
+            guard let socketCost = cost(socket), let httpsCost = cost(https), socketCost > 0,
+                  let socketP99 = p99(socket), let httpsP99 = p99(https) else { continue }
+            let ratio = httpsCost / socketCost
+            targets.append("- \(subscribers) × \(rate)/s: daemon CPU per delivery over HTTPS \(format(ratio, 2)) times the socket's (\(format(httpsCost, 2)) against \(format(socketCost, 2)) µs; target 1.5 or less: \(verdict(ratio <= 1.5))); p99 \(format(httpsP99, 2)) against \(format(socketP99, 2)) ms, \(signed(httpsP99 - socketP99)) ms\(subscribers == 100 ? " (target within 2 ms: \(verdict(httpsP99 - socketP99 <= 2)))" : "")")
+        }
+        table(["shape", "transport", "rounds", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "pgherald CPU µs / delivery"], rows)
+        guard !targets.isEmpty else { return }
+        line("Targets:")
+        line()
+        for target in targets { line(target) }
+        line()
     }
 
     /// The daemon's CPU and its checks' backend's, per 1000 deliveries.

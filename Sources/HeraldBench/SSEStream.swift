@@ -3,16 +3,25 @@ import Glibc
 #endif
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 
-/// One subscriber: an SSE stream on the daemon's socket, parsed line by line.
+/// How a stream reaches the daemon.
+enum StreamTransport {
+    /// Its Unix socket, one connection per stream.
+    case unixSocket(String)
+    /// Its network listener over HTTPS, streams sharing HTTP/2 connections, with a token.
+    case http2(HTTP2Connections, token: String)
+}
+
+/// One subscriber: an SSE stream on the daemon's socket or over HTTP/2, parsed line by line.
 ///
 /// When the daemon closes the stream (say, after `event: overflow`), it
 /// reconnects with `Last-Event-ID`, as a real client does, so that the record
 /// shows whether anything was lost across the resume.
 /// Lives on one event loop; touch it there only.
 final class SSEStream: BenchStream {
-    let socketPath: String
+    let transport: StreamTransport
     let path: String
     let eventLoop: any EventLoop
     var record = StreamRecord()
@@ -28,8 +37,12 @@ final class SSEStream: BenchStream {
     private var frameEvent: Substring = ""
     private var stopped = false
 
-    init(socketPath: String, path: String, eventLoop: any EventLoop) {
-        self.socketPath = socketPath
+    convenience init(socketPath: String, path: String, eventLoop: any EventLoop) {
+        self.init(transport: .unixSocket(socketPath), path: path, eventLoop: eventLoop)
+    }
+
+    init(transport: StreamTransport, path: String, eventLoop: any EventLoop) {
+        self.transport = transport
         self.path = path
         self.eventLoop = eventLoop
     }
@@ -39,15 +52,26 @@ final class SSEStream: BenchStream {
         eventLoop.assertInEventLoop()
         let opened = eventLoop.makePromise(of: Void.self)
         let handler = NIOLoopBound(SSEStreamHandler(stream: self, opened: opened), eventLoop: eventLoop)
-        ClientBootstrap(group: eventLoop)
-            .channelInitializer { channel in
+        switch transport {
+        case .unixSocket(let socketPath):
+            ClientBootstrap(group: eventLoop)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(handler.value)
+                    }
+                }
+                .connect(unixDomainSocketPath: socketPath)
+                .whenFailure { opened.fail($0) }
+        case .http2(let connections, _):
+            connections.openStream { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                     try channel.pipeline.syncOperations.addHandler(handler.value)
                 }
             }
-            .connect(unixDomainSocketPath: socketPath)
             .whenFailure { opened.fail($0) }
+        }
         return opened.futureResult
     }
 
@@ -60,6 +84,7 @@ final class SSEStream: BenchStream {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: "localhost")
         headers.add(name: "Accept", value: "text/event-stream")
+        if case .http2(_, let token) = transport { headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let id = record.lastEventID { headers.add(name: "Last-Event-ID", value: String(id)) }
         return headers
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import NIOPosix
 import Herald
 import HeraldRealtime
@@ -15,6 +16,18 @@ struct Subscribe: AsyncParsableCommand {
 
     @Option(help: "The daemon's socket.")
     var socket: String
+
+    @Option(help: "With --protocol sse: the daemon's network listener instead, such as https://localhost:8443 (HTTP/2 over TLS).")
+    var url: String?
+
+    @Option(help: "With --url: the PEM file of the CA that issued the daemon's certificate.")
+    var caFile: String?
+
+    @Option(help: "With --url: the token presented (Authorization: Bearer).")
+    var token: String?
+
+    @Option(help: "With --url: streams per HTTP/2 connection, as a browser tab's connection carries them.")
+    var streamsPerConnection = 100
 
     @Option(help: "Concurrent streams.")
     var subscribers: Int = 1
@@ -55,8 +68,9 @@ struct Subscribe: AsyncParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         switch self.protocol {
         case .sse:
-            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [socket, transactionSize] loop in
-                let stream = SSEStream(socketPath: socket, path: transactionSize == nil ? "/events" : "/events?group=transaction", eventLoop: loop)
+            let transport = try transportMaker()
+            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [transactionSize] loop in
+                let stream = SSEStream(transport: transport(loop), path: transactionSize == nil ? "/events" : "/events?group=transaction", eventLoop: loop)
                 stream.transactionSize = transactionSize
                 return stream
             })
@@ -73,6 +87,28 @@ struct Subscribe: AsyncParsableCommand {
             }, stride: teams)
         }
         try await group.shutdownGracefully()
+    }
+
+    /// How the streams made on an event loop reach the daemon: the socket, or
+    /// that loop's HTTP/2 connections to `--url`. Called on the loop.
+    private func transportMaker() throws -> @Sendable (any EventLoop) -> StreamTransport {
+        guard let url else { return { [socket] _ in .unixSocket(socket) } }
+        guard let components = URLComponents(string: url), components.scheme == "https", let host = components.host, let port = components.port,
+              let caFile, let token else {
+            throw ValidationError("--url is https://HOST:PORT, with --ca-file and --token")
+        }
+        let tls = try HTTP2Connections.tlsContext(trusting: caFile)
+        let perLoop = Mutex<[ObjectIdentifier: NIOLoopBound<HTTP2Connections>]>([:])
+        let streams = streamsPerConnection
+        return { loop in
+            let connections = perLoop.withLock { table in
+                if let existing = table[ObjectIdentifier(loop)] { return existing }
+                let made = NIOLoopBound(HTTP2Connections(eventLoop: loop, host: host, port: port, tls: tls, streamsPerConnection: streams), eventLoop: loop)
+                table[ObjectIdentifier(loop)] = made
+                return made
+            }
+            return .http2(connections.value, token: token)
+        }
     }
 
     /// Whether each client sees one team's rows.
