@@ -52,6 +52,7 @@ final class HTTP2Connections {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host))
                     var connection = NIOHTTP2Handler.ConnectionConfiguration()
+                    connection.targetWindowSize = Self.connectionWindow
                     connection.initialSettings = [
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
                         HTTP2Setting(parameter: .initialWindowSize, value: Self.streamWindow),
@@ -65,9 +66,6 @@ final class HTTP2Connections {
             }
             .connect(host: host, port: port)
             .flatMap { channel in
-                // The connection's own window, beyond the 64 KiB every connection starts with.
-                let grow = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535))
-                channel.writeAndFlush(grow, promise: nil)
                 do {
                     return try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self).multiplexer
                 } catch {

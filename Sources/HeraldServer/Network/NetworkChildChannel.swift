@@ -45,6 +45,11 @@ struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>?> { result in
                 switch result {
                 case .negotiated("h2"):
+                    do {
+                        try channel.pipeline.syncOperations.addHandler(FlushCoalescer())
+                    } catch {
+                        return channel.eventLoop.makeFailedFuture(error)
+                    }
                     return http2.setup(channel: channel, logger: logger).map { .http2($0) }
                 case .negotiated("http/1.1"), .fallback:
                     return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
