@@ -26,11 +26,11 @@ final class HTTP2Connections {
         self.streamsPerConnection = streamsPerConnection
     }
 
-    /// A TLS context that offers only h2 and trusts the CA in `caFile`.
-    static func tlsContext(trusting caFile: String) throws -> NIOSSLContext {
+    /// A TLS context that offers only `protocol` by ALPN (`h2` or `http/1.1`) and trusts the CA in `caFile`.
+    static func tlsContext(trusting caFile: String, offering protocol: String = "h2") throws -> NIOSSLContext {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.trustRoots = .file(caFile)
-        configuration.applicationProtocols = ["h2"]
+        configuration.applicationProtocols = [`protocol`]
         return try NIOSSLContext(configuration: configuration)
     }
 

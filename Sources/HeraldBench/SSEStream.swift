@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
+import NIOSSL
 
 /// How a stream reaches the daemon.
 enum StreamTransport {
@@ -12,6 +13,8 @@ enum StreamTransport {
     case unixSocket(String)
     /// Its network listener over HTTPS, streams sharing HTTP/2 connections, with a token.
     case http2(HTTP2Connections, token: String)
+    /// A TCP listener over HTTP/1.1, a connection per stream: TLS when `tls` is given.
+    case http1(host: String, port: Int, tls: NIOSSLContext?, token: String)
 }
 
 /// One subscriber: an SSE stream on the daemon's socket or over HTTP/2, parsed line by line.
@@ -63,6 +66,18 @@ final class SSEStream: BenchStream {
                 }
                 .connect(unixDomainSocketPath: socketPath)
                 .whenFailure { opened.fail($0) }
+        case .http1(let host, let port, let tls, _):
+            ClientBootstrap(group: eventLoop)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let sync = channel.pipeline.syncOperations
+                        if let tls { try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: host)) }
+                        try sync.addHTTPClientHandlers()
+                        try sync.addHandler(handler.value)
+                    }
+                }
+                .connect(host: host, port: port)
+                .whenFailure { opened.fail($0) }
         case .http2(let connections, _):
             connections.openStream { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -84,7 +99,10 @@ final class SSEStream: BenchStream {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: "localhost")
         headers.add(name: "Accept", value: "text/event-stream")
-        if case .http2(_, let token) = transport { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        switch transport {
+        case .unixSocket: break
+        case .http2(_, let token), .http1(_, _, _, let token): headers.add(name: "Authorization", value: "Bearer \(token)")
+        }
         if let id = record.lastEventID { headers.add(name: "Last-Event-ID", value: String(id)) }
         return headers
     }

@@ -17,8 +17,11 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "The daemon's socket.")
     var socket: String
 
-    @Option(help: "With --protocol sse: the daemon's network listener instead, such as https://localhost:8443 (HTTP/2 over TLS).")
+    @Option(help: "With --protocol sse: a TCP listener of the daemon instead, such as https://localhost:8443 (HTTP/2 over TLS), or http:// with --http1.")
     var url: String?
+
+    @Flag(help: "With --url: HTTP/1.1, a connection per stream (over TLS for https://).")
+    var http1 = false
 
     @Option(help: "With --url: the PEM file of the CA that issued the daemon's certificate.")
     var caFile: String?
@@ -93,11 +96,15 @@ struct Subscribe: AsyncParsableCommand {
     /// that loop's HTTP/2 connections to `--url`. Called on the loop.
     private func transportMaker() throws -> @Sendable (any EventLoop) -> StreamTransport {
         guard let url else { return { [socket] _ in .unixSocket(socket) } }
-        guard let components = URLComponents(string: url), components.scheme == "https", let host = components.host, let port = components.port,
-              let caFile, let token else {
-            throw ValidationError("--url is https://HOST:PORT, with --ca-file and --token")
+        guard let components = URLComponents(string: url), let host = components.host, let port = components.port, let token,
+              components.scheme == "https" ? caFile != nil : (components.scheme == "http" && http1) else {
+            throw ValidationError("--url is https://HOST:PORT with --ca-file, or http://HOST:PORT with --http1; and --token")
         }
-        let tls = try HTTP2Connections.tlsContext(trusting: caFile)
+        if http1 {
+            let tls = try caFile.map { try HTTP2Connections.tlsContext(trusting: $0, offering: "http/1.1") }
+            return { _ in .http1(host: host, port: port, tls: tls, token: token) }
+        }
+        let tls = try HTTP2Connections.tlsContext(trusting: caFile ?? "")
         let perLoop = Mutex<[ObjectIdentifier: NIOLoopBound<HTTP2Connections>]>([:])
         let streams = streamsPerConnection
         return { loop in
