@@ -32,19 +32,9 @@ struct EnrolmentsByCourse: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         try await daemon.withClient { client in
-            let model = LiveQueryModel(client: client, query: "enrolments_by_course", as: CourseEnrolment.self)
-            let following = Task { await model.run() }
-            defer { following.cancel() }
-            var shown: UInt64 = 0
-            while count == 0 || shown < count {
-                await model.nextChange()
-                if let failure = model.failure {
-                    FileHandle.standardError.write(Data("Error: \(failure)\n".utf8))
-                    throw ExitCode(69)
-                }
-                guard model.updateCount > shown else { continue }
-                shown = model.updateCount
-                Self.draw(model.rows, update: shown)
+            try await LiveQueryModel(client: client, query: "enrolments_by_course", as: CourseEnrolment.self).showResults(count: count) { rows, update in
+                Self.draw(rows, update: update)
+                return true
             }
         }
     }

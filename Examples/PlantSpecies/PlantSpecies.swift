@@ -46,30 +46,26 @@ struct PlantSpecies: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         try await daemon.withClient { client in
-            let list = LiveQueryModel(client: client, query: "species", as: Species.self)
+            try await LiveQueryModel(client: client, query: "species", as: Species.self).showResults(count: 1) { rows, _ in
+                Self.show("Species: " + rows.map(\.name).joined(separator: ", "))
+                return true
+            }
             let detail = LiveQueryModel(
                 client: client, query: "species_detail", parameters: ["species_id": String(species)], as: SpeciesDetail.self
             )
-            let following = [Task { await list.run() }, Task { await detail.run() }]
-            defer { for task in following { task.cancel() } }
-            while list.updateCount == 0, list.failure == nil { await list.nextChange() }
-            try Self.check(list.failure)
-            Self.show("Species: " + list.rows.map(\.name).joined(separator: ", "))
-            var shown: UInt64 = 0
             var wasOpen = false
-            while count == 0 || shown < count {
-                // The first result may have come while the list was awaited.
-                if detail.updateCount == shown, detail.failure == nil { await detail.nextChange() }
-                try Self.check(detail.failure)
-                guard detail.updateCount > shown else { continue }
-                shown = detail.updateCount
-                guard let open = detail.rows.first else {
-                    Self.show(wasOpen ? "Closed: species \(species) was deleted" : "No species \(species)")
-                    if wasOpen { return }
-                    throw ExitCode(66)
+            try await detail.showResults(count: count) { rows, update in
+                guard let open = rows.first else {
+                    guard wasOpen else {
+                        Self.show("No species \(species)")
+                        throw ExitCode(66)
+                    }
+                    Self.show("Closed: species \(species) was deleted")
+                    return false
                 }
                 wasOpen = true
-                Self.show(Self.draw(open, update: shown))
+                Self.show(Self.draw(open, update: update))
+                return true
             }
         }
     }
@@ -80,12 +76,6 @@ struct PlantSpecies: AsyncParsableCommand {
             lines.append("  seedling \(seedling.id)  planted \(seedling.plantedOn)  \(seedling.heightCm.map { "\($0) cm" } ?? "not measured")")
         }
         return lines.joined(separator: "\n")
-    }
-
-    static func check(_ failure: (any Error)?) throws {
-        guard let failure else { return }
-        FileHandle.standardError.write(Data("Error: \(failure)\n".utf8))
-        throw ExitCode(69)
     }
 
     /// Unbuffered, so a pipe sees each result as it comes.

@@ -47,22 +47,12 @@ struct RemindersLists: AsyncParsableCommand {
     @MainActor
     func run() async throws {
         try await daemon.withClient { client in
-            let model = LiveQueryModel(client: client, query: "reminders_lists", as: Row.self)
-            let following = Task { await model.run() }
-            defer { following.cancel() }
-            var shown: UInt64 = 0
             var previous: [Int: Row] = [:]
-            while count == 0 || shown < count {
-                await model.nextChange()
-                if let failure = model.failure {
-                    FileHandle.standardError.write(Data("Error: \(failure)\n".utf8))
-                    throw ExitCode(69)
-                }
-                guard model.updateCount > shown else { continue }
-                shown = model.updateCount
-                let changed = model.rows.filter { previous[$0.list.id] != $0 }.map(\.list.title)
-                previous = Dictionary(uniqueKeysWithValues: model.rows.map { ($0.list.id, $0) })
-                Self.draw(model.rows, changed: changed, update: shown)
+            try await LiveQueryModel(client: client, query: "reminders_lists", as: Row.self).showResults(count: count) { rows, update in
+                let changed = rows.filter { previous[$0.list.id] != $0 }.map(\.list.title)
+                previous = Dictionary(uniqueKeysWithValues: rows.map { ($0.list.id, $0) })
+                Self.draw(rows, changed: changed, update: update)
+                return true
             }
         }
     }
