@@ -105,6 +105,7 @@ extension IntegrationTests {
             defer { try? FileManager.default.removeItem(at: directory) }
             try "hunter2\n".write(to: directory.appending(path: "password"), atomically: true, encoding: .utf8)
             try "a-jwt-secret-of-enough-length-0123456789\n".write(to: directory.appending(path: "jwt"), atomically: true, encoding: .utf8)
+            let certificates = try await TestCertificates()
             // Every section on, every optional key set, so that check-config prints every key serve reads.
             let file = directory.appending(path: "pgherald.yaml")
             try """
@@ -146,6 +147,7 @@ extension IntegrationTests {
                   ops: [INSERT]
                   where: id.gt.0
                   topics: [lobby]
+                  queries: [enrolments_*]
                   rls: true
                   role: kiosk
                   claims: '{"sub": "kiosk"}'
@@ -172,6 +174,15 @@ extension IntegrationTests {
               enabled: true
               listen: 127.0.0.1:9188
               key: 0123456789abcdef0123
+            http:
+              listen: [127.0.0.1:8443]
+              cors:
+                origins: [https://app.example.com]
+              plaintext: false
+              max_connections: 100
+            tls:
+              cert_file: \(certificates.certificatePath)
+              key_file: \(certificates.keyPath)
             queries:
               enrolments_by_course:
                 sql: select course_id, count(*) as enrolled from enrols_in where course_id = $1 group by 1
