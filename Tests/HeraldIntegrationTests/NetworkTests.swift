@@ -106,7 +106,12 @@ extension IntegrationTests {
 
         @Test func curlReadsEventsAndQueriesOverHTTP2AndHTTP1() async throws {
             let database = try TestDatabase.create()
-            let served = try await Self.start(database)
+            let served = try await Self.start(database, origins: ["https://app.example.com"])
+            // A refusal carries the CORS headers, so that a page's fetch can read why.
+            let refused = try await Self.curl(["--http2", "-D", "-", "-H", "Origin: https://app.example.com", served.base + "/events"], served: served, seconds: 5)
+                .finish(within: 20).stdout
+            #expect(refused.hasPrefix("HTTP/2 401") && refused.contains("access-control-allow-origin: https://app.example.com"), "\(refused)")
+            #expect(refused.contains("\"error\":\"token_required\""), "\(refused)")
             let bearer = ["-H", "Authorization: Bearer \(Self.key)"]
             let events2 = try Self.curl(["--http2"] + bearer + [served.base + "/events?table=course"], served: served, seconds: 6)
             let events1 = try Self.curl(["--http1.1", served.base + "/events?table=course&access_token=\(Self.key)"], served: served, seconds: 6)

@@ -130,7 +130,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         Task(executorPreference: EventLoopTaskExecutor(eventLoop: context.eventLoop)) { [server] in
             let opening = await server.openStream(head, channel: channel)
-            channel.eventLoop.execute { handler.value.opened(opening) }
+            // A refusal carries the CORS headers too, so that a page can read why.
+            let headers = server.corsHeaders(for: head, channel: channel)
+            channel.eventLoop.execute { handler.value.opened(opening, headers: headers) }
         }
     }
 
@@ -152,12 +154,12 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
         context.fireChannelInactive()
     }
 
-    private func opened(_ opening: SocketServer.StreamOpening) {
+    private func opened(_ opening: SocketServer.StreamOpening, headers: HTTPFields) {
         guard let context, !ended else { return }
         switch opening {
         case .refused(let refusal):
             ended = true
-            SocketLimitsHandler.answer(context, status: refusal.status, refusal.body)
+            SocketLimitsHandler.answer(context, status: refusal.status, refusal.body, headers: headers)
         case .closed:
             ended = true
             context.close(promise: nil)

@@ -101,11 +101,14 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Answers a request with a JSON error from a handler that writes
     /// `HTTPResponsePart`s, then closes the connection.
-    static func answer(_ context: ChannelHandlerContext, status: HTTPResponse.Status, _ body: ErrorBody) {
+    /// - Parameter headers: added to the answer's head (CORS, over the network).
+    static func answer(_ context: ChannelHandlerContext, status: HTTPResponse.Status, _ body: ErrorBody, headers: HTTPFields = HTTPFields()) {
         let bytes = Response.jsonBuffer(body)
-        let head = HTTPResponse(status: status, headerFields: [
-            .contentType: "application/json", .contentLength: String(bytes.readableBytes), .connection: "close",
-        ])
+        var fields = headers
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = String(bytes.readableBytes)
+        fields[.connection] = "close"
+        let head = HTTPResponse(status: status, headerFields: fields)
         context.write(NIOAny(HTTPResponsePart.head(head)), promise: nil)
         context.write(NIOAny(HTTPResponsePart.body(bytes)), promise: nil)
         let channel = context.channel
