@@ -40,13 +40,7 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let role = RowSecurityTests.makeRole()
             defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
-            try database.execute("""
-                CREATE ROLE \(role) NOLOGIN;
-                GRANT SELECT ON course, enrols_in TO \(role);
-                ALTER TABLE course ENABLE ROW LEVEL SECURITY;
-                CREATE POLICY by_prefix ON course FOR SELECT TO \(role)
-                  USING (short_code LIKE (current_setting('request.jwt.claims', true)::json->>'sub') || '%');
-                """)
+            try RowSecurityTests.createCoursesByPrefix(database, role: role)
             let queries = try Self.exampleConfiguration("EnrolmentsByCourse")
                 .replacingOccurrences(of: "    key: [course_id]", with: "    key: [course_id]\n    as: subscriber")
             let served = try await NetworkTests.start(

@@ -441,13 +441,8 @@ extension IntegrationTests {
             _ = try await daemon.stop()
         }
 
-        /// The EnrolmentsByCourse example (`LiveQueryModel` on `HeraldClient`),
-        /// run as two users whose policies show each its own courses, on a
-        /// live query that runs as its subscriber.
-        @Test func theSwiftClientsLiveQueryModelShowsEachUserTheirRows() async throws {
-            let database = try TestDatabase.create()
-            let role = Self.makeRole()
-            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+        /// Courses each user sees by the prefix of their short code: the user `SCH` sees Chemistry.
+        static func createCoursesByPrefix(_ database: TestDatabase, role: String) throws {
             try database.execute("""
                 CREATE ROLE \(role) NOLOGIN;
                 GRANT SELECT ON course, enrols_in TO \(role);
@@ -455,6 +450,16 @@ extension IntegrationTests {
                 CREATE POLICY by_prefix ON course FOR SELECT TO \(role)
                   USING (short_code LIKE (current_setting('request.jwt.claims', true)::json->>'sub') || '%');
                 """)
+        }
+
+        /// The EnrolmentsByCourse example (`LiveQueryModel` on `HeraldClient`),
+        /// run as two users whose policies show each its own courses, on a
+        /// live query that runs as its subscriber.
+        @Test func theSwiftClientsLiveQueryModelShowsEachUserTheirRows() async throws {
+            let database = try TestDatabase.create()
+            let role = Self.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try Self.createCoursesByPrefix(database, role: role)
             let (science, english): (UInt32, UInt32) = (60041, 60042)
             let example = try String(contentsOf: TestDatabase.repositoryRoot.appending(path: "Examples/EnrolmentsByCourse/pgherald.yaml"), encoding: .utf8)
             let config = try Self.configuration { _ in
