@@ -37,18 +37,17 @@ extension IntegrationTests {
         /// everything their row-level security lets them see.
         static func configuration(
             port: Int, certificates: TestCertificates, role: String = "authenticated", roleGrant: String = "rls: true", queries: String = courseQuery,
-            origins: [String] = [], extra: String = ""
+            origins: [String] = [], plaintext: Bool = false, extra: String = ""
         ) throws -> String {
             let directory = certificates.directory
             let secretFile = directory.appending(path: "jwt").path
             try jwtSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+            let tls = plaintext ? "" : "tls:\n  cert_file: \(certificates.certificatePath)\n  key_file: \(certificates.keyPath)"
             let text = """
                 http:
                   listen: 127.0.0.1:\(port)
                 \(origins.isEmpty ? "" : "  cors:\n    origins: [\(origins.joined(separator: ", "))]")
-                tls:
-                  cert_file: \(certificates.certificatePath)
-                  key_file: \(certificates.keyPath)
+                \(tls)
                 console:
                   key: \(consoleKey)
                 realtime:
@@ -74,12 +73,13 @@ extension IntegrationTests {
 
         static func start(
             _ database: TestDatabase, role: String = "authenticated", roleGrant: String = "rls: true", queries: String = courseQuery,
-            origins: [String] = [], extra: String = "", port: Int? = nil, certificates: TestCertificates? = nil
+            origins: [String] = [], plaintext: Bool = false, extra: String = "", port: Int? = nil, certificates: TestCertificates? = nil
         ) async throws -> Served {
             let certificates = if let certificates { certificates } else { try await TestCertificates() }
             let port = port ?? freeLoopbackPort()
             let config = try configuration(
-                port: port, certificates: certificates, role: role, roleGrant: roleGrant, queries: queries, origins: origins, extra: extra
+                port: port, certificates: certificates, role: role, roleGrant: roleGrant, queries: queries, origins: origins,
+                plaintext: plaintext, extra: extra
             )
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             return Served(daemon: daemon, port: port, certificates: certificates, config: config)
@@ -381,6 +381,70 @@ extension IntegrationTests {
                 executable: URL(fileURLWithPath: python)
             ).finish(within: 90)
             #expect(result.status == 0 && result.stdout.hasSuffix("OK\n"), "\(result.stderr.suffix(2000))")
+            _ = try await served.daemon.stop()
+        }
+
+        /// The nginx configuration in docs/operations.md, as written there, in
+        /// front of a plain listener on loopback: streams unbuffered over
+        /// HTTP/2, the Supabase WebSocket upgraded, and no token in its access log.
+        @Test func theDocumentedNginxConfigurationFrontsAPlainListener() async throws {
+            let nginx = "/usr/sbin/nginx"
+            try #require(FileManager.default.isExecutableFile(atPath: nginx), "scripts/test installs nginx-light")
+            let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"], "scripts/test sets it")
+            let database = try TestDatabase.create()
+            let role = RowSecurityTests.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try RowSecurityTests.createTodos(database, role: role)
+            let served = try await Self.start(database, role: role, plaintext: true)
+
+            let operations = try String(contentsOf: TestDatabase.repositoryRoot.appending(path: "docs/operations.md"), encoding: .utf8)
+            let start = try #require(operations.range(of: "```nginx\n"))
+            let end = try #require(operations.range(of: "\n```", range: start.upperBound..<operations.endIndex))
+            let proxyPort = freeLoopbackPort()
+            let prefix = served.certificates.directory.appending(path: "nginx")
+            try FileManager.default.createDirectory(at: prefix, withIntermediateDirectories: true)
+            let site = String(operations[start.upperBound..<end.lowerBound])
+                .replacingOccurrences(of: "listen 443 ssl http2;", with: "listen 127.0.0.1:\(proxyPort) ssl http2;")
+                .replacingOccurrences(of: "/etc/letsencrypt/live/herald.example.com/fullchain.pem", with: served.certificates.certificatePath)
+                .replacingOccurrences(of: "/etc/letsencrypt/live/herald.example.com/privkey.pem", with: served.certificates.keyPath)
+                .replacingOccurrences(of: "/var/log/nginx/herald.log", with: prefix.appending(path: "access.log").path)
+                .replacingOccurrences(of: "proxy_pass http://127.0.0.1:8080;", with: "proxy_pass http://127.0.0.1:\(served.port);")
+            #expect(site.contains("proxy_pass http://127.0.0.1:\(served.port);") && site.contains(served.certificates.keyPath), "\(site)")
+            let temporary = prefix.path
+            try """
+                pid \(temporary)/nginx.pid;
+                error_log \(temporary)/error.log;
+                events {}
+                http {
+                    client_body_temp_path \(temporary)/body;
+                    proxy_temp_path \(temporary)/proxy;
+                \(site)
+                }
+                """.write(to: prefix.appending(path: "nginx.conf"), atomically: true, encoding: .utf8)
+            let proxy = try DaemonProcess(["-p", temporary, "-c", prefix.appending(path: "nginx.conf").path, "-g", "daemon off; user root;"], executable: URL(fileURLWithPath: nginx))
+            try await waitFor(seconds: 10) { loopbackAccepts(port: proxyPort) } failure: { "nginx did not listen" }
+
+            let token = Self.token(role: role, sub: "alice")
+            let stream = try await RawStream(url: "https://localhost:\(proxyPort)/events?table=todo&access_token=\(token)", client: TestCertificates.httpClient)
+            #expect(stream.version == .http2)
+            try await served.daemon.waitForSubscribers(1, kind: "sse")
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'through nginx', 's')")
+            _ = try await stream.text(within: 3) { $0.contains("through nginx") }
+
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/row_security_test.py").path
+            try database.execute("DELETE FROM todo")
+            let realtime = try await DaemonProcess(
+                [script, "--url", "wss://localhost:\(proxyPort)/realtime/v1", "--alice", token, "--bob", Self.token(role: role, sub: "bob"),
+                 "--dsn", database.connInfo],
+                environment: ["SSL_CERT_FILE": served.certificates.caPath], executable: URL(fileURLWithPath: python)
+            ).finish(within: 90)
+            #expect(realtime.status == 0 && realtime.stdout.hasSuffix("OK\n"), "\(realtime.stderr.suffix(2000))")
+
+            proxy.signal(SIGTERM)
+            _ = try await proxy.finish(within: 10)
+            let accessLog = try String(contentsOf: prefix.appending(path: "access.log"), encoding: .utf8)
+            // The WebSocket's URL carried the token as apikey; the log holds its path only.
+            #expect(accessLog.contains("GET /realtime/v1/websocket") && !accessLog.contains(token), "\(accessLog)")
             _ = try await served.daemon.stop()
         }
 
