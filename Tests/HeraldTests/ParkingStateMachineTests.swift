@@ -31,16 +31,49 @@ import Testing
         // A full page still means more is waiting.
         machine.swept(found: busyPerSweep, full: true, unrung: false, now: now)
         #expect(machine.next(now: now) == .sweep)
-        // A window under the busy rate, but above half the wake rate: it reads on, 1 ms apart again.
+        // A window under the busy rate, but above half the wake rate, each event to a hundred subscribers:
+        // it reads on, 1 ms apart again.
         let slower = now
         while now - slower < policy.wakeWindow {
             now += policy.busyPollInterval
-            machine.swept(found: policy.wakeRings / 2, full: false, unrung: false, now: now)
+            machine.swept(found: policy.wakeRings / 2, deliveries: policy.wakeRings / 2 * 100, full: false, unrung: false, now: now)
         }
         #expect(Double(policy.wakeRings / 2) < Double(policy.busyRate) * (policy.busyPollInterval / .seconds(1)), "the window above is under the busy rate")
         now += policy.busyPollInterval
-        machine.swept(found: policy.wakeRings / 2, full: false, unrung: false, now: now)
+        machine.swept(found: policy.wakeRings / 2, deliveries: policy.wakeRings / 2 * 100, full: false, unrung: false, now: now)
         #expect(machine.next(now: now) == .wait(until: now + policy.pollInterval))
+    }
+
+    @Test func fewDeliveriesASweepSpaceSweepsOutUpToTheLongestInterval() {
+        var machine = ParkingStateMachine(policy: policy, now: start)
+        var now = start
+        // One subscriber at 2,000 events/s: sweeps 1 ms apart would feed two deliveries each.
+        while now - start <= policy.wakeWindow {
+            machine.swept(found: 2, full: false, unrung: false, now: now)
+            now += policy.pollInterval
+        }
+        machine.swept(found: 2, full: false, unrung: false, now: now)
+        let spaced = Duration.seconds(Double(policy.sweepBatch) / 2_000)
+        #expect(spaced > policy.pollInterval && spaced <= policy.longestPollInterval)
+        guard case .wait(let until) = machine.next(now: now) else {
+            Issue.record("it waits between sweeps")
+            return
+        }
+        #expect(abs((until - now - spaced) / .milliseconds(1)) < 1, "a sweep feeds about \(policy.sweepBatch) deliveries")
+        // At 1,000 events/s, above the rate that parks, the longest interval bounds the latency it adds.
+        let slower = now
+        while now - slower <= policy.wakeWindow {
+            now += policy.longestPollInterval
+            machine.swept(found: 8, full: false, unrung: false, now: now)
+        }
+        #expect(machine.next(now: now) == .wait(until: now + policy.longestPollInterval))
+        // Events nobody takes: the longest interval too.
+        let unheard = now
+        while now - unheard <= policy.wakeWindow {
+            now += policy.longestPollInterval
+            machine.swept(found: 20, deliveries: 0, full: false, unrung: false, now: now)
+        }
+        #expect(machine.next(now: now) == .wait(until: now + policy.longestPollInterval))
     }
 
     @Test func parksOnceSweepsHaveFoundNothingForParkAfter() {
@@ -69,7 +102,7 @@ import Testing
         var now = start
         // A full window at the wake rate: it goes on reading.
         while now - start <= policy.wakeWindow {
-            machine.swept(found: 2, full: false, unrung: false, now: now)
+            machine.swept(found: 2, deliveries: 200, full: false, unrung: false, now: now)
             now += policy.pollInterval
         }
         #expect(machine.next(now: now) == .sweep)
@@ -77,7 +110,8 @@ import Testing
         let slowStart = now
         var sweeps = 0
         while now - slowStart <= policy.wakeWindow {
-            machine.swept(found: sweeps % 8 == 0 ? 1 : 0, full: false, unrung: false, now: now)
+            let found = sweeps % 8 == 0 ? 1 : 0
+            machine.swept(found: found, deliveries: found * 100, full: false, unrung: false, now: now)
             sweeps += 1
             now += policy.pollInterval
         }

@@ -65,6 +65,7 @@ public final class Broker: Sendable {
     let state: Mutex<State>
     /// Holders of a ``TransactionEndsDemand``: while there are any, the listener marks transaction ends.
     let transactionEndDemand = Atomic<Int>(0)
+    private let reachedByLastPublish = Atomic<Int>(0)
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -209,14 +210,22 @@ public final class Broker: Sendable {
         let (stamped, overflowed) = state.withLock { state -> ([Event], [Subscriber]) in
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
+            // Counted by runs of one table and operation: a hash of the table's name per run, not per event.
+            var run: (key: TableOperation, events: UInt64)?
             for decoded in events {
                 state.changeCount += 1
-                state.operationCounts[TableOperation(table: decoded.table, operation: decoded.operation), default: 0] += 1
+                if let current = run, current.key.operation == decoded.operation, current.key.table == decoded.table {
+                    run?.events += 1
+                } else {
+                    if let current = run { state.operationCounts[current.key, default: 0] += current.events }
+                    run = (TableOperation(table: decoded.table, operation: decoded.operation), 1)
+                }
                 let event = decoded.stamped(count: state.changeCount)
                 state.history.append(event, resumable: resumable)
                 if resumable { state.lastResumableEventID = event.id }
                 stamped.append(event)
             }
+            if let current = run { state.operationCounts[current.key, default: 0] += current.events }
             var fanOut = FanOut(events: stamped)
             for subscriber in state.subscribersForAllTables.members {
                 fanOut.deliver(to: subscriber)
@@ -238,10 +247,17 @@ public final class Broker: Sendable {
                 }
             }
             for id in fanOut.closed { _ = state.remove(id: id) }
+            reachedByLastPublish.store(fanOut.reached, ordering: .relaxed)
             return (stamped, overflowed)
         }
         for subscriber in overflowed { subscriber.onOverflow?() }
         return stamped
+    }
+
+    /// How many subscribers the last publish handed events to: what a
+    /// reader that pays per read weighs its cost against.
+    public var subscribersReachedByLastPublish: Int {
+        reachedByLastPublish.load(ordering: .relaxed)
     }
 
     @discardableResult
@@ -256,6 +272,7 @@ public final class Broker: Sendable {
         private var rows: [LazyRow]
         private(set) var overflowed: [UInt64] = []
         private(set) var closed: [UInt64] = []
+        private(set) var reached = 0
         /// Broadcasts pass only filters that ask for them, `.all` not among them.
         private let carriesBroadcasts: Bool
 
@@ -269,7 +286,7 @@ public final class Broker: Sendable {
             let share = subscriber.takesEverything && !carriesBroadcasts ? events : matching(subscriber.filter)
             guard !share.isEmpty else { return }
             switch subscriber.mailbox.offer(share) {
-            case .accepted: break
+            case .accepted: reached += 1
             case .overflowed: overflowed.append(subscriber.id)
             case .closed: closed.append(subscriber.id)  // The consumer was cancelled; forget it.
             }

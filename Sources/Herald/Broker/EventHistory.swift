@@ -29,17 +29,22 @@ struct EventHistory {
         guard capacity > 0 else { return }
         events.append(event)
         counts[event.id] = event.count
-        if resumable {
-            notResumable.remove(event.id)
-        } else {
+        // Hashing an id costs as much as the rest of an append: none for the empty set, the usual case.
+        if !resumable {
             notResumable.insert(event.id)
+        } else if !notResumable.isEmpty {
+            notResumable.remove(event.id)
         }
         bytes += event.retainedBytes
         while events.count > capacity || (bytes > byteLimit && events.count > 1) {
             let evicted = events.removeFirst()
-            if counts[evicted.id] == evicted.count {
-                counts[evicted.id] = nil
-                notResumable.remove(evicted.id)
+            // Looked up and removed at once; put back in the rare case that a later event reused the id.
+            if let count = counts.removeValue(forKey: evicted.id) {
+                if count != evicted.count {
+                    counts[evicted.id] = count
+                } else if !notResumable.isEmpty {
+                    notResumable.remove(evicted.id)
+                }
             }
             bytes -= evicted.retainedBytes
             hasEvicted = true

@@ -32,14 +32,16 @@ extension Event {
     /// Unknown members are ignored so that newer triggers stay readable.
     /// Anything else that deviates from the event shape is rejected.
     public init(payload bytes: UnsafeBufferPointer<UInt8>) throws(EventDecodingError) {
-        let read: [(key: String, value: JSONParser.ShallowValue)]?
+        var fields = Fields()
+        let isObject: Bool
         do {
-            read = try JSONParser.readObject(bytes)
+            isObject = try JSONParser.readMembers(bytes) { name, parser throws(JSONParsingError) in
+                try fields.read(name, from: &parser)
+            }
         } catch {
             throw EventDecodingError(code: .invalidJSON, detail: error.description)
         }
-        guard let members = read else { throw EventDecodingError(code: .notAnObject, detail: "") }
-        let fields = Fields(members)
+        guard isObject else { throw EventDecodingError(code: .notAnObject, detail: "") }
         let count = try fields.changeCount()
         let opName = try Fields.requiredString(fields.op, "op")
         guard let operation = Operation(rawValue: opName) else {
@@ -62,6 +64,11 @@ extension Event {
     }
 
     public init(payload: String) throws(EventDecodingError) {
+        try self.init(payload: payload[...])
+    }
+
+    /// Decodes an event that is part of a longer text, such as one of a journal batch, without copying it out.
+    public init(payload: Substring) throws(EventDecodingError) {
         var payload = payload
         let result: Result<Event, EventDecodingError> = payload.withUTF8 { buffer in
             Result { () throws(EventDecodingError) in try Event(payload: buffer) }
@@ -87,27 +94,34 @@ extension Event {
         }
     }
 
-    /// The members of a payload object, sorted into their fields in one pass.
+    /// The members of a payload object, sorted into their fields as they are read.
     private struct Fields {
         var id, op, schema, table, txid, at, pk, new, old, count, omitted, leftView: JSONParser.ShallowValue?
 
-        init(_ members: [(key: String, value: JSONParser.ShallowValue)]) {
-            for (key, value) in members {
-                switch key {
-                case "id": id = value
-                case "op": op = value
-                case "schema": schema = value
-                case "table": table = value
-                case "txid": txid = value
-                case "at": at = value
-                case "pk": pk = value
-                case "new": new = value
-                case "old": old = value
-                case "count": count = value
-                case "omitted": omitted = value
-                case "left_view": leftView = value
-                default: break
-                }
+        /// Reads the value of the member `name`; the last of a repeated name counts, and unknown ones are validated and ignored.
+        mutating func read(_ name: UnsafeBufferPointer<UInt8>, from parser: inout JSONParser) throws(JSONParsingError) {
+            let value = try parser.readShallowValue()
+            func named(_ known: StaticString) -> Bool {
+                known.utf8CodeUnitCount == name.count && known.withUTF8Buffer { $0.elementsEqual(name) }
+            }
+            // By length first: most names are told apart without comparing a byte.
+            switch name.count {
+            case 2:
+                if named("id") { id = value } else if named("op") { op = value } else if named("pk") { pk = value } else if named("at") { at = value }
+            case 3:
+                if named("new") { new = value } else if named("old") { old = value }
+            case 4:
+                if named("txid") { txid = value }
+            case 5:
+                if named("table") { table = value } else if named("count") { count = value }
+            case 6:
+                if named("schema") { schema = value }
+            case 7:
+                if named("omitted") { omitted = value }
+            case 9:
+                if named("left_view") { leftView = value }
+            default:
+                break
             }
         }
 

@@ -18,6 +18,8 @@ public struct JSONParser: ~Copyable {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     private var depth = 0
+    /// Whitespace was skipped since this was last cleared: a copied value needs compacting.
+    private var sawWhitespace = false
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -55,7 +57,9 @@ public struct JSONParser: ~Copyable {
     mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
-            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): index += 1
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
+                index += 1
+                sawWhitespace = true
             default: return
             }
         }
@@ -259,18 +263,23 @@ public struct JSONParser: ~Copyable {
         case other(RawJSON)
     }
 
-    /// Reads a top-level object's members, keeping nested values as raw JSON.
+    /// Reads a top-level object member by member: `body` gets each member's
+    /// name, as UTF-8 with its escapes decoded, and reads its value from the
+    /// parser with ``readShallowValue()``. No name is copied, as this runs
+    /// for every event.
     ///
-    /// Returns nil when the document is valid JSON but not an object.
-    static func readObject(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONParsingError) -> [(key: String, value: ShallowValue)]? {
+    /// Returns false when the document is valid JSON but not an object.
+    static func readMembers(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ body: (UnsafeBufferPointer<UInt8>, inout JSONParser) throws(JSONParsingError) -> Void
+    ) throws(JSONParsingError) -> Bool {
         var parser = JSONParser(bytes: bytes)
         parser.skipWhitespace()
         guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "{") else {
             _ = try parse(bytes)
-            return nil
+            return false
         }
         try parser.enterContainer()
-        var members: [(key: String, value: ShallowValue)] = []
         if parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "}") {
             parser.index += 1
         } else {
@@ -278,12 +287,24 @@ public struct JSONParser: ~Copyable {
                 guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: "\"") else {
                     throw parser.error("expected a member name")
                 }
-                let key = try parser.parseString()
+                let nameStart = parser.index + 1
+                try parser.skipString()
+                let name = UnsafeBufferPointer(rebasing: bytes[nameStart..<(parser.index - 1)])
                 parser.skipWhitespace()
                 guard parser.index < bytes.count, bytes[parser.index] == UInt8(ascii: ":") else { throw parser.error("expected ':'") }
                 parser.index += 1
                 parser.skipWhitespace()
-                members.append((key, try parser.readShallowValue()))
+                if name.contains(UInt8(ascii: "\\")) {
+                    // A name with escapes, which pgherald never writes: decoded for the comparison.
+                    var nameParser = JSONParser(bytes: UnsafeBufferPointer(rebasing: bytes[(nameStart - 1)...]))
+                    var decoded = try nameParser.parseString()
+                    let result: Result<Void, JSONParsingError> = decoded.withUTF8 { name in
+                        Result { () throws(JSONParsingError) in try body(name, &parser) }
+                    }
+                    try result.get()
+                } else {
+                    try body(name, &parser)
+                }
                 parser.skipWhitespace()
                 guard parser.index < bytes.count else { throw parser.error("unterminated object") }
                 if bytes[parser.index] == UInt8(ascii: ",") {
@@ -299,10 +320,11 @@ public struct JSONParser: ~Copyable {
         }
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw parser.error("unexpected data after the document") }
-        return members
+        return true
     }
 
-    private mutating func readShallowValue() throws(JSONParsingError) -> ShallowValue {
+    /// Reads one value; strings are decoded, containers and numbers kept as raw JSON.
+    mutating func readShallowValue() throws(JSONParsingError) -> ShallowValue {
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "\""): return .string(try parseString())
@@ -318,53 +340,89 @@ public struct JSONParser: ~Copyable {
     }
 
     /// Validates one value and appends it to `output` without insignificant
-    /// whitespace; escapes inside strings are kept as written.
+    /// whitespace; escapes inside strings are kept as written. Validation
+    /// comes first, then one copy of the whole value: what PostgreSQL writes
+    /// is compact already, and byte-by-byte appends cost more than the checks.
     mutating func copyValue(into output: inout [UInt8]) throws(JSONParsingError) {
+        let start = index
+        let spacedBefore = sawWhitespace
+        sawWhitespace = false
+        try skipValue()
+        let value = UnsafeBufferPointer(rebasing: bytes[start..<index])
+        if sawWhitespace {
+            Self.appendCompacting(value, to: &output)
+        } else if output.isEmpty {
+            output = Array(value)
+        } else {
+            output.append(contentsOf: value)
+        }
+        sawWhitespace = sawWhitespace || spacedBefore
+    }
+
+    /// Appends validated JSON without the whitespace outside its strings.
+    private static func appendCompacting(_ value: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        output.reserveCapacity(output.count + value.count)
+        var inString = false
+        var escaped = false
+        for byte in value {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+            } else {
+                switch byte {
+                case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): continue
+                case UInt8(ascii: "\""): inString = true
+                default: break
+                }
+            }
+            output.append(byte)
+        }
+    }
+
+    /// Validates one value and moves past it.
+    private mutating func skipValue() throws(JSONParsingError) {
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
-        case UInt8(ascii: "{"): try copyContainer(close: UInt8(ascii: "}"), keyed: true, into: &output)
-        case UInt8(ascii: "["): try copyContainer(close: UInt8(ascii: "]"), keyed: false, into: &output)
-        case UInt8(ascii: "\""): try copyString(into: &output)
-        case UInt8(ascii: "t"): try expectLiteral("true"); output.append(contentsOf: "true".utf8)
-        case UInt8(ascii: "f"): try expectLiteral("false"); output.append(contentsOf: "false".utf8)
-        case UInt8(ascii: "n"): try expectLiteral("null"); output.append(contentsOf: "null".utf8)
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            let start = index
-            try scanNumber()
-            output.append(contentsOf: bytes[start..<index])
+        case UInt8(ascii: "{"): try skipContainer(close: UInt8(ascii: "}"), keyed: true)
+        case UInt8(ascii: "["): try skipContainer(close: UInt8(ascii: "]"), keyed: false)
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try scanNumber()
         default: throw error("unexpected character")
         }
     }
 
-    private mutating func copyContainer(close: UInt8, keyed: Bool, into output: inout [UInt8]) throws(JSONParsingError) {
-        output.append(bytes[index])
+    private mutating func skipContainer(close: UInt8, keyed: Bool) throws(JSONParsingError) {
         try enterContainer()
         defer { depth -= 1 }
         if index < bytes.count, bytes[index] == close {
             index += 1
-            output.append(close)
             return
         }
         while true {
             if keyed {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
-                try copyString(into: &output)
+                try skipString()
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
                 index += 1
-                output.append(UInt8(ascii: ":"))
                 skipWhitespace()
             }
-            try copyValue(into: &output)
+            try skipValue()
             skipWhitespace()
             guard index < bytes.count else { throw error("unterminated container") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
-                output.append(UInt8(ascii: ","))
                 skipWhitespace()
             } else if bytes[index] == close {
                 index += 1
-                output.append(close)
                 return
             } else {
                 throw error(keyed ? "expected ',' or '}'" : "expected ',' or ']'")
@@ -372,14 +430,12 @@ public struct JSONParser: ~Copyable {
         }
     }
 
-    private mutating func copyString(into output: inout [UInt8]) throws(JSONParsingError) {
-        let start = index
+    private mutating func skipString() throws(JSONParsingError) {
         index += 1
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 index += 1
-                output.append(contentsOf: bytes[start..<index])
                 return
             }
             if byte == UInt8(ascii: "\\") {

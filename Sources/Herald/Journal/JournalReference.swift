@@ -17,20 +17,26 @@ public struct JournalReference: Sendable, Hashable {
 
     /// Reads a reference payload; `nil` for anything else.
     public init?(payload: UnsafeBufferPointer<UInt8>) {
-        guard let members = try? JSONParser.readObject(payload), members.count == 2 || members.count == 3 else { return nil }
         var id: UInt64?
         var lastID: UInt64?
         var transactionID: UInt64?
-        for (key, value) in members {
-            guard case .string(let text) = value else { return nil }
-            switch key {
+        var members = 0
+        var recognized = true
+        let isObject = try? JSONParser.readMembers(payload) { name, parser throws(JSONParsingError) in
+            members += 1
+            guard case .string(let text) = try parser.readShallowValue() else {
+                recognized = false
+                return
+            }
+            switch String(decoding: name, as: UTF8.self) {
             case "ref": id = UInt64(text)
             case "through": lastID = UInt64(text)
             case "txid": transactionID = UInt64(text)
-            default: return nil
+            default: recognized = false
             }
         }
-        guard let id, let transactionID, members.count == (lastID == nil ? 2 : 3), (lastID ?? id) >= id else { return nil }
+        guard isObject == true, recognized, members == 2 || members == 3 else { return nil }
+        guard let id, let transactionID, members == (lastID == nil ? 2 : 3), (lastID ?? id) >= id else { return nil }
         self.init(id: id, lastID: lastID, transactionID: transactionID)
     }
 }

@@ -18,13 +18,38 @@ public struct TransactionSnapshot: Sendable, Hashable, CustomStringConvertible {
         self.inProgress = inProgress
     }
 
-    /// Parses PostgreSQL's text form, `xmin:xmax:xip,xip,...`.
+    /// Parses PostgreSQL's text form, `xmin:xmax:xip,xip,...`. Byte by
+    /// byte, without splitting: every sweep reads one.
     public init?(_ text: some StringProtocol) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, let xmin = UInt64(parts[0]), let xmax = UInt64(parts[1]), xmin <= xmax else { return nil }
+        var numbers: [UInt64] = []
+        var current: UInt64?
+        var colons = 0
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                let (times10, overflow) = (current ?? 0).multipliedReportingOverflow(by: 10)
+                let (sum, carry) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+                guard !overflow, !carry else { return nil }
+                current = sum
+            case UInt8(ascii: ":"):
+                guard let number = current, colons < 2 else { return nil }
+                numbers.append(number)
+                current = nil
+                colons += 1
+            case UInt8(ascii: ","):
+                guard let number = current, colons == 2 else { return nil }
+                numbers.append(number)
+                current = nil
+            default:
+                return nil
+            }
+        }
+        if let current { numbers.append(current) } else if numbers.count > 2 { return nil }
+        guard colons == 2, numbers.count >= 2, numbers[0] <= numbers[1] else { return nil }
+        let (xmin, xmax) = (numbers[0], numbers[1])
         var inProgress: Set<UInt64> = []
-        for item in parts[2].split(separator: ",") {
-            guard let txid = UInt64(item), txid >= xmin, txid < xmax else { return nil }
+        for txid in numbers.dropFirst(2) {
+            guard txid >= xmin, txid < xmax else { return nil }
             inProgress.insert(txid)
         }
         self.init(xmin: xmin, xmax: xmax, inProgress: inProgress)
@@ -47,6 +72,11 @@ public struct TransactionSnapshot: Sendable, Hashable, CustomStringConvertible {
 
     /// The text form PostgreSQL reads back as `pg_snapshot`.
     public var description: String {
-        "\(xmin):\(xmax):" + inProgress.sorted().map(String.init).joined(separator: ",")
+        var text = "\(xmin):\(xmax):"
+        for (index, txid) in inProgress.sorted().enumerated() {
+            if index > 0 { text += "," }
+            text += String(txid)
+        }
+        return text
     }
 }

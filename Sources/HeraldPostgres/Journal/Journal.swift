@@ -13,7 +13,8 @@ public enum Journal {
     public struct Row: Sendable {
         public var transactionID: UInt64
         public var id: UInt64
-        public var event: String
+        /// The event's JSON; of a batch, its part of the row's text, which it shares rather than copies.
+        public var event: Substring
     }
 
     /// Events read from the journal, and whether the read reached the end of what it asked for.
@@ -251,24 +252,39 @@ public enum Journal {
             let id: UInt64 = try row.value("id")
             let event: String = try row.value("event")
             guard try row.text("last_id") != nil else {
-                rows.append(Row(transactionID: txid, id: id, event: event))
+                rows.append(Row(transactionID: txid, id: id, event: event[...]))
                 continue
             }
-            for part in event.utf8.split(separator: batchSeparator) {
-                let text = String(Substring(part))
-                guard let partID = leadingEventID(text) else {
+            var text = event
+            let bounds = text.withUTF8(partBounds)
+            let utf8 = event.utf8
+            for bound in bounds {
+                let part = Substring(utf8[utf8.index(utf8.startIndex, offsetBy: bound.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: bound.upperBound)])
+                guard let partID = leadingEventID(part) else {
                     throw LibpqError(.queryFailed, "a journal batch from event \(id) holds an event without its id first")
                 }
-                rows.append(Row(transactionID: txid, id: partID, event: text))
+                rows.append(Row(transactionID: txid, id: partID, event: part))
             }
         }
         return rows
     }
 
+    /// Where each event of a batch lies in its text: the non-empty runs between separators.
+    private static func partBounds(_ text: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+        var bounds: [Range<Int>] = []
+        var start = 0
+        for index in text.indices where text[index] == batchSeparator {
+            if index > start { bounds.append(start..<index) }
+            start = index + 1
+        }
+        if text.count > start { bounds.append(start..<text.count) }
+        return bounds
+    }
+
     /// The id of an event that begins `{"id":"<digits>"`.
-    static func leadingEventID(_ event: String) -> UInt64? {
+    static func leadingEventID(_ event: Substring) -> UInt64? {
         let prefix = #"{"id":""#.utf8
-        var utf8 = Substring(event).utf8
+        var utf8 = event.utf8
         guard utf8.starts(with: prefix) else { return nil }
         utf8 = utf8.dropFirst(prefix.count)
         guard let end = utf8.firstIndex(of: UInt8(ascii: "\"")) else { return nil }

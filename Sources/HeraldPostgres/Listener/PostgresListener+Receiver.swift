@@ -167,6 +167,7 @@ extension PostgresListener {
             var range = JournalRange(older: covered, newer: snapshot)
             var page = try range.firstPage(from: first, limit: PostgresListener.catchUpPageSize, on: connection)
             var delivered = 0
+            var deliveries = 0
             var backstopped = 0
             var pages = 1
             while true {
@@ -184,7 +185,9 @@ extension PostgresListener {
                     }
                 }
                 delivered += admitted.count
+                let published = admitted.count
                 try publishAdmitted()
+                deliveries += published * listener.broker.subscribersReachedByLastPublish
                 if page.isLast { break }
                 page = try range.page(
                     after: page.rows.last.map { ($0.transactionID, $0.id) }, limit: PostgresListener.catchUpPageSize, on: connection
@@ -197,7 +200,7 @@ extension PostgresListener {
                 cursor.swept(to: snapshot)
             }
             listener.recordDelivered(through: cursor.covered)
-            parking?.swept(found: delivered, full: pages > 1, unrung: !cursor.unrung.isEmpty, now: .now)
+            parking?.swept(found: delivered, deliveries: deliveries, full: pages > 1, unrung: !cursor.unrung.isEmpty, now: .now)
             recordBackstop(backstopped, upTo: snapshot)
             return delivered
         }
