@@ -76,7 +76,7 @@ static Datum publish_statement(FunctionCallInfo fcinfo, bool durable, const char
  * The pgherald.version() whose events this library writes; install.sql uses
  * the library only when the two agree.
  */
-#define PUBLISHER_VERSION 10
+#define PUBLISHER_VERSION 11
 
 /* pgherald.notify_limit(): NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. */
 #define NOTIFY_LIMIT (BLCKSZ - 192)
@@ -352,14 +352,53 @@ typedef struct JournalBatch
 	int			count;
 } JournalBatch;
 
+/*
+ * The last value of the sequence pgherald.<name>, read from its one tuple,
+ * which is updated in place and so needs no snapshot, the way PostgreSQL's
+ * own sequence functions read it; the writer needs no privilege on it.
+ */
+static int64
+sequence_last_value(Oid namespace, const char *name)
+{
+	Oid			sequence_id = get_relname_relid(name, namespace);
+	Relation	sequence;
+	Buffer		buffer;
+	Page		page;
+	HeapTupleHeader tuple;
+	int64		value;
+
+	if (!OidIsValid(sequence_id))
+		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+						errmsg("pgherald: the sequence pgherald.%s does not exist", name),
+						errhint("Run pgherald install again.")));
+	sequence = relation_open(sequence_id, AccessShareLock);
+	if (sequence->rd_rel->relkind != RELKIND_SEQUENCE)
+		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						errmsg("pgherald: pgherald.%s is not a sequence", name),
+						errhint("Run pgherald install again.")));
+	buffer = ReadBuffer(sequence, 0);
+	LockBuffer(buffer, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buffer);
+	tuple = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, FirstOffsetNumber));
+	/* last_value is the sequence tuple's first column, as in FormData_pg_sequence_data. */
+	value = *(int64 *) ((char *) tuple + tuple->t_hoff);
+	UnlockReleaseBuffer(buffer);
+	relation_close(sequence, AccessShareLock);
+	return value;
+}
+
+/* The journal part writers insert into (version 11): pgherald.journal_current, 1 or 2. */
 static void
 open_journal(JournalWriter *writer, Oid namespace)
 {
-	Oid			journal_id = get_relname_relid("journal", namespace);
+	char		name[NAMEDATALEN];
+	Oid			journal_id;
 
+	snprintf(name, sizeof(name), "journal_%d", (int) sequence_last_value(namespace, "journal_current"));
+	journal_id = get_relname_relid(name, namespace);
 	if (!OidIsValid(journal_id))
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-						errmsg("pgherald: the table pgherald.journal does not exist"),
+						errmsg("pgherald: the table pgherald.%s does not exist", name),
 						errhint("Run pgherald install again.")));
 	writer->journal = table_open(journal_id, RowExclusiveLock);
 	writer->estate = CreateExecutorState();
@@ -478,40 +517,11 @@ notify_channel(Oid namespace)
 	return channel;
 }
 
-/*
- * Whether a daemon is parked, waiting for a notification: pgherald.doorbell
- * above zero. Read from the sequence's one tuple, which is updated in place
- * and so needs no snapshot, the way PostgreSQL's own sequence functions read
- * it; the writer needs no privilege on it.
- */
+/* Whether a daemon is parked, waiting for a notification: pgherald.doorbell above zero. */
 static bool
 doorbell_armed(Oid namespace)
 {
-	Oid			doorbell_id = get_relname_relid("doorbell", namespace);
-	Relation	doorbell;
-	Buffer		buffer;
-	Page		page;
-	HeapTupleHeader tuple;
-	int64		parked;
-
-	if (!OidIsValid(doorbell_id))
-		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-						errmsg("pgherald: the sequence pgherald.doorbell does not exist"),
-						errhint("Run pgherald install again.")));
-	doorbell = relation_open(doorbell_id, AccessShareLock);
-	if (doorbell->rd_rel->relkind != RELKIND_SEQUENCE)
-		ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-						errmsg("pgherald: pgherald.doorbell is not a sequence"),
-						errhint("Run pgherald install again.")));
-	buffer = ReadBuffer(doorbell, 0);
-	LockBuffer(buffer, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buffer);
-	tuple = (HeapTupleHeader) PageGetItem(page, PageGetItemId(page, FirstOffsetNumber));
-	/* last_value is the sequence tuple's first column, as in FormData_pg_sequence_data. */
-	parked = *(int64 *) ((char *) tuple + tuple->t_hoff);
-	UnlockReleaseBuffer(buffer);
-	relation_close(doorbell, AccessShareLock);
-	return parked > 0;
+	return sequence_last_value(namespace, "doorbell") > 0;
 }
 
 /* Whether the table has virtual generated columns, which read as null from its transition tables (PostgreSQL 18). */

@@ -15,7 +15,39 @@ struct BenchResults: Codable {
     var writersReferences: [WriterReference]?
     /// Scenario r.: the kernel's cost of the same writes with nothing else done (bench/floor.c); absent before it was measured.
     var floor: [Floor]?
+    /// Scenario u.: WAL per single-row durable transaction, by trigger; absent before it was measured.
+    var walPerWrite: [WALPerWrite]?
+    /// Scenario u.: the journal under writers for minutes, without vacuum; absent before it was measured.
+    var journalVacuum: JournalVacuum?
     var runs: [Run]
+
+    /// WAL one single-row transaction writes with a trigger (`none`, `plpgsql`, `native`).
+    struct WALPerWrite: Codable {
+        var trigger: String
+        var bytesPerTransaction: Double
+    }
+
+    /// Writers against a daemon with a short retention: the journal's size over time and vacuum's work on it.
+    struct JournalVacuum: Codable {
+        var seconds: Int
+        var writers: Int
+        var retentionSeconds: Int
+        var writerTPS: Double?
+        /// Events emptied from the journal with its parts.
+        var pruned: Int
+        /// Vacuums (automatic and manual) and autoanalyzes of the journal's tables.
+        var autovacuums: Int?
+        var autoanalyzes: Int?
+        var deadRows: Int?
+        var samples: [Sample]
+
+        struct Sample: Codable {
+            var seconds: Int
+            var bytes: Int
+            var rows: Int
+            var current: Int
+        }
+    }
 
     /// One run of bench/floor.c: a writer writing each event's frame to every socket, an epoll reader reading them.
     struct Floor: Codable {
@@ -113,6 +145,8 @@ struct BenchResults: Codable {
         var rowSecurity: RowSecurityStatistics?
         /// Scenario s.: CPU of the PostgreSQL backend that ran the checks, over the daemon's life.
         var rowSecurityBackendCPUSeconds: Double?
+        /// Scenario u.: CPU of the daemon's listening backend over the run.
+        var listenerBackendCPUSeconds: Double?
     }
 
     /// The queries run while the apps followed one query.

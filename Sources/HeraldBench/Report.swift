@@ -42,6 +42,7 @@ struct MarkdownReport {
         realtime()
         rowSecurity()
         network()
+        ingestion()
         writers()
     }
 
@@ -721,6 +722,52 @@ extension MarkdownReport {
         line()
         for target in targets { line(target) }
         line()
+    }
+
+    private mutating func ingestion() {
+        let runs = results.runs("ingestion")
+        guard !runs.isEmpty || results.walPerWrite != nil || results.journalVacuum != nil else { return }
+        line("### u. The event's way in")
+        line()
+        if !runs.isEmpty {
+            line("One subscriber. At full speed one writer commits 100-row transactions; at 2,000/s four writers commit single rows, on the same daemon after the first run filled its history. CPU per event committed, the daemon's (sweeps, decoding, the broker, the stream) and its listening backend's.")
+            line()
+            table(["load", "events", "delivered ratio", "pgherald CPU µs / event", "its backend µs / event", "p50 ms", "p99 ms", "target"], runs.map { run in
+                let events = Double(max(run.committed, 1))
+                let daemon = run.daemonCPUSeconds.map { $0 * 1e6 / events }
+                let backend = run.listenerBackendCPUSeconds.map { $0 * 1e6 / events }
+                let target: String
+                if run.rate == nil {
+                    target = "3 and 2 µs: \(verdict((daemon ?? .infinity) <= 3 && (backend ?? .infinity) <= 2))"
+                } else {
+                    target = "10 µs: \(verdict((daemon ?? .infinity) <= 10))"
+                }
+                return [
+                    run.result.label, grouped(Double(run.committed)), format(run.result.deliveredRatio, 4),
+                    daemon.map { format($0, 2) } ?? "-", backend.map { format($0, 2) } ?? "-",
+                    milliseconds(run, \.p50), milliseconds(run, \.p99), target,
+                ]
+            })
+        }
+        if let wal = results.walPerWrite, let none = wal.first(where: { $0.trigger == "none" }) {
+            line("WAL per single-row durable transaction (`pg_current_wal_insert_lsn()` around 2,000 of them, one writer):")
+            line()
+            table(["trigger", "bytes", "beyond no trigger", "target"], wal.map { figure in
+                let target = figure.trigger == "native" ? "450: \(verdict(figure.bytesPerTransaction <= 450))" : "-"
+                return [figure.trigger, format(figure.bytesPerTransaction, 0), format(figure.bytesPerTransaction - none.bytesPerTransaction, 0), target]
+            })
+        }
+        if let vacuum = results.journalVacuum {
+            // Parts go whole: the journal holds up to two retentions of events, and from then on no more.
+            let settled = vacuum.samples.filter { $0.seconds > 2 * vacuum.retentionSeconds }
+            let largest = vacuum.samples.filter { $0.seconds <= 2 * vacuum.retentionSeconds }.map(\.bytes).max() ?? 0
+            let held = (settled.map(\.bytes).max() ?? .max) <= largest + largest / 8
+            line("\(vacuum.writers) writers for \(vacuum.seconds) s (\(vacuum.writerTPS.map { grouped($0) } ?? "?") commits/s), retention \(vacuum.retentionSeconds) s: the journal at its largest in the first two retentions \(format(Double(largest) / 1_048_576, 1)) MiB, after them between \(format(Double(settled.map(\.bytes).min() ?? 0) / 1_048_576, 1)) and \(format(Double(settled.map(\.bytes).max() ?? 0) / 1_048_576, 1)) MiB; \(grouped(Double(vacuum.pruned))) events emptied with their parts; vacuums \(vacuum.autovacuums ?? 0), autoanalyzes \(vacuum.autoanalyzes ?? 0), dead rows \(vacuum.deadRows ?? 0) (target: no vacuum, and no growth past two retentions' worth: \(verdict((vacuum.autovacuums ?? 1) == 0 && held))).")
+            line()
+            table(["s", "MiB", "rows", "current part"], vacuum.samples.map {
+                ["\($0.seconds)", format(Double($0.bytes) / 1_048_576, 1), grouped(Double($0.rows)), "\($0.current)"]
+            })
+        }
     }
 
     /// The daemon's CPU and its checks' backend's, per 1000 deliveries.

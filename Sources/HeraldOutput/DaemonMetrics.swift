@@ -97,7 +97,7 @@ public final class DaemonMetrics: Sendable {
         if let journal {
             gauge("pgherald_journal_rows", Double(journal.rows), help: "Rows in pgherald.journal (exact up to 100,000, estimated beyond).")
             gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")
-            advance("pgherald_journal_pruned_total", to: journal.pruned, help: "Journal rows pruned by retention.")
+            advance("pgherald_journal_pruned_total", to: journal.pruned, help: "Journal events emptied with their part by retention.")
         }
         for output in outputs.all {
             for metric in output.report.metrics {

@@ -55,7 +55,9 @@ extension IntegrationTests {
                 "SELECT pgherald.version()",
                 "SELECT nextval('pgherald.event_id')",
                 #"SELECT pgherald.ring('{"id":"1","op":"INSERT","schema":"public","table":"course"}')"#,
-                "INSERT INTO pgherald.journal (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
+                "INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
+                "INSERT INTO pgherald.journal_2 (id, txid, event) VALUES (-1, pg_current_xact_id(), '{}')",
+                "SELECT setval('pgherald.journal_current', 2)",
                 "CREATE TEMP TABLE mine (id int); CREATE TRIGGER forged AFTER INSERT ON mine FOR EACH ROW EXECUTE FUNCTION pgherald.publish_row()",
             ] {
                 let message = refusal { () throws(LibpqError) in try application.execute(statement) }

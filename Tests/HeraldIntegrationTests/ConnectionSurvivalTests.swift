@@ -62,7 +62,7 @@ extension IntegrationTests {
         }
 
         @Test(arguments: Fault.allCases)
-        func maintenancePrunesOnItsFirstRunAfterTheCut(_ fault: Fault) async throws {
+        func maintenanceTurnsAndEmptiesTheJournalFromItsFirstRunAfterTheCut(_ fault: Fault) async throws {
             let database = try TestDatabase.create()
             let connection = try ConnectionString(database.connInfo)
             let listener = PostgresListener(configuration: .init(connection: connection, name: "pruner"), broker: Broker(), logger: logger)
@@ -75,12 +75,22 @@ extension IntegrationTests {
                 try Journal.saveCheckpoint(of: "pruner", try Journal.currentSnapshot(on: writer), on: writer)
                 try await Task.sleep(for: .milliseconds(20))
             }
+            // The retention is a millisecond: each run turns the journal, and the next empties the part it left.
+            func currentPart() throws -> String? { try database.execute("SELECT last_value FROM pgherald.journal_current").scalar ?? nil }
+            let first = try currentPart()
             try await writeDeliveredRows()
-            #expect(await maintenance.runOnce() == 5)
+            #expect(await maintenance.runOnce() == 0, "the first run turns the journal to its other part")
+            #expect(try currentPart() != first)
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(await maintenance.runOnce() == 5, "the next empties the part it left")
 
             try await inject(fault, into: "pgherald-maintenance", of: database)
             try database.execute("DELETE FROM course WHERE short_code LIKE 'P%'")
             try await writeDeliveredRows()
+            let written = try currentPart()
+            #expect(await maintenance.runOnce() == 0)
+            #expect(try currentPart() != written, "the first run after the cut turns the journal")
+            try await Task.sleep(for: .milliseconds(20))
             #expect(await maintenance.runOnce() == 10, "the deletes and the new inserts")
         }
     }

@@ -283,7 +283,7 @@ extension IntegrationTests {
             // A journal row as a trigger writes it, committed without its notification.
             let writer = try database.connect()
             try writer.execute("""
-                INSERT INTO pgherald.journal (id, txid, event)
+                INSERT INTO pgherald.journal_1 (id, txid, event)
                 SELECT n, pg_current_xact_id(), concat('{"id":"', n, '","op":"INSERT","schema":"public","table":"course","pk":null,',
                        '"new":{"short_code":"LOST"},"old":null,"txid":"', pg_current_xact_id(), '","at":"2026-01-01T00:00:00.000000Z"}')
                   FROM nextval('pgherald.event_id') AS n

@@ -141,6 +141,12 @@ extension IntegrationTests {
             } failure: { "the journal was not pruned" }
             let remaining = try database.execute("SELECT count(*) FROM pgherald.journal")
             #expect(remaining.rows == [["0"]])
+            // Emptied whole: no row was deleted, so vacuum has nothing to do.
+            try await Task.sleep(for: .seconds(1.5))
+            let deleted = try database.execute("""
+                SELECT sum(n_tup_del + n_tup_upd + n_dead_tup) FROM pg_stat_user_tables WHERE schemaname = 'pgherald' AND relname ~ '^journal_[0-9]+$'
+                """)
+            #expect(deleted.rows == [["0"]])
             let statistics = try await daemon.statistics()
             #expect(statistics.durability == "durable")
             #expect(statistics.journal?.retentionSeconds == 1)

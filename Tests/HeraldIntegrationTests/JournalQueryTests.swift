@@ -12,7 +12,7 @@ extension IntegrationTests {
             // Transaction ids from 995 to 1004: as text, "1000" sorts before "995".
             for (index, txid) in (995...1004).enumerated() {
                 try connection.execute(
-                    "INSERT INTO pgherald.journal (id, txid, event) VALUES ($1, $2::xid8, '{}')",
+                    "INSERT INTO pgherald.journal_1 (id, txid, event) VALUES ($1, $2::xid8, '{}')",
                     parameters: [String(index + 1), String(txid)]
                 )
             }
@@ -36,12 +36,12 @@ extension IntegrationTests {
             let event = { (id: Int, txid: Int) in
                 #"{"id":"\#(id)","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"n":\#(id)},"old":null,"txid":"\#(txid)","at":"2026-11-23T00:00:00.000000Z"}"#
             }
-            try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (1, '10', $1)", parameters: [event(1, 10)])
+            try connection.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (1, '10', $1)", parameters: [event(1, 10)])
             try connection.execute(
-                "INSERT INTO pgherald.journal (id, last_id, txid, event) VALUES (2, 5, '11', $1)",
+                "INSERT INTO pgherald.journal_1 (id, last_id, txid, event) VALUES (2, 5, '11', $1)",
                 parameters: [(2...5).map { event($0, 11) }.joined(separator: "\u{1E}")]
             )
-            try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (6, '12', $1)", parameters: [event(6, 12)])
+            try connection.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (6, '12', $1)", parameters: [event(6, 12)])
             let older = try #require(TransactionSnapshot("5:5:"))
             let newer = try #require(TransactionSnapshot("20:20:"))
 
@@ -81,10 +81,10 @@ extension IntegrationTests {
                 nextID += size
                 written[txid, default: []] += ids
                 if size == 1 {
-                    try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES ($1, $2::xid8, $3)",
+                    try connection.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES ($1, $2::xid8, $3)",
                                            parameters: [String(ids[0]), String(txid), event(ids[0], txid)])
                 } else {
-                    try connection.execute("INSERT INTO pgherald.journal (id, last_id, txid, event) VALUES ($1, $2, $3::xid8, $4)",
+                    try connection.execute("INSERT INTO pgherald.journal_1 (id, last_id, txid, event) VALUES ($1, $2, $3::xid8, $4)",
                                            parameters: [String(ids[0]), String(ids.last!), String(txid), ids.map { event($0, txid) }.joined(separator: "\u{1E}")])
                 }
             }
@@ -117,7 +117,7 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let connection = try database.connect()
             for (id, txid) in [(1, 10), (2, 11), (3, 12)] {
-                try connection.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES ($1, $2::xid8, $3)",
+                try connection.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES ($1, $2::xid8, $3)",
                                        parameters: [String(id), String(txid), #"{"id":"\#(id)"}"#])
             }
             let older = try #require(TransactionSnapshot("5:5:"))
@@ -125,11 +125,11 @@ extension IntegrationTests {
             var range = JournalRange(older: older, newer: newer)
             let first = try range.page(after: nil, limit: 1, on: connection)
             #expect(first.rows.map(\.id) == [1] && !first.isLast)
-            try connection.execute("DELETE FROM pgherald.journal WHERE txid = '11'")
+            try connection.execute("DELETE FROM pgherald.journal_1 WHERE txid = '11'")
             let second = try range.page(after: (10, 1), limit: 1, on: connection)
             #expect(second.rows.map(\.id) == [3] && second.isLast)
 
-            try connection.execute("DELETE FROM pgherald.journal WHERE txid = '10'")
+            try connection.execute("DELETE FROM pgherald.journal_1 WHERE txid = '10'")
             var fresh = JournalRange(older: older, newer: newer)
             try fresh.listTransactions(on: connection)
             let again = try fresh.page(after: (10, 1), limit: 1, on: connection)
@@ -150,7 +150,7 @@ extension IntegrationTests {
                 try #require(TransactionSnapshot(try admin.execute("SELECT pg_current_snapshot()::text").rows[0][0] ?? ""))
             }
             let before = try snapshot()
-            try admin.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (1, pg_current_xact_id(), '{\"id\":\"1\"}')")
+            try admin.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (1, pg_current_xact_id(), '{\"id\":\"1\"}')")
             #expect(try swept(before) == [1])
             #expect(try swept(before) == [1])
             let prepared = try reader.execute("SELECT name FROM pg_prepared_statements ORDER BY name")
@@ -159,7 +159,7 @@ extension IntegrationTests {
             try Installer.uninstall(on: admin)
             try Installer.install(on: admin)
             let reinstalled = try snapshot()
-            try admin.execute("INSERT INTO pgherald.journal (id, txid, event) VALUES (2, pg_current_xact_id(), '{\"id\":\"2\"}')")
+            try admin.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (2, pg_current_xact_id(), '{\"id\":\"2\"}')")
             #expect(try swept(reinstalled) == [2])
         }
     }

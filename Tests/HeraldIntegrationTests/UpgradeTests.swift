@@ -11,7 +11,7 @@ extension IntegrationTests {
     /// upgrade from each of them.
     @Suite(.enabled(if: !TestCluster.matrix.isEmpty, "needs PGHERALD_TEST_MATRIX (scripts/test)"))
     struct UpgradeTests {
-        static let earlierVersions = Array(1...9)
+        static let earlierVersions = Array(1...10)
 
         @Test(arguments: TestCluster.matrix, earlierVersions)
         func anEarlierInstallUpgradesInPlaceAndKeepsEverything(_ cluster: TestCluster, _ version: Int) async throws {
@@ -86,7 +86,7 @@ extension IntegrationTests {
             let tables = try connection.execute("""
                 SELECT c.relname, string_agg(a.attname, chr(31) ORDER BY a.attnum)
                   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-                 WHERE c.relnamespace = 'pgherald'::regnamespace AND c.relkind = 'r'
+                 WHERE c.relnamespace = 'pgherald'::regnamespace AND c.relkind IN ('r', 'v')
                  GROUP BY c.relname
                 """).rows
             var contents: [String: Table] = [:]

@@ -1,7 +1,7 @@
 -- pgherald publisher: triggers that send every row change with pg_notify and,
 -- in durable mode, also write it to a journal in the same transaction.
 --
--- Version 10, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
+-- Version 11, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
 -- any earlier version in place and keeps the journal, webhook deliveries,
 -- watched schemas, exclusions and settings. Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
@@ -36,5 +36,5 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 10 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 11 $$;
 

@@ -2,33 +2,87 @@
 -- describes. The daemon reads it after any gap in LISTEN, and for rows too
 -- large for a notification. Catch-up selects by transaction id against
 -- snapshots (see the daemon's Journal), so commit order never hides a row.
-CREATE TABLE IF NOT EXISTS pgherald.journal (
-    id bigint PRIMARY KEY,
-    txid xid8 NOT NULL,
-    event text NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX IF NOT EXISTS journal_txid_id ON pgherald.journal (txid, id);
-
+--
+-- Two tables that take turns (version 11), as PgQ's queues do: writers
+-- insert into the current one, which the sequence pgherald.journal_current
+-- names (read without a snapshot, as the doorbell is), and the daemon
+-- empties the other with TRUNCATE once every event in it is older than the
+-- retention and delivered, then makes it current. No row is ever updated or
+-- deleted, so vacuum has nothing to do here: autovacuum is off for these
+-- tables, and a whole table's space comes back at once. Readers read both
+-- through the view pgherald.journal.
+--
 -- A statement's events go into the journal in batches (version 6): one row
 -- holds up to 100 events (about 1 MB), from `id` through `last_id`, separated
 -- by U+001E, which JSON text never contains, and counts them in
--- `event_count`. A single event's row has neither. Fewer, larger rows are what let a 100,000-row statement pay
--- little more than its own writes; lz4, where the server has it, keeps
--- compressing them cheap.
-ALTER TABLE pgherald.journal
-    ADD COLUMN IF NOT EXISTS last_id bigint,
-    ADD COLUMN IF NOT EXISTS event_count int;
-DO $compression$
+-- `event_count`. A single event's row has neither. Fewer, larger rows are
+-- what let a 100,000-row statement pay little more than its own writes; lz4,
+-- where the server has it, keeps compressing them cheap.
+--
+-- Indexes: (txid, id), which every sweep reads, and a BRIN index on id for
+-- the rare reads by event id (a client resuming, a webhook delivery handed
+-- over), where the btree on id that version 10 kept cost each write 64 bytes
+-- of WAL. A write into a page range the BRIN index has not summarized costs
+-- it nothing; the daemon summarizes each range once its pages are full, and
+-- reads by id scan the few pages after the last summarized range.
+--
+-- An install before version 11 had one table, pgherald.journal: it is kept,
+-- with its events, as pgherald.journal_0, read through the view and emptied
+-- the same way, and never written again. The install after that drops it.
+DO $journal$
+DECLARE
+    part int;
+    emptied boolean;
 BEGIN
-    ALTER TABLE pgherald.journal ALTER COLUMN event SET COMPRESSION lz4;
-EXCEPTION WHEN feature_not_supported OR syntax_error OR invalid_parameter_value THEN
-    NULL;
+    IF (SELECT relkind FROM pg_class WHERE oid = to_regclass('pgherald.journal')) = 'r' THEN
+        ALTER TABLE pgherald.journal RENAME TO journal_0;
+    END IF;
+    IF to_regclass('pgherald.journal_0') IS NOT NULL THEN
+        -- Before version 6 it had no batches.
+        ALTER TABLE pgherald.journal_0 ADD COLUMN IF NOT EXISTS last_id bigint, ADD COLUMN IF NOT EXISTS event_count int;
+        EXECUTE 'SELECT NOT EXISTS (SELECT FROM pgherald.journal_0)' INTO emptied;
+        IF emptied THEN
+            DROP VIEW IF EXISTS pgherald.journal;
+            DROP TABLE pgherald.journal_0;
+        END IF;
+    END IF;
+    FOR part IN 1 .. 2 LOOP
+        EXECUTE format($table$
+            CREATE TABLE IF NOT EXISTS pgherald.%1$I (
+                id bigint NOT NULL,
+                txid xid8 NOT NULL,
+                event text NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                last_id bigint,
+                event_count int
+            ) WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+            CREATE INDEX IF NOT EXISTS %2$I ON pgherald.%1$I (txid, id);
+            CREATE INDEX IF NOT EXISTS %3$I ON pgherald.%1$I USING brin (id) WITH (pages_per_range = 8);
+            $table$, 'journal_' || part, 'journal_' || part || '_txid_id', 'journal_' || part || '_id');
+        BEGIN
+            EXECUTE format('ALTER TABLE pgherald.%I ALTER COLUMN event SET COMPRESSION lz4', 'journal_' || part);
+        EXCEPTION WHEN feature_not_supported OR syntax_error OR invalid_parameter_value THEN
+            NULL;
+        END;
+    END LOOP;
+    EXECUTE 'CREATE OR REPLACE VIEW pgherald.journal AS '
+        || (SELECT string_agg(format('SELECT id, txid, event, created_at, last_id, event_count FROM pgherald.%I', t), ' UNION ALL ' ORDER BY t)
+              FROM unnest(ARRAY['journal_1', 'journal_2', 'journal_0']) AS t WHERE to_regclass('pgherald.' || t) IS NOT NULL);
 END
-$compression$;
--- Finds the batch that holds an event, for a client resuming from it.
-CREATE INDEX IF NOT EXISTS journal_batch_ids ON pgherald.journal
-    USING gist (int8range(id, last_id, '[]')) WHERE last_id IS NOT NULL;
+$journal$;
+COMMENT ON VIEW pgherald.journal IS 'pgherald''s journal: every part (pgherald.journal_1, journal_2, and journal_0 kept from an install before version 11)';
+
+-- Which part writers insert into, 1 or 2; only the daemon moves it.
+CREATE SEQUENCE IF NOT EXISTS pgherald.journal_current AS int MINVALUE 1 MAXVALUE 2 START 1;
+
+-- When each part last became current, and when it stopped: a part is
+-- emptied once `until` is older than the retention (and all of it delivered).
+CREATE TABLE IF NOT EXISTS pgherald.journal_part (
+    part int PRIMARY KEY,
+    since timestamptz,
+    until timestamptz
+);
+INSERT INTO pgherald.journal_part VALUES (1, now(), NULL), (2, NULL, NULL) ON CONFLICT (part) DO NOTHING;
 
 -- Each daemon's progress, by `--name`: every journal event whose transaction
 -- is visible in the latest snapshot has reached that daemon's subscribers.

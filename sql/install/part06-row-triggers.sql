@@ -133,7 +133,11 @@ DECLARE
         CASE WHEN TG_OP = 'INSERT' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
              THEN pgherald.computed_row_json(TG_RELID, OLD) ELSE row_to_json(OLD) END, false);
 BEGIN
-    INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
+    IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
+        INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (event_id, txid, payload);
+    ELSE
+        INSERT INTO pgherald.journal_2 (id, txid, event) VALUES (event_id, txid, payload);
+    END IF;
     -- Read after the journal row: the transaction has its id before it looks at the doorbell.
     IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
         RETURN NULL;
@@ -154,7 +158,11 @@ DECLARE
     payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, '{}', NULL, NULL, false);
 BEGIN
     IF pgherald.durability() = 'durable' THEN
-        INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, payload);
+        IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
+            INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (event_id, txid, payload);
+        ELSE
+            INSERT INTO pgherald.journal_2 (id, txid, event) VALUES (event_id, txid, payload);
+        END IF;
         IF (SELECT last_value FROM pgherald.doorbell) > 0 THEN
             PERFORM pgherald.ring(payload);
         END IF;
@@ -192,7 +200,11 @@ BEGIN
         'old', NULL, 'txid', txid::text,
         'at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text;
     IF pgherald.durability() = 'durable' THEN
-        INSERT INTO pgherald.journal (id, txid, event) VALUES (event_id, txid, message);
+        IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
+            INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (event_id, txid, message);
+        ELSE
+            INSERT INTO pgherald.journal_2 (id, txid, event) VALUES (event_id, txid, message);
+        END IF;
         IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
             RETURN;
         END IF;

@@ -237,21 +237,40 @@ BEGIN
     IF changed = 1 THEN
         first_id := nextval('pgherald.event_id');
         payload := concat('{"id":"', first_id, '"', head, pgherald.event_key(coalesce(new_row, old_row), TG_ARGV), ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'), tail);
-        INSERT INTO pgherald.journal (id, txid, event) VALUES (first_id, transaction_id, payload);
+        IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
+            INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (first_id, transaction_id, payload);
+        ELSE
+            INSERT INTO pgherald.journal_2 (id, txid, event) VALUES (first_id, transaction_id, payload);
+        END IF;
         through_id := first_id;
         batches := 1;
     ELSIF changed <= 64 THEN
-        WITH written AS (
-            INSERT INTO pgherald.journal (id, last_id, event_count, txid, event)
-            SELECT min(e.event_id), nullif(max(e.event_id), min(e.event_id)), nullif(count(*), 1), transaction_id,
-                   string_agg(e.event, chr(30) ORDER BY e.event_id)
-              FROM pgherald.few_statement_events(new_rows, old_rows, head, tail, TG_ARGV) AS e
-             GROUP BY e.batch
-            RETURNING journal.id, coalesce(journal.last_id, journal.id) AS through, journal.event
-        )
-        SELECT count(*), min(w.id), max(w.through), min(CASE WHEN octet_length(w.event) < pgherald.notify_limit() THEN w.event END)
-          INTO batches, first_id, through_id, payload
-          FROM written AS w;
+        -- The same statement for each part: a plan of its own, cached, for each.
+        IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
+            WITH written AS (
+                INSERT INTO pgherald.journal_1 AS journal (id, last_id, event_count, txid, event)
+                SELECT min(e.event_id), nullif(max(e.event_id), min(e.event_id)), nullif(count(*), 1), transaction_id,
+                       string_agg(e.event, chr(30) ORDER BY e.event_id)
+                  FROM pgherald.few_statement_events(new_rows, old_rows, head, tail, TG_ARGV) AS e
+                 GROUP BY e.batch
+                RETURNING journal.id, coalesce(journal.last_id, journal.id) AS through, journal.event
+            )
+            SELECT count(*), min(w.id), max(w.through), min(CASE WHEN octet_length(w.event) < pgherald.notify_limit() THEN w.event END)
+              INTO batches, first_id, through_id, payload
+              FROM written AS w;
+        ELSE
+            WITH written AS (
+                INSERT INTO pgherald.journal_2 AS journal (id, last_id, event_count, txid, event)
+                SELECT min(e.event_id), nullif(max(e.event_id), min(e.event_id)), nullif(count(*), 1), transaction_id,
+                       string_agg(e.event, chr(30) ORDER BY e.event_id)
+                  FROM pgherald.few_statement_events(new_rows, old_rows, head, tail, TG_ARGV) AS e
+                 GROUP BY e.batch
+                RETURNING journal.id, coalesce(journal.last_id, journal.id) AS through, journal.event
+            )
+            SELECT count(*), min(w.id), max(w.through), min(CASE WHEN octet_length(w.event) < pgherald.notify_limit() THEN w.event END)
+              INTO batches, first_id, through_id, payload
+              FROM written AS w;
+        END IF;
     ELSE
         -- A batch closes at 100 events or about 1 MB: each event weighs its
         -- length plus a hundredth of a megabyte, in one running sum, which
@@ -260,7 +279,7 @@ BEGIN
         -- sorted by batch and id, which costs one sort where an ORDER BY
         -- inside the aggregate costs one per batch.
         previous_settings := pgherald.settings_for_many_rows();
-        EXECUTE 'WITH written AS (INSERT INTO pgherald.journal (id, last_id, event_count, txid, event) '
+        EXECUTE 'WITH written AS (INSERT INTO pgherald.journal_' || (SELECT last_value FROM pgherald.journal_current) || ' (id, last_id, event_count, txid, event) '
             || 'SELECT min(event_id), nullif(max(event_id), min(event_id)), nullif(count(*), 1), $3, string_agg(event, chr(30)) '
             || 'FROM (SELECT sum(octet_length(e.event) + 10486) OVER (ROWS UNBOUNDED PRECEDING) / 1048576 AS batch, e.event_id, e.event '
             || 'FROM (' || pgherald.statement_events_query(TG_OP, TG_ARGV, TG_RELID) || ') AS e ORDER BY 1, 2) AS b GROUP BY batch '

@@ -47,9 +47,10 @@ public enum Journal {
 
     /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell),
     /// version 9 holds those notifications until pre-commit with the native library, so prepared transactions prepare,
-    /// and version 10's `park()` finishes a transaction id taken after the doorbell changed, so every writer that read
-    /// the old value shows in the daemon's closing snapshot.
-    public static let requiredPublisherVersion = 10
+    /// version 10's `park()` finishes a transaction id taken after the doorbell changed, so every writer that read
+    /// the old value shows in the daemon's closing snapshot, and version 11's journal is two tables that take turns,
+    /// emptied whole (``JournalMaintenance``).
+    public static let requiredPublisherVersion = 11
 
     /// The channel the triggers notify on, which the install chose at random
     /// and only roles that may read `pgherald.setting` learn; `nil` where
@@ -211,12 +212,12 @@ public enum Journal {
     public static func events(ids: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [Row] {
         guard !ids.isEmpty else { return [] }
         let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
+        // A batch holds at most 100 events and starts at its first: the row that holds an event
+        // starts at most 99 ids before it, a range the BRIN index on id narrows to a few pages.
         let result = try connection.execute("""
-            SELECT txid::text, id, last_id, event FROM pgherald.journal WHERE id = ANY($1::bigint[]) AND last_id IS NULL
-            UNION ALL
-            SELECT txid::text, id, last_id, event FROM pgherald.journal
-             WHERE id IN (SELECT b.id FROM unnest($1::bigint[]) AS wanted(id)
-                            JOIN pgherald.journal b ON b.last_id IS NOT NULL AND int8range(b.id, b.last_id, '[]') @> wanted.id)
+            SELECT DISTINCT j.txid::text AS txid, j.id, j.last_id, j.event
+              FROM unnest($1::bigint[]) AS wanted(id)
+              JOIN pgherald.journal j ON j.id BETWEEN wanted.id - 99 AND wanted.id AND coalesce(j.last_id, j.id) >= wanted.id
             """, parameters: [list])
         let wanted = Set(ids)
         return try events(result.namedRows).filter { wanted.contains($0.id) }

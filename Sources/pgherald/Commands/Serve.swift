@@ -63,12 +63,12 @@ struct Serve: AsyncParsableCommand {
     var name: String?
 
     @Option(help: ArgumentHelp(
-        "How long delivered events stay in the journal (durable mode), such as 24h, 90m or 7d. Socket clients can resume from an event this old. Default: 24h. Key: retention.",
+        "How long delivered events stay in the journal at least (durable mode), such as 24h, 90m or 7d; at most twice that, as the journal is emptied a half at a time. Socket clients can resume from an event this old. Default: 24h. Key: retention.",
         valueName: "duration"
     ))
     var retention: String?
 
-    @Option(help: ArgumentHelp("Time between journal pruning runs. Default: 60s. Key: prune_interval.", valueName: "duration"))
+    @Option(help: ArgumentHelp("Time between journal maintenance runs, which empty and turn the journal's parts. Default: 60s. Key: prune_interval.", valueName: "duration"))
     var pruneInterval: String?
 
     @Option(help: "Recent events kept in memory for socket clients that resume with Last-Event-ID (also capped at 96 MiB, about 110,000 events of a 100-byte row). Older resumes are read from the journal. Default: 100000. Key: history.")
