@@ -91,7 +91,13 @@ extension PostgresListener {
         state.withLock { $0.channel = name }
         let channel = try connection.escapeIdentifier(name)
         let ticks = try connection.escapeIdentifier(tickChannel)
-        try connection.execute("LISTEN \(channel); LISTEN \(ticks)", timeout: ContinuousClock.now.duration(to: deadline))
+        // The journal's parts go without autovacuum, and a sweep's cached plan is made while a part is small
+        // (after an install or a turn): the sweeps read them by their index whatever the statistics say.
+        // Scanning the current part whole each sweep cost the backend 80 µs an event at 2,000 commits/s.
+        try connection.execute(
+            "LISTEN \(channel); LISTEN \(ticks); SET enable_seqscan = off",
+            timeout: ContinuousClock.now.duration(to: deadline)
+        )
         try claimName(on: connection)
         logger.info("listening", metadata: [
             "server": "\(connection.endpointDescription)",
