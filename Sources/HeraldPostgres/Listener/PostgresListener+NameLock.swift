@@ -14,10 +14,11 @@ extension PostgresListener {
             // Our own session from before a network break, which the server has not noticed yet.
             logger.info("ending this daemon's previous server session, which still holds its name", metadata: ["backend_pid": "\(stale)"])
             try connection.execute("SELECT pg_terminate_backend($1)", parameters: [stale])
-            for _ in 0..<50 where !claimed {
-                try connection.execute("SELECT pg_sleep(0.1)")
-                claimed = try tryLock(name, on: connection)
-            }
+            claimed = try waitForRelease(of: name, on: connection)
+        } else if !claimed, try holderHasExited(name, on: connection) {
+            // A daemon on this host that has just exited (a restart, a refused start): the server
+            // ends its session a moment after the process, and releases the name then.
+            claimed = try waitForRelease(of: name, on: connection)
         }
         guard claimed else {
             throw LibpqError(
@@ -51,6 +52,25 @@ extension PostgresListener {
             SELECT backend_pid FROM pgherald.daemon
              WHERE name = $1 AND host = $2 AND pid = $3 AND backend_pid <> pg_backend_pid()
             """, parameters: [name, ProcessInfo.processInfo.hostName, String(getpid())]).scalar ?? nil
+    }
+
+    /// Tries the lock every 100 ms for up to 5 s.
+    private func waitForRelease(of name: String, on connection: LibpqConnection) throws(LibpqError) -> Bool {
+        for _ in 0..<50 {
+            try connection.execute("SELECT pg_sleep(0.1)")
+            if try tryLock(name, on: connection) { return true }
+        }
+        return false
+    }
+
+    /// Whether the process recorded as holding `name` ran on this host and is gone.
+    private func holderHasExited(_ name: String, on connection: LibpqConnection) throws(LibpqError) -> Bool {
+        guard try daemonTableExists(on: connection),
+              let recorded = try connection.execute(
+                  "SELECT pid FROM pgherald.daemon WHERE name = $1 AND host = $2", parameters: [name, ProcessInfo.processInfo.hostName]
+              ).scalar ?? nil,
+              let pid = Int32(recorded) else { return false }
+        return kill(pid, 0) == -1 && errno == ESRCH
     }
 
     /// Describes the process holding `name`: its host and pid when recorded, else its server session.
