@@ -171,6 +171,15 @@ public final class LibpqConnection {
         preparedStatements.insert(name)
     }
 
+    /// Drops every statement this session prepared, so that each is planned
+    /// afresh at its next run: a cached plan made while a table was small
+    /// stays until something invalidates it.
+    public func forgetPreparedStatements(timeout: Duration? = nil) throws(LibpqError) {
+        guard !preparedStatements.isEmpty else { return }
+        try execute("DEALLOCATE ALL", timeout: timeout)
+        preparedStatements.removeAll()
+    }
+
     /// Reads every result of the query sent last, and returns the last one's.
     @discardableResult
     private func results(deadline: ContinuousClock.Instant?) throws(LibpqError) -> QueryResult {

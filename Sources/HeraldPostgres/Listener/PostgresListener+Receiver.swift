@@ -40,6 +40,7 @@ extension PostgresListener {
         private var probesSent: UInt64 = 0
         /// Due at once: the first probe proves the LISTEN just made.
         private var lastProbe: ContinuousClock.Instant = .now - .seconds(86_400)
+        private var lastReplan = ContinuousClock.now
 
         init(listener: PostgresListener, connection: LibpqConnection, durable: Bool, resumable: Bool) {
             self.listener = listener
@@ -71,6 +72,11 @@ extension PostgresListener {
                     }
                     if probeSentAt == nil, ContinuousClock.now >= lastProbe + listener.configuration.probeInterval {
                         try sendProbe()
+                        continue
+                    }
+                    if cursor != nil, ContinuousClock.now >= lastReplan + PostgresListener.replanInterval {
+                        lastReplan = .now
+                        try connection.forgetPreparedStatements(timeout: listener.configuration.connectTimeout)
                         continue
                     }
                     var deadline = ContinuousClock.now + PostgresListener.idleWake
