@@ -25,9 +25,9 @@ public struct DaemonConfiguration: Sendable {
     public var name: String
     /// Key `durability`. Default: as installed.
     public var durability: Durability?
-    /// Key `retention`. Default 24h.
+    /// Key `retention`: how long delivered events stay in the journal at least, at most twice as long. Default 24h.
     public var retention: Duration
-    /// Key `prune_interval`. Default 60s.
+    /// Key `prune_interval`: time between runs that empty and turn the journal's parts. Default 60s.
     public var pruneInterval: Duration
     /// Key `history`. Default 100,000 events.
     public var history: Int

@@ -27,6 +27,17 @@ public enum Journal {
     /// Separates the events of a batch; JSON text never contains it.
     static let batchSeparator = UInt8(0x1E)
 
+    /// The most events a journal row holds, as the triggers batch them.
+    static let eventsPerBatch = 100
+
+    /// SQL that is true when the journal row `row` holds the event `id`: a
+    /// batch starts at its first event, so the row starts at most
+    /// ``eventsPerBatch`` − 1 ids before it, a range the BRIN index on id
+    /// narrows to a few pages.
+    static func holds(_ row: String, _ id: String) -> String {
+        "\(row).id BETWEEN \(id) - \(eventsPerBatch - 1) AND \(id) AND coalesce(\(row).last_id, \(row).id) >= \(id)"
+    }
+
     /// A daemon's last recorded progress.
     public struct Checkpoint: Sendable {
         public var snapshot: TransactionSnapshot
@@ -212,12 +223,10 @@ public enum Journal {
     public static func events(ids: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [Row] {
         guard !ids.isEmpty else { return [] }
         let list = "{" + ids.map(String.init).joined(separator: ",") + "}"
-        // A batch holds at most 100 events and starts at its first: the row that holds an event
-        // starts at most 99 ids before it, a range the BRIN index on id narrows to a few pages.
         let result = try connection.execute("""
             SELECT DISTINCT j.txid::text AS txid, j.id, j.last_id, j.event
               FROM unnest($1::bigint[]) AS wanted(id)
-              JOIN pgherald.journal j ON j.id BETWEEN wanted.id - 99 AND wanted.id AND coalesce(j.last_id, j.id) >= wanted.id
+              JOIN pgherald.journal j ON \(holds("j", "wanted.id"))
             """, parameters: [list])
         let wanted = Set(ids)
         return try events(result.namedRows).filter { wanted.contains($0.id) }

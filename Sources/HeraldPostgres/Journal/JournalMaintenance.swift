@@ -210,7 +210,7 @@ public final class JournalMaintenance: Service, Sendable {
             if !readers.handedOver.isEmpty {
                 let held = try connection.execute("""
                     SELECT EXISTS (SELECT FROM unnest($1::bigint[]) AS held(id)
-                                     JOIN \(table) j ON j.id BETWEEN held.id - 99 AND held.id AND coalesce(j.last_id, j.id) >= held.id)
+                                     JOIN \(table) j ON \(Journal.holds("j", "held.id")))
                     """, parameters: ["{" + readers.handedOver.map(String.init).joined(separator: ",") + "}"])
                 if held.scalar == "t" { return 0 }
             }
@@ -237,20 +237,19 @@ public final class JournalMaintenance: Service, Sendable {
     /// Summarizes the BRIN index on id of each part for every page range
     /// before the table's last: one that writes still reach would be updated
     /// by each of them, at a WAL record each, where an unsummarized one costs
-    /// nothing. Ranges already summarized are passed over.
+    /// nothing. Ranges already summarized are passed over. The range's size is
+    /// the index's own `pages_per_range` (PostgreSQL's default, 128, without one).
     private func summarizeFullRanges(on connection: LibpqConnection) throws(LibpqError) {
         try connection.execute("""
             SELECT count(brin_summarize_range(i.indexrelid::regclass, b))
               FROM pg_index i
               JOIN pg_class t ON t.oid = i.indrelid AND t.relnamespace = 'pgherald'::regnamespace AND t.relname IN ('journal_1', 'journal_2')
               JOIN pg_class x ON x.oid = i.indexrelid AND x.relam = (SELECT oid FROM pg_am WHERE amname = 'brin')
-              CROSS JOIN LATERAL generate_series(0, pg_relation_size(t.oid) / current_setting('block_size')::bigint - 1 - \(Self.pagesPerRange),
-                                                 \(Self.pagesPerRange)) AS b
+              CROSS JOIN LATERAL (SELECT coalesce((SELECT substring(o FROM '^pages_per_range=(\\d+)$')::bigint FROM unnest(x.reloptions) AS o
+                                                    WHERE o LIKE 'pages_per_range=%'), 128) AS pages) AS r
+              CROSS JOIN LATERAL generate_series(0, pg_relation_size(t.oid) / current_setting('block_size')::bigint - 1 - r.pages, r.pages) AS b
             """)
     }
-
-    /// `pages_per_range` of the journal parts' BRIN index on id (`sql/install/part03-journal.sql`).
-    static let pagesPerRange = 8
 
     /// How long emptying a part waits for a reader's lock before it tries again at the next run: readers queue behind it meanwhile.
     static let lockTimeoutMilliseconds = 100
