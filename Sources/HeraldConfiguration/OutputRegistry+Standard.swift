@@ -4,7 +4,7 @@ import HeraldWebhooks
 
 extension OutputRegistry {
     /// Every kind of output pgherald has, in the order `serve` builds them:
-    /// the Supabase endpoint and live queries before the socket that also serves them. A new
+    /// the cluster link before the Supabase endpoint, which it serves, and both and live queries before the socket that also serves them. A new
     /// kind is one line here.
     public static let standard = OutputRegistry([
         OutputKind(StdoutOutput.self, logger: LogCategory.broker.logger),
@@ -12,6 +12,7 @@ extension OutputRegistry {
         OutputKind(WebhookService.self, logger: LogCategory.webhook.logger),
         OutputKind(NATSOutput.self, logger: LogCategory.nats.logger),
         OutputKind(LiveQueryOutput.self, logger: LogCategory.queries.logger),
+        OutputKind(ClusterLink.self, logger: LogCategory.cluster.logger),
         OutputKind(RealtimeEndpoint.self, logger: LogCategory.realtime.logger),
         OutputKind(SocketServer.self, logger: LogCategory.socket.logger),
     ])

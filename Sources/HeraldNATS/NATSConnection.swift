@@ -4,8 +4,8 @@ import NIOSSL
 import Synchronization
 
 /// One connection to a NATS server, for publishing with replies (JetStream
-/// acknowledgements and API calls). Requests are written in the order they
-/// are made and may be answered in any order.
+/// acknowledgements and API calls) and for subscriptions. Requests are
+/// written in the order they are made and may be answered in any order.
 ///
 /// Use it inside ``withConnection(host:port:options:connectTimeout:_:)``,
 /// which connects, authenticates, and closes the connection when the body
@@ -23,6 +23,9 @@ public final class NATSConnection: Sendable {
     private struct State {
         var replies: [String: Reply] = [:]
         var nextReply = 0
+        /// By subscription id; "1" is the reply inbox's.
+        var subscriptions: [String: AsyncStream<NATSMessage>.Continuation] = [:]
+        var nextSubscription = 1
         var closed: NATSError?
         var info: NATSServerInfo?
     }
@@ -133,7 +136,7 @@ public final class NATSConnection: Sendable {
                         var bytes: [UInt8] = []
                         NATSClientOperation.connect(try options.answering(nonce: info.nonce)).encode(into: &bytes)
                         NATSClientOperation.ping.encode(into: &bytes)
-                        NATSClientOperation.subscribe(subject: inbox + ".*", subscriptionID: "1").encode(into: &bytes)
+                        NATSClientOperation.subscribe(subject: inbox + ".*", subscriptionID: Self.inboxSubscription).encode(into: &bytes)
                         try await outbound.write(ByteBuffer(bytes: bytes))
                     case .pong where handshaking:
                         handshaking = false
@@ -164,6 +167,10 @@ public final class NATSConnection: Sendable {
     }
 
     private func deliver(_ message: NATSMessage) {
+        if message.subscriptionID != Self.inboxSubscription {
+            _ = state.withLock { $0.subscriptions[message.subscriptionID] }?.yield(message)
+            return
+        }
         let waiting = state.withLock { state -> CheckedContinuation<NATSMessage, any Error>? in
             guard case .waiting(let continuation) = state.replies[message.subject] else { return nil }
             if let continuation {
@@ -177,12 +184,51 @@ public final class NATSConnection: Sendable {
     }
 
     private func close(_ error: NATSError) {
-        let waiting = state.withLock { state -> [CheckedContinuation<NATSMessage, any Error>] in
+        let (waiting, subscriptions) = state.withLock { state in
             state.closed = error
-            defer { state.replies = [:] }
-            return state.replies.values.compactMap { if case .waiting(let continuation) = $0 { continuation } else { nil } }
+            defer {
+                state.replies = [:]
+                state.subscriptions = [:]
+            }
+            return (
+                state.replies.values.compactMap { if case .waiting(let continuation) = $0 { continuation } else { nil } },
+                Array(state.subscriptions.values)
+            )
         }
         for continuation in waiting { continuation.resume(throwing: error) }
+        for subscription in subscriptions { subscription.finish() }
+    }
+
+    private static let inboxSubscription = "1"
+
+    /// Messages on `subject` (wildcards allowed) until the connection ends,
+    /// which finishes the stream. A reader that falls `backlog` messages
+    /// behind misses the newest ones: NATS core delivers at most once.
+    public func subscribe(to subject: String, backlog: Int = 10_000) async throws -> AsyncStream<NATSMessage> {
+        let (messages, continuation) = AsyncStream<NATSMessage>.makeStream(bufferingPolicy: .bufferingOldest(backlog))
+        let subscriptionID = try state.withLock { state throws(NATSError) -> String in
+            if let closed = state.closed { throw closed }
+            state.nextSubscription += 1
+            state.subscriptions[String(state.nextSubscription)] = continuation
+            return String(state.nextSubscription)
+        }
+        do {
+            try await write(.subscribe(subject: subject, subscriptionID: subscriptionID))
+        } catch {
+            _ = state.withLock { $0.subscriptions.removeValue(forKey: subscriptionID) }
+            throw NATSError(.unreachable, "cannot write to the NATS server: \(error)")
+        }
+        return messages
+    }
+
+    /// Publishes without waiting for anything: NATS core, at most once.
+    public func publish(subject: String, payload: [UInt8]) async throws {
+        if let closed = state.withLock({ $0.closed }) { throw closed }
+        do {
+            try await write(.publish(subject: subject, replyTo: nil, headers: [], payload: payload))
+        } catch {
+            throw NATSError(.unreachable, "cannot write to the NATS server: \(error)")
+        }
     }
 
     private func write(_ operation: NATSClientOperation) async throws {

@@ -86,6 +86,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var queries: [String: LiveQueryStatistics]?
     /// `nil` until a subscriber under `rls: true` has come.
     public var rowSecurity: RowSecurityStatistics?
+    /// `nil` without a `cluster` section.
+    public var cluster: ClusterStatistics?
 
     public init(
         version: String,

@@ -9,6 +9,7 @@ public enum LogCategory: String, Sendable, CaseIterable {
     case realtime
     case eventlog
     case nats
+    case cluster
     case queries
     case lifecycle
     case config

@@ -10,19 +10,7 @@ extension NATSOutput: Output {
     public static let reloadableKeys: [String] = []
 
     public static func configuration(from settings: SettingsReader) throws(ConfigurationError) -> NATSOutputConfiguration? {
-        var servers: [NATSOutputConfiguration.Server] = []
-        let urls = settings.list("nats.servers") ?? ["nats://127.0.0.1:4222"]
-        settings.record("nats.servers", urls.joined(separator: ", "))
-        for url in urls {
-            guard let components = URLComponents(string: url), components.scheme == "nats", let host = components.host, !host.isEmpty,
-                  components.path.isEmpty || components.path == "/" else {
-                throw settings.fail("nats.servers", "'\(url.prefix(80))' is not a nats://host:port URL")
-            }
-            guard components.user == nil else {
-                throw settings.fail("nats.servers", "keep credentials out of the URL: use nats.user with nats.password_file, nats.token_file, nats.nkey_seed_file or nats.credentials_file")
-            }
-            servers.append(.init(host: host, port: components.port ?? 4222))
-        }
+        let servers = try settings.natsServers("nats.servers")
         let template = settings.string("nats.subject", default: "pgherald.{schema}.{table}.{op}")
         let subject: NATSSubjectTemplate
         do {
@@ -36,13 +24,8 @@ extension NATSOutput: Output {
             parameters: ["table", "op", "where"].map { ($0, "nats.\($0)") },
             reason: { "\($0.code.rawValue): \($0.message)" }
         )
-        let authentication = try Self.authentication(from: settings)
-        let tls = try settings.bool("nats.tls", default: false)
-        let caFile = settings.string("nats.ca_file")
-        if let caFile {
-            guard FileManager.default.isReadableFile(atPath: caFile) else { throw settings.fail("nats.ca_file", "\(caFile) cannot be read") }
-            guard tls else { throw settings.fail("nats.ca_file", "a CA file needs nats.tls: true") }
-        }
+        let authentication = try settings.natsAuthentication(under: "nats")
+        let tls = try settings.natsTLS(under: "nats")
         let inFlight = try settings.int("nats.max_in_flight", default: 256, in: 1...65_536)
         let timeout = try settings.value("nats.ack_timeout", default: "5s" as HumanDuration, expected: "a duration such as 5s")
         guard let stream = settings.string("nats.stream") else { return nil }
@@ -51,43 +34,10 @@ extension NATSOutput: Output {
         }
         return NATSOutputConfiguration(
             servers: servers, subject: subject, stream: stream, createStream: createStream, duplicateWindow: window.duration,
-            filter: filter, authentication: authentication, tls: tls ? NATSTLS(trustRootsFile: caFile) : nil,
+            filter: filter, authentication: authentication, tls: tls,
             maximumInFlight: inFlight,
             acknowledgementTimeout: timeout.duration
         )
-    }
-
-    /// At most one way to authenticate; every secret comes from a file (or a systemd credential) and is never recorded.
-    private static func authentication(from settings: SettingsReader) throws(ConfigurationError) -> NATSAuthentication {
-        func secret(_ key: String) throws(ConfigurationError) -> String? {
-            guard let reference = settings.string(key, recorded: false) else { return nil }
-            let (path, lines) = try settings.secretFile(reference, key: key)
-            settings.record(key, "\(path) (read)")
-            return lines.joined(separator: "\n")
-        }
-        let user = settings.string("nats.user")
-        let password = try secret("nats.password_file").map { $0.split(separator: "\n").first.map(String.init) ?? "" }
-        let token = try secret("nats.token_file").map { $0.split(separator: "\n").first.map(String.init) ?? "" }
-        let seed = try secret("nats.nkey_seed_file")
-        let credentials = try secret("nats.credentials_file")
-        let chosen = [("nats.user", user), ("nats.token_file", token), ("nats.nkey_seed_file", seed), ("nats.credentials_file", credentials)]
-            .filter { $0.1 != nil }.map(\.0)
-        if chosen.count > 1 {
-            throw settings.fail(chosen[1], "use one way to authenticate, not \(chosen.joined(separator: " and "))")
-        }
-        if let password {
-            guard let user else { throw settings.fail("nats.password_file", "a password needs nats.user") }
-            return .password(user: user, password: password)
-        }
-        if user != nil { throw settings.fail("nats.user", "a user needs nats.password_file") }
-        if let token { return .token(token) }
-        do throws(NATSError) {
-            if let seed { return .nkey(try NATSNKey(seed: seed)) }
-            if let credentials { return try NATSAuthentication(credentialsFile: credentials) }
-        } catch {
-            throw settings.fail(seed != nil ? "nats.nkey_seed_file" : "nats.credentials_file", error.message)
-        }
-        return .none
     }
 
     public convenience init(configuration: NATSOutputConfiguration, context: OutputContext) throws {

@@ -8,6 +8,10 @@ import Synchronization
 /// inbox that its channel's task writes out; a member that stops reading
 /// misses what comes once its inbox is full, and never slows the sender or
 /// the others.
+///
+/// In a cluster (``ClusterLink``) the hub also hands its clients' broadcasts
+/// and presence changes to the link, and takes the other members' in:
+/// presence a client sees is the union of every member's.
 final class BroadcastHub: Sendable {
     /// A topic as clients join it (`realtime:NAME`): a private topic and a
     /// public one of the same name are apart, so that joining the public one
@@ -17,37 +21,38 @@ final class BroadcastHub: Sendable {
         var isPrivate: Bool
     }
 
-    /// What a channel tracks: its key, a reference unique to this track, and the client's own fields.
-    private struct Presence: Sendable {
-        let key: String
-        let reference: String
-        let meta: JSONValue
-
-        /// The meta as Phoenix Presence sends it: the client's fields and `phx_ref`.
-        var entry: JSONValue {
-            var fields = meta.objectValue ?? JSONObject()
-            fields["phx_ref"] = .string(reference)
-            return .object(fields)
-        }
-    }
-
-    private struct Member: Sendable {
+    struct Member: Sendable {
         let framing: PhoenixFraming
         /// `self`: it receives what its own channel sends.
         let echo: Bool
         let inbox: AsyncStream<[UInt8]>.Continuation
-        var presence: Presence?
+        var presence: PresenceEntry?
+    }
+
+    struct State: Sendable {
+        var topics: [Topic: [ObjectIdentifier: Member]] = [:]
+        /// Counts this daemon's presence changes, which the cluster numbers by it.
+        var presenceVersion: UInt64 = 0
+        /// The other members' presence; empty outside a cluster.
+        var cluster: ClusterPresenceBook
     }
 
     /// Frames a member may have waiting.
     static let backlog = 1024
-    private let topics = Mutex<[Topic: [ObjectIdentifier: Member]]>([:])
+    let state: Mutex<State>
+    private let relay: ClusterLink.Relay?
+
+    /// - Parameter relay: where this daemon's broadcasts and presence changes go for the other members; nil outside a cluster.
+    init(relay: ClusterLink.Relay? = nil) {
+        self.relay = relay
+        state = Mutex(State(cluster: ClusterPresenceBook(memberTimeout: relay?.memberTimeout ?? .seconds(5))))
+    }
 
     /// Adds `channel` to `topic`; its frames, until ``leave(_:channel:)``.
     func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool) -> AsyncStream<[UInt8]> {
         let (frames, inbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlog))
-        let replaced = topics.withLock { topics in
-            topics[topic, default: [:]].updateValue(Member(framing: framing, echo: echo, inbox: inbox), forKey: channel)
+        let replaced = state.withLock { state in
+            state.topics[topic, default: [:]].updateValue(Member(framing: framing, echo: echo, inbox: inbox), forKey: channel)
         }
         replaced?.inbox.finish()
         return frames
@@ -55,50 +60,61 @@ final class BroadcastHub: Sendable {
 
     /// Removes `channel` from `topic`; what it tracked leaves, as a client that vanishes does.
     func leave(_ topic: Topic, channel: ObjectIdentifier) {
-        let (member, others) = topics.withLock { topics -> (Member?, [Member]) in
-            let member = topics[topic]?.removeValue(forKey: channel)
-            if topics[topic]?.isEmpty == true { topics[topic] = nil }
-            return (member, Array((topics[topic] ?? [:]).values))
+        let (member, others) = state.withLock { state -> (Member?, [Member]) in
+            let member = state.topics[topic]?.removeValue(forKey: channel)
+            if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
+            if let left = member?.presence { state.announce(topic, joins: [], leaves: [left], through: relay) }
+            return (member, Array((state.topics[topic] ?? [:]).values))
         }
         member?.inbox.finish()
         if let left = member?.presence {
-            send(diff(topic, joins: nil, leaves: left), to: others)
+            send(diff(topic, joins: [], leaves: [left]), to: others)
         }
     }
 
-    /// Hands `message` to every member of `topic` but `sender` (unless that one asked for `self`).
+    /// Hands `message` to every member of `topic` but `sender` (unless that one
+    /// asked for `self`), and to the topic's members on the other cluster members.
     func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) {
-        let members = topics.withLock { $0[topic] ?? [:] }
+        let members = state.withLock { $0.topics[topic] ?? [:] }
         send(message, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
+        relay?.outbound.yield(.broadcast(topic, message))
     }
 
     /// Tracks `meta` for `channel` under `key`, replacing what it tracked, or untracks it (nil);
     /// every member, the channel's own included, gets the difference.
     func track(_ topic: Topic, channel: ObjectIdentifier, key: String, meta: JSONValue?) {
-        let tracked = meta.map { Presence(key: key, reference: Self.reference(), meta: $0) }
-        let (previous, members) = topics.withLock { topics -> (Presence?, [Member]) in
-            guard var member = topics[topic]?[channel] else { return (nil, []) }
+        let tracked = meta.map { PresenceEntry(key: key, meta: $0) }
+        let (previous, members) = state.withLock { state -> (PresenceEntry?, [Member]) in
+            guard var member = state.topics[topic]?[channel] else { return (nil, []) }
             let previous = member.presence
             member.presence = tracked
-            topics[topic]?[channel] = member
-            return (previous, Array((topics[topic] ?? [:]).values))
+            state.topics[topic]?[channel] = member
+            if tracked != nil || previous != nil {
+                state.announce(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? [], through: relay)
+            }
+            return (previous, Array((state.topics[topic] ?? [:]).values))
         }
         guard tracked != nil || previous != nil else { return }
-        send(diff(topic, joins: tracked, leaves: previous), to: members)
+        send(diff(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? []), to: members)
     }
 
-    /// Everyone tracked on `topic`, as `presence_state` carries it: each key with its metas.
+    /// Everyone tracked on `topic`, here and on the other cluster members, as
+    /// `presence_state` carries it: each key with its metas.
     func presenceState(_ topic: Topic) -> PhoenixMessage {
-        let tracked = topics.withLock { ($0[topic] ?? [:]).values.compactMap(\.presence) }
-        var state: [String: [JSONValue]] = [:]
-        for presence in tracked { state[presence.key, default: []].append(presence.entry) }
-        return .push(topic: topic.name, event: "presence_state", payload: Self.byKey(state))
+        let tracked = state.withLock { ($0.topics[topic] ?? [:]).values.compactMap(\.presence) + $0.cluster.entries(on: topic) }
+        var entries: [String: [JSONValue]] = [:]
+        for presence in tracked { entries[presence.key, default: []].append(presence.phoenixMeta) }
+        return .push(topic: topic.name, event: "presence_state", payload: Self.byKey(entries))
     }
 
-    private func diff(_ topic: Topic, joins: Presence?, leaves: Presence?) -> PhoenixMessage {
-        .push(topic: topic.name, event: "presence_diff", payload: .object([
-            "joins": Self.byKey(joins.map { [$0.key: [$0.entry]] } ?? [:]),
-            "leaves": Self.byKey(leaves.map { [$0.key: [$0.entry]] } ?? [:]),
+    func diff(_ topic: Topic, joins: [PresenceEntry], leaves: [PresenceEntry]) -> PhoenixMessage {
+        func grouped(_ entries: [PresenceEntry]) -> [String: [JSONValue]] {
+            var byKey: [String: [JSONValue]] = [:]
+            for entry in entries { byKey[entry.key, default: []].append(entry.phoenixMeta) }
+            return byKey
+        }
+        return .push(topic: topic.name, event: "presence_diff", payload: .object([
+            "joins": Self.byKey(grouped(joins)), "leaves": Self.byKey(grouped(leaves)),
         ]))
     }
 
@@ -109,17 +125,12 @@ final class BroadcastHub: Sendable {
     }
 
     /// A member whose inbox is full misses `message`.
-    private func send(_ message: PhoenixMessage, to members: [Member]) {
+    func send(_ message: PhoenixMessage, to members: [Member]) {
         var frames: [PhoenixFraming: [UInt8]] = [:]
         for member in members {
             let frame = frames[member.framing] ?? member.framing.encode(message)
             frames[member.framing] = frame
             member.inbox.yield(frame)
         }
-    }
-
-    /// A reference unique to one track, as Phoenix's `phx_ref`.
-    private static func reference() -> String {
-        Data((0..<12).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
     }
 }

@@ -16,7 +16,8 @@ extension RealtimeEndpoint: Output {
     public convenience init(configuration: RealtimeConfiguration, context: OutputContext) {
         self.init(
             configuration: configuration, broker: context.broker, listener: context.listener, catalog: context.catalog,
-            rowSecurity: context.rowSecurity, metrics: context.metrics, logger: context.logger
+            rowSecurity: context.rowSecurity, metrics: context.metrics,
+            cluster: context.outputs.first(ClusterLink.self), logger: context.logger
         )
     }
 

@@ -37,14 +37,14 @@ public final class RealtimeEndpoint: Sendable {
     let resumeBook: Mutex<ResumeBook>
     /// Change messages sent since start, over every channel.
     let delivered = Mutex<UInt64>(0)
-    /// Broadcast topics and their members.
-    let broadcasts = BroadcastHub()
+    /// Broadcast topics and their members, here and, in a cluster, on the other members.
+    let broadcasts: BroadcastHub
     /// The REST broadcast limits of each caller, by name.
     let restLimiters = Mutex<[String: BroadcastLimiter]>([:])
 
     public init(
         configuration: RealtimeConfiguration, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog,
-        rowSecurity: RowSecurityGate? = nil, metrics: DaemonMetrics? = nil, logger: Logger
+        rowSecurity: RowSecurityGate? = nil, metrics: DaemonMetrics? = nil, cluster: ClusterLink? = nil, logger: Logger
     ) {
         self.configuration = configuration
         self.broker = broker
@@ -56,6 +56,8 @@ public final class RealtimeEndpoint: Sendable {
         cache = ChangeDataCache(catalog: catalog)
         credentials = Mutex(configuration.credentials)
         resumeBook = Mutex(ResumeBook(window: configuration.resumeWindow))
+        broadcasts = BroadcastHub(relay: cluster?.relay)
+        cluster?.attach(broadcasts)
     }
 
     /// Frames as large as a client may send; the server pings idle sockets every 30 s.

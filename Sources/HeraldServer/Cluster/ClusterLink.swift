@@ -1,0 +1,222 @@
+import Foundation
+public import Herald
+import HeraldNATS
+import HeraldRealtime
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// This daemon's membership of a cluster: it sends its clients' broadcasts
+/// and presence changes to the other members over NATS core subjects under
+/// `pgherald.cluster.NAME`, and hands theirs to the realtime endpoint's
+/// ``BroadcastHub``.
+///
+/// Broadcasts are at most once, as between clients of one daemon. Presence
+/// is kept consistent by ``ClusterMessage``'s versions and state requests,
+/// and a member that stops sending heartbeats leaves after
+/// ``ClusterConfiguration/memberTimeout``. While NATS is away the link
+/// tries the next server with backoff; the other members' presence leaves
+/// this daemon's clients after the timeout, and comes back with their state
+/// once the link does.
+public final class ClusterLink: Service, Sendable {
+    /// What the hub hands the link, to go out in this order.
+    public struct Relay: Sendable {
+        let outbound: AsyncStream<Outbound>.Continuation
+        let memberTimeout: Duration
+    }
+
+    enum Outbound: Sendable {
+        case presence(BroadcastHub.Topic, version: UInt64, joins: [PresenceEntry], leaves: [PresenceEntry])
+        case broadcast(BroadcastHub.Topic, PhoenixMessage)
+        case heartbeat
+        /// This daemon's whole presence, taken when it goes out, so that it
+        /// follows every change numbered before it.
+        case state
+        case stateRequest(member: String)
+    }
+
+    struct Counters: Sendable {
+        var server: String?
+        var problem: String?
+        var broadcastsSent: UInt64 = 0
+        var broadcastsReceived: UInt64 = 0
+        var presenceSent: UInt64 = 0
+        var presenceReceived: UInt64 = 0
+        var stateRequests: UInt64 = 0
+        var failures: UInt64 = 0
+    }
+
+    static let backoff = BackoffPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(10))
+    /// Messages waiting to go out; past it, broadcasts are missed and presence is repaired by a state request.
+    static let outboundBacklog = 10_000
+
+    let configuration: ClusterConfiguration
+    /// This daemon among the members.
+    let member: String
+    /// Changes at every start, so that the others drop what this daemon tracked before.
+    let incarnation = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    let broker: Broker
+    let version: String
+    let logger: Logger
+    public let relay: Relay
+    private let outbound: AsyncStream<Outbound>
+    private let hub = Mutex<BroadcastHub?>(nil)
+    private let connection = Mutex<NATSConnection?>(nil)
+    let counters = Mutex(Counters())
+
+    public init(configuration: ClusterConfiguration, member: String, broker: Broker, version: String, logger: Logger) {
+        self.configuration = configuration
+        self.member = member
+        self.broker = broker
+        self.version = version
+        self.logger = logger
+        let (outbound, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundBacklog))
+        self.outbound = outbound
+        relay = Relay(outbound: continuation, memberTimeout: configuration.memberTimeout)
+    }
+
+    /// The hub whose clients this link serves; set once, before `run()`.
+    func attach(_ hub: BroadcastHub) {
+        self.hub.withLock { $0 = hub }
+    }
+
+    var hubReference: BroadcastHub? { hub.withLock { $0 } }
+
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.sendOutbound() }
+            group.addTask { await cancelWhenGracefulShutdown { await self.beat() } }
+            group.addTask {
+                await cancelWhenGracefulShutdown { await self.connectUntilStopped() }
+                self.relay.outbound.finish()
+            }
+        }
+    }
+
+    /// Keeps a connection to one of the servers, reading the cluster's subjects, until cancelled.
+    private func connectUntilStopped() async {
+        var attempt = 0
+        var server = 0
+        while !Task.isCancelled {
+            let address = configuration.servers[server % configuration.servers.count]
+            let options = NATSConnectOptions(name: "pgherald cluster \(member)", version: version, authentication: configuration.authentication)
+            let received = Mutex(false)
+            do {
+                try await NATSConnection.withConnection(host: address.host, port: address.port, options: options, tls: configuration.tls) { connection in
+                    let messages = try await connection.subscribe(to: "\(self.configuration.subjectPrefix).>")
+                    self.connection.withLock { $0 = connection }
+                    self.counters.withLock {
+                        $0.server = "\(address)"
+                        $0.problem = nil
+                    }
+                    self.logger.info("joined the cluster", metadata: [
+                        "cluster": "\(self.configuration.name)", "member": "\(self.member)", "server": "\(address)",
+                    ])
+                    // Heard at once by the others, who then ask for this daemon's presence.
+                    self.relay.outbound.yield(.heartbeat)
+                    for await message in messages {
+                        received.withLock { $0 = true }
+                        self.take(message.payload)
+                    }
+                }
+            } catch {
+                counters.withLock {
+                    $0.failures += 1
+                    $0.problem = "\(error)"
+                }
+                logger.warning("lost the cluster's NATS server; presence of the other members leaves after the member timeout", metadata: [
+                    "server": "\(address)", "error": "\(error)",
+                ])
+            }
+            connection.withLock { $0 = nil }
+            counters.withLock { $0.server = nil }
+            if Task.isCancelled { return }
+            attempt = received.withLock { $0 } ? 1 : attempt + 1
+            server += 1
+            try? await Task.sleep(for: Self.backoff.delay(beforeAttempt: attempt, random: .random(in: 0..<1)))
+        }
+    }
+
+    /// One message from another member.
+    private func take(_ payload: [UInt8]) {
+        guard let message = ClusterMessage(bytes: payload), message.sender != member else { return }
+        switch message {
+        case .stateRequest(let target, _):
+            if target == member { relay.outbound.yield(.state) }
+        case .broadcast:
+            counters.withLock { $0.broadcastsReceived += 1 }
+        case .presenceDiff, .presenceState:
+            counters.withLock { $0.presenceReceived += 1 }
+        case .heartbeat:
+            break
+        }
+        guard let hub = hub.withLock({ $0 }) else { return }
+        if let wanted = hub.receive(message, now: .now) {
+            counters.withLock { $0.stateRequests += 1 }
+            relay.outbound.yield(.stateRequest(member: wanted))
+        }
+    }
+
+    /// Heartbeats, and the expiry of silent members, every ``ClusterConfiguration/heartbeat`` until cancelled.
+    private func beat() async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: configuration.heartbeat) } catch { return }
+            relay.outbound.yield(.heartbeat)
+            guard let hub = hub.withLock({ $0 }) else { continue }
+            for gone in hub.expireSilentMembers(now: .now) {
+                logger.notice("a cluster member went silent; its clients' presence left", metadata: [
+                    "member": "\(gone)", "timeout": "\(configuration.memberTimeout)",
+                ])
+            }
+        }
+    }
+
+    /// Publishes what the hub and the link hand over, in order; while there
+    /// is no connection, it is dropped (presence is repaired once the link is back).
+    private func sendOutbound() async {
+        for await item in outbound {
+            guard let message = clusterMessage(item), let connection = connection.withLock({ $0 }) else { continue }
+            let subject = "\(configuration.subjectPrefix).\(Self.subject(of: message))"
+            do {
+                try await connection.publish(subject: subject, payload: Array(message.json.jsonText.utf8))
+            } catch {
+                continue
+            }
+            counters.withLock { counters in
+                switch message {
+                case .broadcast: counters.broadcastsSent += 1
+                case .presenceDiff, .presenceState: counters.presenceSent += 1
+                case .heartbeat, .stateRequest: break
+                }
+            }
+        }
+    }
+
+    private func clusterMessage(_ item: Outbound) -> ClusterMessage? {
+        switch item {
+        case .presence(let topic, let version, let joins, let leaves):
+            return .presenceDiff(.init(member: member, incarnation: incarnation, version: version, topic: topic, joins: joins, leaves: leaves))
+        case .broadcast(let topic, let message):
+            return .broadcast(.init(member: member, topic: topic, message: message))
+        case .heartbeat:
+            let counts = hub.withLock { $0 }?.localCounts() ?? (version: 0, channels: 0, presences: 0)
+            return .heartbeat(.init(
+                member: member, incarnation: incarnation, version: counts.version, role: "database",
+                lastEventID: broker.lastResumableEventID, channels: counts.channels
+            ))
+        case .state:
+            guard let presence = hub.withLock({ $0 })?.localPresence() else { return nil }
+            return .presenceState(.init(member: member, incarnation: incarnation, version: presence.version, entries: presence.entries))
+        case .stateRequest(let target):
+            return .stateRequest(member: target, requester: member)
+        }
+    }
+
+    private static func subject(of message: ClusterMessage) -> String {
+        switch message {
+        case .heartbeat: "heartbeat"
+        case .presenceDiff, .presenceState, .stateRequest: "presence"
+        case .broadcast: "broadcast"
+        }
+    }
+}
