@@ -51,8 +51,24 @@ struct Status: AsyncParsableCommand {
             lines.append("row security: \(rowSecurity.cohorts) cohorts, \(rowSecurity.batches) batches, \(rowSecurity.checks) checks in \(time) s, "
                 + "\(rowSecurity.failures) failed")
         }
+        if let cluster = statistics.cluster { lines += clusterLines(cluster) }
         lines += outputLines(statistics)
         return lines.joined(separator: "\n")
+    }
+
+    /// The cluster's members as this daemon hears them, each with its role and lag, and the traffic between them.
+    static func clusterLines(_ cluster: ClusterStatistics) -> [String] {
+        var lines = ["cluster:     \(cluster.name) via \(cluster.server ?? "no NATS server (reconnecting)"), \(cluster.members.count) members; "
+            + "broadcasts \(cluster.broadcastsSent) sent, \(cluster.broadcastsReceived) received; "
+            + "presence \(cluster.presenceSent) sent, \(cluster.presenceReceived) received"]
+        let width = cluster.members.map(\.name.count).max() ?? 0
+        for member in cluster.members {
+            var parts = [member.isSelf ? "this daemon" : "heard \(String(format: "%.1f", member.heardSecondsAgo))s ago"]
+            if let last = member.lastEventID { parts.append("at event \(last)" + (member.lag.map { " (lag \($0))" } ?? "")) }
+            parts.append("\(member.channels) channels, \(member.presences) present")
+            lines.append("  \(member.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(member.role)  \(parts.joined(separator: ", "))")
+        }
+        return lines
     }
 
     /// Every output that is on, with its health and, for a durable one, its backlog; each webhook endpoint under them.

@@ -1,0 +1,108 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests {
+    /// Daemons of one `cluster:` against a real 3-node NATS cluster on loopback.
+    @Suite(.enabled(if: NATSServer.executable != nil && ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"] != nil,
+                    "scripts/test provides nats-server and realtime-py"))
+    struct ClusterTests {
+        static let key = "cluster-key-0123456789"
+        /// What the tests allow a dead daemon's presence to take to leave: `member_timeout` 5 s plus a heartbeat, with room for a busy machine.
+        static let presenceBound = 10.0
+
+        /// Three daemons on one database, each first trying another NATS node.
+        func daemons(_ database: TestDatabase, _ nats: NATSCluster, count: Int = 3) async throws -> [(daemon: SocketDaemon, port: Int)] {
+            var started: [(SocketDaemon, Int)] = []
+            for index in 0..<count {
+                let port = freeLoopbackPort()
+                let servers = (0..<3).map { nats.urls[(index + $0) % 3] }
+                let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-cluster-\(UUID().uuidString.prefix(8)).yaml").path
+                try """
+                    realtime:
+                      listen: 127.0.0.1:\(port)
+                      keys:
+                        all:
+                          key: \(Self.key)
+                    cluster:
+                      name: test
+                      nats: [\(servers.joined(separator: ", "))]
+                      member: member-\(index)
+                    """.write(toFile: config, atomically: true, encoding: .utf8)
+                started.append((try await SocketDaemon(database: database, arguments: ["--config", config, "--name", "member-\(index)"]), port))
+            }
+            for (daemon, _) in started {
+                try await waitFor(seconds: 20) { try await daemon.statistics().cluster?.members.count == count } failure: {
+                    "the cluster did not form: \(count) members expected"
+                }
+            }
+            return started
+        }
+
+        /// realtime-py clients on three daemons: broadcasts (WebSocket and REST)
+        /// reach every member once, presence is the union of all three, and a
+        /// daemon killed with SIGKILL takes its clients' presence with it within the bound.
+        @Test func broadcastsAndPresenceSpanTheDaemonsAndADeadOnesPresenceLeaves() async throws {
+            let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"])
+            let database = try TestDatabase.create()
+            let nats = try await NATSCluster()
+            let members = try await daemons(database, nats)
+            let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/cluster_test.py").path
+            let client = try DaemonProcess(
+                [script, "--ports"] + members.map { String($0.port) } + [
+                    "--key", Self.key, "--kill-pid", String(members[2].daemon.process.process.processIdentifier), "--bound", String(Self.presenceBound),
+                ],
+                executable: URL(fileURLWithPath: python)
+            )
+            let result = try await client.finish(within: 120)
+            #expect(result.status == 0, "\(result.stderr.suffix(3000))")
+            #expect(result.stdout.hasSuffix("OK\n"), "\(result.stdout)")
+
+            // The survivors' view: two members, both database daemons, and the traffic between them.
+            let statistics = try #require(try await members[0].daemon.statistics().cluster)
+            #expect(statistics.members.map(\.name) == ["member-0", "member-1"], "\(statistics.members)")
+            #expect(statistics.members.allSatisfy { $0.role == "database" })
+            #expect(statistics.broadcastsSent >= 1 && statistics.broadcastsReceived >= 2, "\(statistics)")
+            #expect(statistics.server == nats.urls[0])
+            let status = try DaemonProcess(["status", "--socket", members[0].daemon.socketPath])
+            let shown = try await status.finish()
+            #expect(shown.stdout.contains("cluster:     test via \(nats.urls[0]), 2 members"), "\(shown.stdout)")
+            #expect(shown.stdout.contains("member-1  database"), "\(shown.stdout)")
+            for member in members.prefix(2) { _ = try await member.daemon.stop() }
+        }
+
+        /// The NATS node a daemon uses dies: it moves to another node, and a
+        /// client joining elsewhere afterwards still sees what its clients track
+        /// and hears their broadcasts.
+        @Test func aDaemonWhoseNATSNodeDiesMovesOnAndItsClientsStayVisible() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSCluster()
+            let members = try await daemons(database, nats, count: 2)
+            let join = #"{"config":{"broadcast":{"self":false},"presence":{"key":"KEY","enabled":true},"private":false,"postgres_changes":[]}}"#
+            let alice = try await RealtimeTestClient(port: members[0].port, apikey: Self.key)
+            try await alice.send(joinRef: "1", ref: "1", topic: "realtime:office", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "alice"))
+            _ = try await alice.next(within: 10, "alice's join") { $0.event == "phx_reply" }
+            try await alice.send(joinRef: "1", ref: "2", topic: "realtime:office", event: "presence", payload: #"{"type":"presence","event":"track","payload":{"at":"desk"}}"#)
+            _ = try await alice.next(within: 10, "alice's track") { $0.event == "phx_reply" && $0.ref == .string("2") }
+
+            nats.kill(0)
+            try await waitFor(seconds: 30) {
+                let server = try await members[0].daemon.statistics().cluster?.server
+                return server != nil && server != nats.urls[0]
+            } failure: { "member-0 did not move to another NATS node" }
+
+            let bob = try await RealtimeTestClient(port: members[1].port, apikey: Self.key)
+            try await bob.send(joinRef: "1", ref: "1", topic: "realtime:office", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "bob"))
+            let state = try await bob.next(within: 10, "bob's presence_state") { $0.event == "presence_state" }
+            if state.payload["alice"] == nil {
+                // Joined while member-1 waited for member-0's state: it comes as a diff within the bound.
+                _ = try await bob.next(within: Self.presenceBound, "alice's presence at bob") { $0.event == "presence_diff" && $0.payload["joins"]?["alice"] != nil }
+            }
+            try await alice.send(joinRef: "1", ref: "3", topic: "realtime:office", event: "broadcast", payload: #"{"type":"broadcast","event":"note","payload":{"n":1}}"#)
+            let note = try await bob.next(within: 10, "alice's broadcast at bob") { $0.event == "broadcast" }
+            #expect(note.payload["payload"]?["n"] == .number(JSONNumber(1)))
+            try await nats.restart(0)
+            for member in members { _ = try await member.daemon.stop() }
+        }
+    }
+}
