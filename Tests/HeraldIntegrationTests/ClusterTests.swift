@@ -12,11 +12,12 @@ extension IntegrationTests {
         static let presenceBound = 10.0
 
         /// Three daemons on one database, each first trying another NATS node.
-        func daemons(_ database: TestDatabase, _ nats: NATSCluster, count: Int = 3) async throws -> [(daemon: SocketDaemon, port: Int)] {
+        /// - Parameter onlyNode: a daemon index whose only server is the node of the same index.
+        func daemons(_ database: TestDatabase, _ nats: NATSCluster, count: Int = 3, onlyNode: Int? = nil) async throws -> [(daemon: SocketDaemon, port: Int)] {
             var started: [(SocketDaemon, Int)] = []
             for index in 0..<count {
                 let port = freeLoopbackPort()
-                let servers = (0..<3).map { nats.urls[(index + $0) % 3] }
+                let servers = index == onlyNode ? [nats.urls[index]] : (0..<3).map { nats.urls[(index + $0) % 3] }
                 let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-cluster-\(UUID().uuidString.prefix(8)).yaml").path
                 try """
                     realtime:
@@ -102,6 +103,36 @@ extension IntegrationTests {
             let note = try await bob.next(within: 10, "alice's broadcast at bob") { $0.event == "broadcast" }
             #expect(note.payload["payload"]?["n"] == .number(JSONNumber(1)))
             try await nats.restart(0)
+            for member in members { _ = try await member.daemon.stop() }
+        }
+
+        /// A daemon that loses NATS altogether: its client's presence leaves
+        /// the other daemons within the bound, and is announced again once its
+        /// NATS node is back.
+        @Test func aDaemonThatLosesNATSLeavesAndIsAnnouncedAgainWhenItReturns() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSCluster()
+            let members = try await daemons(database, nats, count: 2, onlyNode: 1)
+            let join = #"{"config":{"broadcast":{"self":false},"presence":{"key":"KEY","enabled":true},"private":false,"postgres_changes":[]}}"#
+            let alice = try await RealtimeTestClient(port: members[0].port, apikey: Self.key)
+            try await alice.send(joinRef: "1", ref: "1", topic: "realtime:office", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "alice"))
+            _ = try await alice.next(within: 10, "alice's join") { $0.event == "phx_reply" }
+            let bob = try await RealtimeTestClient(port: members[1].port, apikey: Self.key)
+            try await bob.send(joinRef: "1", ref: "1", topic: "realtime:office", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "bob"))
+            _ = try await bob.next(within: 10, "bob's join") { $0.event == "phx_reply" }
+            try await bob.send(joinRef: "1", ref: "2", topic: "realtime:office", event: "presence", payload: #"{"type":"presence","event":"track","payload":{"at":"home"}}"#)
+            _ = try await alice.next(within: 10, "bob's presence at alice") { $0.event == "presence_diff" && $0.payload["joins"]?["bob"] != nil }
+
+            nats.kill(1)
+            let lost = ContinuousClock.now
+            _ = try await alice.next(within: Self.presenceBound, "bob leaving alice's presence") { $0.event == "presence_diff" && $0.payload["leaves"]?["bob"] != nil }
+            #expect(ContinuousClock.now - lost < .seconds(Self.presenceBound))
+            try await waitFor(seconds: 15) { try await members[1].daemon.statistics().outputs?["cluster"]?.health == "degraded" }
+            #expect(try await members[0].daemon.statistics().cluster?.members.map(\.name) == ["member-0"])
+
+            try await nats.restart(1)
+            _ = try await alice.next(within: 30, "bob back in alice's presence") { $0.event == "presence_diff" && $0.payload["joins"]?["bob"] != nil }
+            try await waitFor(seconds: 15) { try await members[1].daemon.statistics().cluster?.members.count == 2 }
             for member in members { _ = try await member.daemon.stop() }
         }
     }
