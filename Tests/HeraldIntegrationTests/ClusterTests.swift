@@ -13,7 +13,10 @@ extension IntegrationTests {
 
         /// Three daemons on one database, each first trying another NATS node.
         /// - Parameter onlyNode: a daemon index whose only server is the node of the same index.
-        func daemons(_ database: TestDatabase, _ nats: NATSCluster, count: Int = 3, onlyNode: Int? = nil) async throws -> [(daemon: SocketDaemon, port: Int)] {
+        /// - Parameter first: more configuration for the first daemon.
+        func daemons(
+            _ database: TestDatabase, _ nats: NATSCluster, count: Int = 3, onlyNode: Int? = nil, first: String = ""
+        ) async throws -> [(daemon: SocketDaemon, port: Int)] {
             var started: [(SocketDaemon, Int)] = []
             for index in 0..<count {
                 let port = freeLoopbackPort()
@@ -29,6 +32,7 @@ extension IntegrationTests {
                       name: test
                       nats: [\(servers.joined(separator: ", "))]
                       member: member-\(index)
+                    \(index == 0 ? first : "")
                     """.write(toFile: config, atomically: true, encoding: .utf8)
                 started.append((try await SocketDaemon(database: database, arguments: ["--config", config, "--name", "member-\(index)"]), port))
             }
@@ -65,6 +69,9 @@ extension IntegrationTests {
             #expect(statistics.members.allSatisfy { $0.role == "database" })
             #expect(statistics.broadcastsSent >= 1 && statistics.broadcastsReceived >= 2, "\(statistics)")
             #expect(statistics.server == nats.urls[0])
+            let metrics = try await members[0].daemon.get("/metrics").body
+            #expect(metrics.contains("pgherald_cluster_members 2"), "\(metrics.split(separator: "\n").filter { $0.contains("cluster") })")
+            #expect(metrics.contains("pgherald_cluster_broadcasts_received_total 2"))
             let status = try DaemonProcess(["status", "--socket", members[0].daemon.socketPath])
             let shown = try await status.finish()
             #expect(shown.stdout.contains("cluster:     test via \(nats.urls[0]), 2 members"), "\(shown.stdout)")
@@ -78,7 +85,8 @@ extension IntegrationTests {
         @Test func aDaemonWhoseNATSNodeDiesMovesOnAndItsClientsStayVisible() async throws {
             let database = try TestDatabase.create()
             let nats = try await NATSCluster()
-            let members = try await daemons(database, nats, count: 2)
+            let consolePort = freeLoopbackPort()
+            let members = try await daemons(database, nats, count: 2, first: "console:\n  listen: 127.0.0.1:\(consolePort)\n  key: \(Self.key)")
             let join = #"{"config":{"broadcast":{"self":false},"presence":{"key":"KEY","enabled":true},"private":false,"postgres_changes":[]}}"#
             let alice = try await RealtimeTestClient(port: members[0].port, apikey: Self.key)
             try await alice.send(joinRef: "1", ref: "1", topic: "realtime:office", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "alice"))
@@ -102,6 +110,15 @@ extension IntegrationTests {
             try await alice.send(joinRef: "1", ref: "3", topic: "realtime:office", event: "broadcast", payload: #"{"type":"broadcast","event":"note","payload":{"n":1}}"#)
             let note = try await bob.next(within: 10, "alice's broadcast at bob") { $0.event == "broadcast" }
             #expect(note.payload["payload"]?["n"] == .number(JSONNumber(1)))
+
+            // The console lists the members, this daemon first, with the node it moved to.
+            let browser = try HeadlessBrowser()
+            let page = try await browser.open("http://127.0.0.1:\(consolePort)/console?key=\(Self.key)")
+            try await page.waitUntil("document.querySelector('#cluster table')?.rows.length === 3")
+            let cluster = try await page.text("#cluster")
+            #expect(cluster.contains("Cluster test (nats://127.0.0.1:"), "\(cluster)")
+            #expect(!cluster.contains(nats.urls[0] + ";"), "\(cluster)")
+            #expect(cluster.contains("member-0") && cluster.contains("this daemon") && cluster.contains("member-1"), "\(cluster)")
             try await nats.restart(0)
             for member in members { _ = try await member.daemon.stop() }
         }

@@ -132,6 +132,7 @@ extension ConsolePage {
       renderWebhooks(stats.webhooks || {});
       renderDeadLetters(state.deadLetters, state.mayControl);
       renderQueries(stats.queries || {});
+      renderCluster(stats.cluster);
       const health = [
         ['listener', stats.listener.state + (stats.listener.reason ? ': ' + stats.listener.reason : '')],
         ['durability', stats.durability || 'unknown'],
@@ -219,6 +220,22 @@ extension ConsolePage {
         cell(row, queries[name].subscribers, 'number');
         cell(row, queries[name].evaluations, 'number');
         cell(row, queries[name].lastError || '');
+      });
+    }
+
+    // Each member heard within the timeout, this daemon first: its role, lag, and the clients on it.
+    function renderCluster(cluster) {
+      const title = cluster ? 'Cluster ' + cluster.name + ' (' + (cluster.server || 'reconnecting to NATS') + '; broadcasts '
+        + cluster.broadcastsSent + ' sent, ' + cluster.broadcastsReceived + ' received; presence '
+        + cluster.presenceSent + ' sent, ' + cluster.presenceReceived + ' received)' : '';
+      section('cluster', title, ['member', 'role', 'heard', 'at event', 'lag', 'channels', 'present'], cluster ? cluster.members : [], (row, member) => {
+        cell(row, member.name);
+        cell(row, member.role);
+        cell(row, member.isSelf ? 'this daemon' : member.heardSecondsAgo.toFixed(1) + ' s ago');
+        cell(row, member.lastEventID || '-', 'number');
+        cell(row, member.lag === undefined ? '-' : member.lag, 'number');
+        cell(row, member.channels, 'number');
+        cell(row, member.presences, 'number');
       });
     }
 

@@ -66,6 +66,7 @@ enum ConsolePage {
         <div id="webhooks"></div>
         <div id="dead-letters"></div>
         <div id="queries"></div>
+        <div id="cluster"></div>
       </section>
       <section class="card" id="health-card">
         <h2>Health</h2>
