@@ -2,6 +2,7 @@ import Foundation
 public import HeraldOutput
 import HeraldPostgres
 import HeraldServer
+import HeraldWebhooks
 public import HeraldSettings
 import Logging
 
@@ -55,7 +56,7 @@ extension DaemonConfiguration {
             throw settings.fail("metrics.listen", "'\(metricsListen)' is not HOST:PORT, such as 127.0.0.1:9187 or [::1]:9187")
         }
         let access = try accessPolicy(settings)
-        let outputs = try registry.settings(from: settings)
+        var outputs = try registry.settings(from: settings)
         if outputs[SocketServer.section] != nil, access == nil {
             warnings.append("no access section: whoever the socket's mode and group let in sees every table (see access: in systemd/pgherald.yaml)")
         }
@@ -65,15 +66,38 @@ extension DaemonConfiguration {
         if access != nil, let metricsListen {
             warnings.append("metrics.listen (\(metricsListen)) serves per-table counts to whoever reaches it; the access section covers the socket only")
         }
+        let source = try settings.choice("source", default: Source.database)
+        if source == .nats { try checkEdge(&outputs, settings) }
         try settings.rejectUnknownKeys()
 
-        return DaemonConfiguration(
+        var configuration = DaemonConfiguration(
             database: database, databaseIsNamed: databaseIsNamed, listenDatabase: listenDatabase, name: name, durability: durability,
             retention: retention.duration, pruneInterval: pruneInterval.duration, history: history,
             mailboxCapacity: mailbox, connectTimeout: connectTimeout.duration, probeInterval: probeInterval.duration,
             backstopInterval: backstopInterval.duration, stopGrace: stopGrace.duration, logLevels: levels, logFormat: format,
             metricsListen: metricsListen, access: access, outputs: outputs, warnings: warnings, effective: settings.effective
         )
+        configuration.source = source
+        return configuration
+    }
+
+    /// An edge (`source: nats`) reads its events from `cluster.stream` and no journal:
+    /// outputs that keep a journal cursor of their own belong on a database
+    /// daemon, and the webhook service, always on elsewhere, is off.
+    private static func checkEdge(_ outputs: inout [String: OutputKind.Settings], _ settings: SettingsReader) throws(ConfigurationError) {
+        guard let cluster = outputs[ClusterLink.section]?.as(ClusterConfiguration.self) else {
+            throw settings.fail("source", "source: nats makes an edge, which takes its events from the cluster's stream: add cluster.name, cluster.nats and cluster.stream")
+        }
+        guard cluster.stream != nil else {
+            throw settings.fail("cluster.stream", "source: nats needs the JetStream stream the database daemons' nats output fills (their nats.stream)")
+        }
+        if outputs[WebhookService.section]?.as([WebhookEndpoint].self)?.isEmpty == true { outputs[WebhookService.section] = nil }
+        for section in [WebhookService.section, NATSOutput.section] where outputs[section] != nil {
+            throw settings.fail(section, "an edge (source: nats) reads no journal, and \(section) keeps a cursor in it: run it on a database daemon")
+        }
+        if let log = outputs[EventLogOutput.section]?.as(EventLogConfiguration.self), log.feed == .durable, log.feedIsSet {
+            throw settings.fail("event_log.feed", "an edge (source: nats) reads no journal: use feed: live, or keep the durable log on a database daemon")
+        }
     }
 
     /// libpq's variables that choose a server or a database: with one of them

@@ -23,6 +23,8 @@ public struct DaemonConfiguration: Sendable {
     public var listenDatabase: ConnectionString?
     /// Key `name`. Default `default`.
     public var name: String
+    /// Key `source`: where events come from. Default `database`.
+    public var source: Source = .database
     /// Key `durability`. Default: as installed.
     public var durability: Durability?
     /// Key `retention`: how long delivered events stay in the journal at least, at most twice as long. Default 24h.
@@ -61,6 +63,17 @@ public struct DaemonConfiguration: Sendable {
     public var warnings: [String]
     /// Every setting as it is in force, with its source, for `check-config`.
     public var effective: [EffectiveSetting]
+
+    /// Where a daemon takes its events from.
+    public enum Source: String, Sendable, CaseIterable {
+        /// This database's journal (or notifications, notify-only): a database daemon.
+        case database
+        /// The JetStream stream `cluster.stream` that database daemons fill:
+        /// an edge daemon, which adds no reader of the journal. Its `database`
+        /// serves only the catalog, row security and live queries, and a
+        /// resume older than its history.
+        case nats
+    }
 
     /// The settings of the output `kind`; nil when it is off.
     public subscript<Kind: Output>(_ kind: Kind.Type) -> Kind.Configuration? {

@@ -20,7 +20,7 @@ public struct JetStream: Sendable {
         public var duplicate: Bool?
     }
 
-    private struct APIError: Decodable {
+    struct APIError: Decodable {
         struct Detail: Decodable {
             var code: Int
             var description: String?
@@ -58,15 +58,18 @@ public struct JetStream: Sendable {
         public var duplicateWindow: Int64
         public var storage = "file"
         public var retention = "limits"
+        /// Copies kept on as many servers of a JetStream cluster.
+        public var replicas: Int
 
-        public init(name: String, subjects: [String], duplicateWindow: Duration) {
+        public init(name: String, subjects: [String], duplicateWindow: Duration, replicas: Int = 1) {
             self.name = name
             self.subjects = subjects
             self.duplicateWindow = Int64(duplicateWindow / .nanoseconds(1))
+            self.replicas = replicas
         }
 
         enum CodingKeys: String, CodingKey {
-            case name, subjects, duplicateWindow = "duplicate_window", storage, retention
+            case name, subjects, duplicateWindow = "duplicate_window", storage, retention, replicas = "num_replicas"
         }
     }
 
@@ -93,7 +96,7 @@ public struct JetStream: Sendable {
         }
     }
 
-    private func api(_ call: String, payload: [UInt8]) async throws -> [UInt8] {
+    func api(_ call: String, payload: [UInt8]) async throws -> [UInt8] {
         let answer = try await connection.request(subject: "$JS.API.\(call)", payload: payload, timeout: timeout)
         if answer.status == 503 {
             throw NATSError(.jetStream, "the NATS server has no JetStream (start it with -js)")

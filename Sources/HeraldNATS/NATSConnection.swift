@@ -35,6 +35,9 @@ public final class NATSConnection: Sendable {
         self.inbox = inbox
     }
 
+    /// Why the connection ended, once it has.
+    public var closedReason: NATSError? { state.withLock { $0.closed } }
+
     /// The server's `INFO`, as it answered this connection.
     public var info: NATSServerInfo? { state.withLock { $0.info } }
 

@@ -94,6 +94,10 @@ public final class DaemonMetrics: Sendable {
               help: "1 while the durable listener is parked, waiting for the doorbell; 0 while it reads the journal and writers skip NOTIFY.")
         advance("pgherald_journal_backstop_events_total", to: listener.backstopEvents,
                 help: "Events that only the parked listener's backstop sweep found: their notification never came. Should stay 0.")
+        if let feed = listener.feedFreshness {
+            gauge("pgherald_edge_stream_sequence", Double(feed.position ?? 0), help: "An edge's last stream sequence read (source: nats).")
+            gauge("pgherald_edge_stream_lag", Double(feed.lag ?? 0), help: "Messages the stream holds past an edge's last read; 0 when it keeps up.")
+        }
         if let journal {
             gauge("pgherald_journal_rows", Double(journal.rows), help: "Rows in pgherald.journal (exact up to 100,000, estimated beyond).")
             gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")

@@ -170,6 +170,17 @@ extension IntegrationTests {
               ca_file: \(directory.path)/password
               max_in_flight: 100
               ack_timeout: 3s
+            cluster:
+              name: app
+              nats: [nats://127.0.0.1:4222]
+              member: web-1
+              heartbeat: 1s
+              member_timeout: 5s
+              user: herald
+              password_file: \(directory.path)/password
+              tls: true
+              ca_file: \(directory.path)/password
+              stream: PGHERALD
             console:
               enabled: true
               listen: 127.0.0.1:9188
@@ -213,7 +224,8 @@ extension IntegrationTests {
             // JWT roles, which check-config counts rather than prints.
             // The console is on with a console: section, which is no setting of its own.
             let alternatives: Set = ["console", "console.key_file", "webhooks.NAME.secret", "webhooks.NAME.secret_file", "realtime.keys.NAME.key_file", "realtime.jwt.roles.NAME", "nats.token_file",
-                                      "nats.nkey_seed_file", "nats.credentials_file"]
+                                      "nats.nkey_seed_file", "nats.credentials_file", "cluster.token_file", "cluster.nkey_seed_file",
+                                      "cluster.credentials_file"]
             #expect(documented.subtracting(read).subtracting(alternatives).sorted() == [], "pgherald.yaml(5) names keys serve does not read")
         }
     }

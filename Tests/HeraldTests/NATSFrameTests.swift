@@ -1,4 +1,4 @@
-import HeraldNATS
+@testable import HeraldNATS
 import PropertyBased
 import Testing
 
@@ -107,5 +107,17 @@ import Testing
             }
             #expect(messages == [.message(NATSMessage(subject: "sub.ject", subscriptionID: "1", headers: headers.map { ($0.0, $0.1) }, payload: payload))])
         }
+    }
+}
+
+/// Where a stream message is, read from its `$JS.ACK` reply subject in both forms.
+struct AcknowledgementSubjectTests {
+    @Test func bothFormsOfTheReplySubjectGiveThePosition() throws {
+        let old = try #require(AcknowledgementSubject("$JS.ACK.PGHERALD.abc123.1.42.7.1732770000000000000.5"))
+        #expect([old.streamSequence, old.consumerSequence, old.pending] == [42, 7, 5])
+        let new = try #require(AcknowledgementSubject("$JS.ACK.hub.ACCOUNTHASH.PGHERALD.abc123.2.43.8.1732770000000000000.0.xyz"))
+        #expect([new.streamSequence, new.consumerSequence, new.pending] == [43, 8, 0])
+        #expect(AcknowledgementSubject("_INBOX.1.2") == nil)
+        #expect(AcknowledgementSubject("$JS.ACK.PGHERALD.c.1.x.7.0.5") == nil)
     }
 }

@@ -204,14 +204,22 @@ public final class Broker: Sendable {
     ///   have seen some of these events from an earlier run, so "everything
     ///   after this one here" could skip events that client never had. Such
     ///   resumes are answered from the journal instead.
+    /// - Parameter firstCount: the first event's count, the others following
+    ///   it: an edge daemon counts by its stream's sequence, so that every
+    ///   edge gives an event the same count. Where that jumps (the stream lost
+    ///   messages before they were read), the history starts again.
     /// - Returns: the events as delivered, each stamped with its change count.
     @discardableResult
-    public func publish(_ events: some Sequence<Event>, resumable: Bool = true) -> [Event] {
+    public func publish(_ events: some Sequence<Event>, resumable: Bool = true, firstCount: UInt64? = nil) -> [Event] {
         let (stamped, overflowed) = state.withLock { state -> ([Event], [Subscriber]) in
             var stamped: [Event] = []
             stamped.reserveCapacity(events.underestimatedCount)
             // Counted by runs of one table and operation: a hash of the table's name per run, not per event.
             var run: (key: TableOperation, events: UInt64)?
+            if let firstCount, firstCount != state.changeCount + 1 {
+                state.history.forgetAll()
+                state.changeCount = firstCount - 1
+            }
             for decoded in events {
                 state.changeCount += 1
                 if let current = run, current.key.operation == decoded.operation, current.key.table == decoded.table {

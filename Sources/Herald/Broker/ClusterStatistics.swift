@@ -17,11 +17,16 @@ public struct ClusterStatistics: Codable, Sendable, Hashable {
         public var channels: Int
         /// Presence entries it tracks for its clients.
         public var presences: Int
+        /// An edge's last stream sequence read, and how far the stream's head is past it.
+        public var streamSequence: UInt64?
+        public var streamLag: UInt64?
 
         public init(
             name: String, role: String, isSelf: Bool, heardSecondsAgo: Double, lastEventID: String?, lag: UInt64? = nil,
-            channels: Int, presences: Int
+            channels: Int, presences: Int, streamSequence: UInt64? = nil, streamLag: UInt64? = nil
         ) {
+            self.streamSequence = streamSequence
+            self.streamLag = streamLag
             self.name = name
             self.role = role
             self.isSelf = isSelf

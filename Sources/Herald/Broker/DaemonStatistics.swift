@@ -6,10 +6,18 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         public var state: String
         /// Why the listener is not listening, when it is not.
         public var reason: String?
+        /// An edge's source (`nats stream NAME`), with the last stream sequence
+        /// it read and how many the stream holds past it: its freshness.
+        public var source: String?
+        public var streamSequence: UInt64?
+        public var streamLag: UInt64?
 
-        public init(state: String, reason: String? = nil) {
+        public init(state: String, reason: String? = nil, source: String? = nil, streamSequence: UInt64? = nil, streamLag: UInt64? = nil) {
             self.state = state
             self.reason = reason
+            self.source = source
+            self.streamSequence = streamSequence
+            self.streamLag = streamLag
         }
     }
 

@@ -23,6 +23,16 @@ struct EventHistory {
         self.byteLimit = byteLimit
     }
 
+    /// Forgets every event held, for a broker whose counts jump: positions
+    /// before the jump cannot be told apart from positions after it.
+    mutating func forgetAll() {
+        events.removeAll()
+        counts.removeAll()
+        notResumable.removeAll()
+        bytes = 0
+        hasEvicted = true
+    }
+
     /// - Parameter resumable: false keeps the event for resumes from earlier
     ///   events but not as a starting point of its own (see ``Broker/publish(_:resumable:)``).
     mutating func append(_ event: Event, resumable: Bool = true) {

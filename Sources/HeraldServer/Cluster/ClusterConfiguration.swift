@@ -22,11 +22,18 @@ public struct ClusterConfiguration: Sendable, Equatable {
     public var authentication: NATSAuthentication
     /// Keys `cluster.tls` and `cluster.ca_file`, as under `nats`. Default: off.
     public var tls: NATSTLS?
+    /// Key `cluster.stream`: the JetStream stream an edge daemon (`source: nats`)
+    /// takes its events from, the one the database daemons' `nats` output
+    /// fills with every event (`nats.stream`, no filter). Default: none;
+    /// required by `source: nats`.
+    public var stream: String?
 
     public init(
         name: String, servers: [NATSOutputConfiguration.Server] = [.init(host: "127.0.0.1")], member: String? = nil,
-        heartbeat: Duration = .seconds(1), memberTimeout: Duration = .seconds(5), authentication: NATSAuthentication = .none, tls: NATSTLS? = nil
+        heartbeat: Duration = .seconds(1), memberTimeout: Duration = .seconds(5), authentication: NATSAuthentication = .none, tls: NATSTLS? = nil,
+        stream: String? = nil
     ) {
+        self.stream = stream
         self.name = name
         self.servers = servers
         self.member = member

@@ -22,20 +22,24 @@ extension ClusterLink: Output {
         }
         let authentication = try settings.natsAuthentication(under: "cluster")
         let tls = try settings.natsTLS(under: "cluster")
+        let stream = settings.string("cluster.stream")
+        if let stream, stream.isEmpty || !stream.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
+            throw settings.fail("cluster.stream", "a stream's name is letters, digits, - and _")
+        }
         guard let name = settings.string("cluster.name") else { return nil }
         guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw settings.fail("cluster.name", "a cluster's name is 1 to 64 letters, digits, - and _ (it is part of NATS subjects)")
         }
         return ClusterConfiguration(
             name: name, servers: servers, member: member, heartbeat: heartbeat.duration, memberTimeout: timeout.duration,
-            authentication: authentication, tls: tls
+            authentication: authentication, tls: tls, stream: stream
         )
     }
 
     public convenience init(configuration: ClusterConfiguration, context: OutputContext) {
         self.init(
             configuration: configuration, member: configuration.member ?? "\(ProcessInfo.processInfo.hostName)/\(context.daemonName)",
-            broker: context.broker, version: context.version, logger: context.logger
+            broker: context.broker, listener: context.listener, version: context.version, logger: context.logger
         )
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 public import Herald
 import HeraldNATS
+public import HeraldPostgres
 import HeraldRealtime
 public import Logging
 public import ServiceLifecycle
@@ -56,6 +57,8 @@ public final class ClusterLink: Service, Sendable {
     /// Changes at every start, so that the others drop what this daemon tracked before.
     let incarnation = String(UInt64.random(in: 0...UInt64.max), radix: 36)
     let broker: Broker
+    /// Says how far an edge's stream has been read.
+    let listener: PostgresListener
     let version: String
     let logger: Logger
     public let relay: Relay
@@ -64,16 +67,20 @@ public final class ClusterLink: Service, Sendable {
     private let connection = Mutex<NATSConnection?>(nil)
     let counters = Mutex(Counters())
 
-    public init(configuration: ClusterConfiguration, member: String, broker: Broker, version: String, logger: Logger) {
+    public init(configuration: ClusterConfiguration, member: String, broker: Broker, listener: PostgresListener, version: String, logger: Logger) {
         self.configuration = configuration
         self.member = member
         self.broker = broker
+        self.listener = listener
         self.version = version
         self.logger = logger
         let (outbound, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundBacklog))
         self.outbound = outbound
         relay = Relay(outbound: continuation, memberTimeout: configuration.memberTimeout)
     }
+
+    /// `edge` for a daemon fed by the stream, `database` for one that reads the journal.
+    var role: String { listener.configuration.fedElsewhere ? "edge" : "database" }
 
     /// The hub whose clients this link serves; set once, before `run()`.
     func attach(_ hub: BroadcastHub) {
@@ -200,9 +207,10 @@ public final class ClusterLink: Service, Sendable {
             return .broadcast(.init(member: member, topic: topic, message: message))
         case .heartbeat:
             let counts = hub.withLock { $0 }?.localCounts() ?? (version: 0, channels: 0, presences: 0)
+            let feed = listener.feedFreshness
             return .heartbeat(.init(
-                member: member, incarnation: incarnation, version: counts.version, role: "database",
-                lastEventID: broker.lastResumableEventID, channels: counts.channels
+                member: member, incarnation: incarnation, version: counts.version, role: role,
+                lastEventID: broker.lastResumableEventID, channels: counts.channels, streamSequence: feed?.position, streamLag: feed?.lag
             ))
         case .state:
             guard let presence = hub.withLock({ $0 })?.localPresence() else { return nil }

@@ -28,6 +28,9 @@ enum ClusterMessage: Sendable, Equatable {
         var lastEventID: String?
         /// Broadcast topic members connected to it.
         var channels: Int
+        /// An edge's last stream sequence read, and how far the stream's head is past it.
+        var streamSequence: UInt64? = nil
+        var streamLag: UInt64? = nil
     }
 
     struct PresenceDiff: Sendable, Equatable {
@@ -75,6 +78,8 @@ extension ClusterMessage {
                 "channels": .number(JSONNumber(Int64(heartbeat.channels))),
             ]
             if let last = heartbeat.lastEventID { object["last_event_id"] = .string(last) }
+            if let sequence = heartbeat.streamSequence { object["stream_sequence"] = .number(JSONNumber(Int64(sequence))) }
+            if let lag = heartbeat.streamLag { object["stream_lag"] = .number(JSONNumber(Int64(lag))) }
             return .object(object)
         case .presenceDiff(let diff):
             return .object([
@@ -103,14 +108,16 @@ extension ClusterMessage {
     init?(bytes: [UInt8]) {
         guard let value = try? JSONParser.parse(bytes), let type = value["type"]?.stringValue,
               let member = value["member"]?.stringValue else { return nil }
-        func version() -> UInt64? { value["version"].flatMap { if case .number(let n) = $0 { UInt64(n.text) } else { nil } } }
+        func number(_ key: String) -> UInt64? { value[key].flatMap { if case .number(let n) = $0 { UInt64(n.text) } else { nil } } }
+        func version() -> UInt64? { number("version") }
         switch type {
         case "heartbeat":
             guard let incarnation = value["incarnation"]?.stringValue, let version = version(), let role = value["role"]?.stringValue,
                   case .number(let channels)? = value["channels"], let count = Int(channels.text) else { return nil }
             self = .heartbeat(Heartbeat(
                 member: member, incarnation: incarnation, version: version, role: role,
-                lastEventID: value["last_event_id"]?.stringValue, channels: count
+                lastEventID: value["last_event_id"]?.stringValue, channels: count,
+                streamSequence: number("stream_sequence"), streamLag: number("stream_lag")
             ))
         case "presence_diff":
             guard let incarnation = value["incarnation"]?.stringValue, let version = version(),

@@ -233,7 +233,7 @@ extension ConsolePage {
         cell(row, member.role);
         cell(row, member.isSelf ? 'this daemon' : member.heardSecondsAgo.toFixed(1) + ' s ago');
         cell(row, member.lastEventID || '-', 'number');
-        cell(row, member.lag === undefined ? '-' : member.lag, 'number');
+        cell(row, member.streamSequence === undefined ? (member.lag === undefined ? '-' : member.lag) : 'stream ' + (member.streamLag || 0), 'number');
         cell(row, member.channels, 'number');
         cell(row, member.presences, 'number');
       });

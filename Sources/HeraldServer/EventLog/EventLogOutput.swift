@@ -116,7 +116,8 @@ public final class EventLogOutput: Sendable {
     /// Durable where the install keeps a journal (the cursor is open then);
     /// live where it was asked for, or where the default cannot be durable.
     private func chooseFeed() async throws -> OutputStatistics.Feed {
-        guard wantedFeed == .durable, await listener.waitUntilConnected() else { return .live }
+        // An edge reads no journal; its configuration refuses a durable log that was asked for.
+        guard wantedFeed == .durable, !listener.configuration.fedElsewhere, await listener.waitUntilConnected() else { return .live }
         do {
             guard listener.durability != .notifyOnly else {
                 throw EventLogError(description: "event_log.feed is durable, but the database was installed notify-only and keeps no journal; use feed: live, or install durable")

@@ -20,6 +20,7 @@ extension NATSOutput: Output {
         }
         let createStream = try settings.bool("nats.create_stream", default: false)
         let window = try settings.value("nats.duplicate_window", default: "2m" as HumanDuration, expected: "a duration such as 2m or 1h")
+        let replicas = try settings.int("nats.replicas", default: 1, in: 1...5)
         let filter = try settings.filter(
             parameters: ["table", "op", "where"].map { ($0, "nats.\($0)") },
             reason: { "\($0.code.rawValue): \($0.message)" }
@@ -34,14 +35,17 @@ extension NATSOutput: Output {
         }
         return NATSOutputConfiguration(
             servers: servers, subject: subject, stream: stream, createStream: createStream, duplicateWindow: window.duration,
-            filter: filter, authentication: authentication, tls: tls,
+            replicas: replicas, filter: filter, authentication: authentication, tls: tls,
             maximumInFlight: inFlight,
             acknowledgementTimeout: timeout.duration
         )
     }
 
     public convenience init(configuration: NATSOutputConfiguration, context: OutputContext) throws {
-        self.init(configuration: configuration, journal: context.journalFeed(named: Self.section), version: context.version, logger: context.logger)
+        self.init(
+            configuration: configuration, journal: context.journalFeed(named: Self.section), reader: context.journal, version: context.version,
+            logger: context.logger
+        )
     }
 
     public func reload(_ configuration: NATSOutputConfiguration) async {}

@@ -35,14 +35,17 @@ public final class NATSOutput: Service, Sendable {
 
     let configuration: NATSOutputConfiguration
     let journal: JournalFeed
+    /// Says whether a batch's last event ends its transaction.
+    let reader: JournalReader
     let logger: Logger
     let version: String
     let counters = Mutex(Statistics())
     private let stopping = Mutex(false)
 
-    public init(configuration: NATSOutputConfiguration, journal: JournalFeed, version: String, logger: Logger) {
+    public init(configuration: NATSOutputConfiguration, journal: JournalFeed, reader: JournalReader, version: String, logger: Logger) {
         self.configuration = configuration
         self.journal = journal
+        self.reader = reader
         self.version = version
         self.logger = logger
     }
@@ -97,7 +100,8 @@ public final class NATSOutput: Service, Sendable {
     private func prepareStream(_ jetStream: JetStream) async throws {
         if configuration.createStream {
             try await jetStream.createOrUpdate(.init(
-                name: configuration.stream, subjects: [configuration.subject.wildcard], duplicateWindow: configuration.duplicateWindow
+                name: configuration.stream, subjects: [configuration.subject.wildcard], duplicateWindow: configuration.duplicateWindow,
+                replicas: configuration.replicas
             ))
         } else if try await jetStream.stream(named: configuration.stream) == nil {
             throw NATSError(.noStream, "JetStream has no stream \(configuration.stream): create it (taking \(configuration.subject.wildcard)), or set nats.create_stream: true")
@@ -120,28 +124,42 @@ public final class NATSOutput: Service, Sendable {
                 if isStopping || Task.isCancelled { return }
                 continue
             }
-            try await publish(batch.events.filter { configuration.filter.matches($0) }, jetStream)
+            let ended = try await transactionsEnded(in: batch.events)
+            try await publish(batch.events.filter { configuration.filter.matches($0) }, endingTransactions: ended, jetStream)
             await commitUntilRecorded(batch)
             counters.withLock { $0.problem = nil }
         }
     }
 
-    /// Publishes in order, up to the window awaiting acknowledgement; returns once every one is acknowledged.
-    private func publish(_ events: [Event], _ jetStream: JetStream) async throws {
+    /// The transactions whose last event is in `events`: every one but the
+    /// batch's last, as events come transaction by transaction, and that one
+    /// when the journal says so.
+    private func transactionsEnded(in events: [Event]) async throws -> Set<String> {
+        guard let last = events.last else { return [] }
+        var ended = Set(events.dropLast().map(\.transactionID))
+        ended.remove(last.transactionID)
+        if try await reader.endsTransaction(last) { ended.insert(last.transactionID) }
+        return ended
+    }
+
+    /// Publishes in order, up to the window awaiting acknowledgement; returns
+    /// once every one is acknowledged. The last event published of each
+    /// transaction in `ended` carries `Pgherald-Ends-Transaction`.
+    private func publish(_ events: [Event], endingTransactions ended: Set<String>, _ jetStream: JetStream) async throws {
         var waiting: Deque<(reply: String, subject: String)> = []
         var acknowledged = 0
         var repeats = 0
-        for event in events {
+        for (index, event) in events.enumerated() {
             if waiting.count >= configuration.maximumInFlight {
                 let oldest = waiting.removeFirst()
                 if try await jetStream.acknowledgement(of: oldest.reply, subject: oldest.subject).duplicate == true { repeats += 1 }
                 acknowledged += 1
             }
             let subject = configuration.subject.subject(for: event)
-            let reply = try await jetStream.send(subject: subject, messageID: event.id, headers: [
-                ("Pgherald-Count", String(event.count)), ("Pgherald-Txid", event.transactionID),
-                ("Pgherald-Table", "\(event.table)"),
-            ], payload: event.jsonBytes)
+            var headers = [("Pgherald-Count", String(event.count)), ("Pgherald-Txid", event.transactionID), ("Pgherald-Table", "\(event.table)")]
+            let lastOfItsTransaction = index == events.count - 1 || events[index + 1].transactionID != event.transactionID
+            if lastOfItsTransaction, ended.contains(event.transactionID) { headers.append(("Pgherald-Ends-Transaction", "true")) }
+            let reply = try await jetStream.send(subject: subject, messageID: event.id, headers: headers, payload: event.jsonBytes)
             waiting.append((reply, subject))
         }
         while let oldest = waiting.popFirst() {

@@ -30,6 +30,9 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
     /// pgherald creates it. A publish repeated after an outage longer than
     /// this would be stored twice. Default 2m, JetStream's own.
     public var duplicateWindow: Duration
+    /// Key `nats.replicas`: copies of the stream when pgherald creates it, on
+    /// as many servers of a JetStream cluster (3 survives the loss of one). Default 1.
+    public var replicas: Int
     /// Keys `nats.table`, `nats.op`, `nats.where`: the socket's filter language. Default: every event.
     public var filter: EventFilter
     /// At most one of: key `nats.user` with `nats.password_file`, `nats.token_file`,
@@ -46,7 +49,7 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
 
     public init(
         servers: [Server] = [Server(host: "127.0.0.1")], subject: NATSSubjectTemplate, stream: String, createStream: Bool = false,
-        duplicateWindow: Duration = .seconds(120), filter: EventFilter = .all, authentication: NATSAuthentication = .none, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
+        duplicateWindow: Duration = .seconds(120), replicas: Int = 1, filter: EventFilter = .all, authentication: NATSAuthentication = .none, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
     ) {
         self.tls = tls
         self.servers = servers
@@ -54,6 +57,7 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
         self.stream = stream
         self.createStream = createStream
         self.duplicateWindow = duplicateWindow
+        self.replicas = replicas
         self.filter = filter
         self.authentication = authentication
         self.maximumInFlight = maximumInFlight

@@ -92,14 +92,15 @@ extension SocketServer {
 
     func listenerState() -> DaemonStatistics.Listener {
         let status = listener.status
+        let feed = listener.feedFreshness
         let reason: String? = switch status {
-        case .notStarted, .connecting: "connecting to PostgreSQL"
-        case .catchingUp: "replaying events committed while not listening"
+        case .notStarted, .connecting: feed == nil ? "connecting to PostgreSQL" : "connecting to NATS"
+        case .catchingUp: feed == nil ? "replaying events committed while not listening" : "reading the stream's backlog"
         case .listening: nil
         case .reconnecting(let attempt, let lastError): "attempt \(attempt): \(lastError)"
         case .stopped: "the listener has stopped"
         }
-        return .init(state: status.name, reason: reason)
+        return .init(state: status.name, reason: reason, source: feed?.source, streamSequence: feed?.position, streamLag: feed?.lag)
     }
 
     func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {

@@ -197,15 +197,15 @@ struct Serve: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
-        let listener = PostgresListener(
-            configuration: .init(
-                connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
-                durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval,
-                backstopInterval: settings.backstopInterval
-            ),
-            broker: broker,
-            logger: LogCategory.database.logger
+        var listening = PostgresListener.Configuration(
+            connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
+            durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval,
+            backstopInterval: settings.backstopInterval
         )
+        // An edge: its events come from the cluster's stream, and nothing reads the journal here.
+        let edge = settings.source == .nats ? settings[ClusterLink.self] : nil
+        listening.fedElsewhere = edge != nil
+        let listener = PostgresListener(configuration: listening, broker: broker, logger: LogCategory.database.logger)
         let notifier = SystemdNotifier(environment: environment)
         let maintenance = JournalMaintenance(
             configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
@@ -214,8 +214,8 @@ struct Serve: AsyncParsableCommand {
             listener: listener,
             logger: LogCategory.database.logger
         )
-        // Idle in notify-only mode.
-        services.append(.init(service: maintenance, successTerminationBehavior: .ignore))
+        // Idle in notify-only mode; an edge has no journal to maintain.
+        if edge == nil { services.append(.init(service: maintenance, successTerminationBehavior: .ignore)) }
         let rowSecurity = RowSecurityGate(
             configuration: .init(mailboxCapacity: settings.mailboxCapacity), broker: broker, database: connection, logger: LogCategory.broker.logger
         )
@@ -253,7 +253,13 @@ struct Serve: AsyncParsableCommand {
         services.append(.init(service: ConfigurationReloader(
             sources: sources, current: settings, registry: .standard, outputs: outputs, notifier: notifier, logger: LogCategory.config.logger
         )))
-        // Near the end, so that on shutdown the listener stops before the outputs drain.
+        // Near the end, so that on shutdown the listener (or an edge's feed) stops before the outputs drain.
+        if let edge, let stream = edge.stream {
+            services.append(.init(service: EdgeFeed(
+                configuration: edge, stream: stream, broker: broker, listener: listener, history: settings.history,
+                version: PGHerald.configuration.version, logger: LogCategory.cluster.logger
+            ), successTerminationBehavior: .gracefullyShutdownGroup))
+        }
         services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
         // Late, so that STOPPING=1 goes out first.
         services.append(.init(service: SystemdService(

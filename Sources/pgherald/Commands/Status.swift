@@ -32,6 +32,9 @@ struct Status: AsyncParsableCommand {
         var lines = ["pgherald \(statistics.version), up \(duration(statistics.uptimeSeconds))"]
         let listener = statistics.listener
         lines.append("listener:    \(listener.state)\(listener.reason.map { " (\($0))" } ?? "")")
+        if let source = listener.source {
+            lines.append("source:      \(source), at sequence \(listener.streamSequence.map(String.init) ?? "none"), lag \(listener.streamLag.map(String.init) ?? "unknown")")
+        }
         lines.append("changes:     \(statistics.changeCount)")
         let width = statistics.tables.keys.map(\.count).max() ?? 0
         for (table, count) in statistics.tables.sorted(by: { $0.key < $1.key }) {
@@ -65,6 +68,7 @@ struct Status: AsyncParsableCommand {
         for member in cluster.members {
             var parts = [member.isSelf ? "this daemon" : "heard \(String(format: "%.1f", member.heardSecondsAgo))s ago"]
             if let last = member.lastEventID { parts.append("at event \(last)" + (member.lag.map { " (lag \($0))" } ?? "")) }
+            if let sequence = member.streamSequence { parts.append("stream \(sequence), lag \(member.streamLag ?? 0)") }
             parts.append("\(member.channels) channels, \(member.presences) present")
             lines.append("  \(member.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(member.role)  \(parts.joined(separator: ", "))")
         }
