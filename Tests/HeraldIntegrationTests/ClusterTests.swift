@@ -44,18 +44,19 @@ extension IntegrationTests {
             return started
         }
 
-        /// realtime-py clients on three daemons: broadcasts (WebSocket and REST)
-        /// reach every member once, presence is the union of all three, and a
-        /// daemon killed with SIGKILL takes its clients' presence with it within the bound.
+        /// realtime-py clients on a database daemon and two edges: broadcasts
+        /// (WebSocket and REST) reach every member once, presence is the union
+        /// of all three, and an edge killed with SIGKILL takes its clients'
+        /// presence with it within the bound.
         @Test func broadcastsAndPresenceSpanTheDaemonsAndADeadOnesPresenceLeaves() async throws {
             let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"])
             let database = try TestDatabase.create()
             let nats = try await NATSCluster()
-            let members = try await daemons(database, nats)
+            let members = try await EdgeTests.start(database, nats)
             let script = TestDatabase.repositoryRoot.appending(path: "tests/realtime/cluster_test.py").path
             let client = try DaemonProcess(
-                [script, "--ports"] + members.map { String($0.port) } + [
-                    "--key", Self.key, "--kill-pid", String(members[2].daemon.process.process.processIdentifier), "--bound", String(Self.presenceBound),
+                [script, "--ports", String(members.databasePort)] + members.ports.map(String.init) + [
+                    "--key", EdgeTests.key, "--kill-pid", String(members.edges[1].process.process.processIdentifier), "--bound", String(Self.presenceBound),
                 ],
                 executable: URL(fileURLWithPath: python)
             )
@@ -63,20 +64,21 @@ extension IntegrationTests {
             #expect(result.status == 0, "\(result.stderr.suffix(3000))")
             #expect(result.stdout.hasSuffix("OK\n"), "\(result.stdout)")
 
-            // The survivors' view: two members, both database daemons, and the traffic between them.
-            let statistics = try #require(try await members[0].daemon.statistics().cluster)
-            #expect(statistics.members.map(\.name) == ["member-0", "member-1"], "\(statistics.members)")
-            #expect(statistics.members.allSatisfy { $0.role == "database" })
+            // The survivors' view: the database daemon and one edge, and the traffic between them.
+            let statistics = try #require(try await members.database.statistics().cluster)
+            #expect(statistics.members.map(\.name) == ["db", "edge-0"], "\(statistics.members)")
+            #expect(statistics.members.map(\.role) == ["database", "edge"])
             #expect(statistics.broadcastsSent >= 1 && statistics.broadcastsReceived >= 2, "\(statistics)")
-            #expect(statistics.server == nats.urls[0])
-            let metrics = try await members[0].daemon.get("/metrics").body
+            let metrics = try await members.database.get("/metrics").body
             #expect(metrics.contains("pgherald_cluster_members 2"), "\(metrics.split(separator: "\n").filter { $0.contains("cluster") })")
             #expect(metrics.contains("pgherald_cluster_broadcasts_received_total 2"))
-            let status = try DaemonProcess(["status", "--socket", members[0].daemon.socketPath])
+            let status = try DaemonProcess(["status", "--socket", members.edges[0].socketPath])
             let shown = try await status.finish()
-            #expect(shown.stdout.contains("cluster:     test via \(nats.urls[0]), 2 members"), "\(shown.stdout)")
-            #expect(shown.stdout.contains("member-1  database"), "\(shown.stdout)")
-            for member in members.prefix(2) { _ = try await member.daemon.stop() }
+            #expect(shown.stdout.contains("cluster:     test via nats://127.0.0.1:"), "\(shown.stdout)")
+            #expect(shown.stdout.contains("edge-0  edge") && shown.stdout.contains("db      database"), "\(shown.stdout)")
+            #expect(shown.stdout.contains("source:      nats stream PGHERALD, at sequence"), "\(shown.stdout)")
+            _ = try await members.edges[0].stop()
+            _ = try await members.database.stop()
         }
 
         /// The NATS node a daemon uses dies: it moves to another node, and a

@@ -14,6 +14,8 @@ extension IntegrationTests {
             var edges: [SocketDaemon]
             /// Each edge's realtime listener.
             var ports: [Int]
+            /// The database daemon's.
+            var databasePort: Int
         }
 
         static func write(_ text: String) throws -> String {
@@ -25,7 +27,13 @@ extension IntegrationTests {
         /// One database daemon publishing to the R3 stream, and `count` edges reading it, each first trying another NATS node.
         static func start(_ database: TestDatabase, _ nats: NATSCluster, edges count: Int = 2) async throws -> Members {
             let all = nats.urls.joined(separator: ", ")
+            let databasePort = freeLoopbackPort()
             let source = try await SocketDaemon(database: database, arguments: ["--name", "db", "--config", try write("""
+                realtime:
+                  listen: 127.0.0.1:\(databasePort)
+                  keys:
+                    all:
+                      key: \(key)
                 nats:
                   servers: [\(all)]
                   stream: PGHERALD
@@ -61,7 +69,7 @@ extension IntegrationTests {
                 try await waitFor(seconds: 30) { try await edge.statistics().listener.state == "listening" } failure: { "an edge did not start reading" }
                 try await waitFor(seconds: 20) { try await edge.statistics().cluster?.members.count == count + 1 } failure: { "the cluster did not form" }
             }
-            return Members(database: source, edges: edges, ports: ports)
+            return Members(database: source, edges: edges, ports: ports, databasePort: databasePort)
         }
 
         /// The events of a `text/event-stream` body: (event id, short_code of the row).
