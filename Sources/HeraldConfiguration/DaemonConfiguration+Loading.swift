@@ -66,6 +66,11 @@ extension DaemonConfiguration {
         if access != nil, let metricsListen {
             warnings.append("metrics.listen (\(metricsListen)) serves per-table counts to whoever reaches it; the access section covers the socket only")
         }
+        if let cluster = outputs[ClusterLink.section]?.as(ClusterConfiguration.self),
+           let subject = outputs[NATSOutput.section]?.as(NATSOutputConfiguration.self)?.subject,
+           let taken = cluster.subjects.first(where: subject.captures) {
+            throw settings.fail("nats.subject", "its stream would take the cluster's own messages (\(taken)): begin it with a token other than pgherald-cluster")
+        }
         let source = try settings.choice("source", default: Source.database)
         if source == .nats { try checkEdge(&outputs, settings) }
         try settings.rejectUnknownKeys()

@@ -23,6 +23,13 @@ public struct ResumeBook: Sendable {
                 return echo.jsonText
             }.joined(separator: "\u{1E}")
         }
+
+        /// A key as another cluster member sent it, its bindings already encoded.
+        public init(caller: String, topic: String, encodedBindings: String) {
+            self.caller = caller
+            self.topic = topic
+            bindings = encodedBindings
+        }
     }
 
     public var window: Duration

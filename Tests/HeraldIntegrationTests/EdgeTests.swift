@@ -143,6 +143,42 @@ extension IntegrationTests {
             _ = try await members.database.stop()
         }
 
+        /// A Supabase client sends no position when it rejoins: an edge that
+        /// stops gracefully tells the others where each channel stopped, so
+        /// the client rejoins another edge and misses and repeats nothing.
+        @Test func aSupabaseClientRejoinsAnotherEdgeWhereItStopped() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSCluster()
+            let members = try await Self.start(database, nats)
+            let bindings = #"{"event":"INSERT","schema":"public","table":"course"}"#
+            var client = try await RealtimeTestClient(port: members.ports[0], apikey: Self.key)
+            try await RealtimeTests.join(client, topic: "realtime:school", bindings: bindings)
+            func codes(_ client: RealtimeTestClient) -> [String] {
+                client.unreadMessages.compactMap { message in
+                    message.event == "postgres_changes" ? message.payload["data"]?["record"]?["short_code"]?.stringValue : nil
+                }
+            }
+            func insert(_ rows: Range<Int>) throws {
+                for row in rows { try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: ["S\(row)"]) }
+            }
+            try insert(0..<50)
+            try await waitFor(seconds: 30) { codes(client).count >= 50 }
+            let stopped = try await members.edges[0].stop()
+            #expect(stopped.status == 0, "\(stopped.stderr.suffix(500))")
+            let before = codes(client)
+            // Rows commit while the client is away; the rejoin must replay them.
+            try insert(50..<80)
+            try await waitFor(seconds: 30) { try await members.edges[1].statistics().changeCount >= 80 }
+            client = try await RealtimeTestClient(port: members.ports[1], apikey: Self.key)
+            try await RealtimeTests.join(client, topic: "realtime:school", bindings: bindings)
+            try insert(80..<100)
+            try await waitFor(seconds: 30) { before.count + codes(client).count >= 100 } failure: { "\(before.count) + \(codes(client).count) of 100" }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(before + codes(client) == Self.codes("S", 0..<100), "every row once, in order, across the two edges")
+            _ = try await members.edges[1].stop()
+            _ = try await members.database.stop()
+        }
+
         /// One NATS node killed while writers run, then all of NATS stopped:
         /// each edge gets every row once, says it is unhealthy while NATS is
         /// away, and catches up when it returns; the database daemon keeps its cursor.

@@ -33,6 +33,9 @@ struct ClusterConfigurationTests {
     @Test func badClusterSettingsNameTheirKey() async throws {
         #expect(try await rejection("cluster:\n  name: prod.eu\n").key == "cluster.name")
         #expect(try await rejection("cluster:\n  name: prod\n  nats: [http://127.0.0.1:4222]\n").key == "cluster.nats")
+        let captured = try await rejection("cluster:\n  name: prod\nnats:\n  stream: EVENTS\n  subject: \"{schema}.{table}.{op}\"\n")
+        #expect(captured.key == "nats.subject" && captured.reason.contains("pgherald-cluster.prod.heartbeat"), "\(captured)")
+        #expect(try await load("cluster:\n  name: prod\nnats:\n  stream: EVENTS\n")[ClusterLink.self] != nil, "the default subjects are apart")
         let tooQuick = try await rejection("cluster:\n  name: prod\n  heartbeat: 2s\n  member_timeout: 5s\n")
         #expect(tooQuick.key == "cluster.member_timeout" && tooQuick.reason.contains("three heartbeats"))
     }

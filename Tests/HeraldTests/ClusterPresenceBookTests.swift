@@ -79,6 +79,7 @@ struct ClusterPresenceBookTests {
                 room: [entry("alice", "r1")], .init(name: "realtime:room", isPrivate: true): [entry("carol", "r3")],
             ])),
             .stateRequest(member: "b", requester: "c"),
+            .resumePosition(member: "b", key: ResumeBook.Key(caller: "all", topic: "realtime:school", encodedBindings: "{\"event\":\"*\"}"), eventID: "42"),
             .broadcast(.init(member: "b", topic: room, message: .push(topic: room.name, event: "broadcast", payload: .object([
                 "type": .string("broadcast"), "event": .string("hello"), "payload": .object(["n": .number(JSONNumber(1))]),
             ])))),

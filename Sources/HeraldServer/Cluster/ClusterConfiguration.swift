@@ -4,7 +4,7 @@ public import HeraldNATS
 /// servers share client broadcasts and presence.
 public struct ClusterConfiguration: Sendable, Equatable {
     /// Key `cluster.name`: the cluster's name, in its NATS subjects
-    /// (`pgherald.cluster.NAME.>`). Required: no cluster without it.
+    /// (`pgherald-cluster.NAME.>`). Required: no cluster without it.
     public var name: String
     /// Key `cluster.nats`: `nats://host:port` URLs, tried in turn. Default `nats://127.0.0.1:4222`.
     public var servers: [NATSOutputConfiguration.Server]
@@ -43,6 +43,10 @@ public struct ClusterConfiguration: Sendable, Equatable {
         self.tls = tls
     }
 
-    /// Every subject the cluster uses is under this.
-    var subjectPrefix: String { "pgherald.cluster.\(name)" }
+    /// Every subject the cluster uses is under this; apart from the events'
+    /// `pgherald.…` so that the stream of events never takes cluster traffic.
+    public var subjectPrefix: String { "pgherald-cluster.\(name)" }
+
+    /// The subjects the cluster publishes on, for checking that no stream takes them.
+    public var subjects: [String] { ["heartbeat", "presence", "broadcast", "resume"].map { "\(subjectPrefix).\($0)" } }
 }

@@ -9,7 +9,7 @@ import Synchronization
 
 /// This daemon's membership of a cluster: it sends its clients' broadcasts
 /// and presence changes to the other members over NATS core subjects under
-/// `pgherald.cluster.NAME`, and hands theirs to the realtime endpoint's
+/// `pgherald-cluster.NAME`, and hands theirs to the realtime endpoint's
 /// ``BroadcastHub``.
 ///
 /// Broadcasts are at most once, as between clients of one daemon. Presence
@@ -34,6 +34,7 @@ public final class ClusterLink: Service, Sendable {
         /// follows every change numbered before it.
         case state
         case stateRequest(member: String)
+        case resumePosition(ResumeBook.Key, eventID: String)
     }
 
     struct Counters: Sendable {
@@ -64,6 +65,7 @@ public final class ClusterLink: Service, Sendable {
     public let relay: Relay
     private let outbound: AsyncStream<Outbound>
     private let hub = Mutex<BroadcastHub?>(nil)
+    private let resumePositions = Mutex<(@Sendable (ResumeBook.Key, String) -> Void)?>(nil)
     private let connection = Mutex<NATSConnection?>(nil)
     let counters = Mutex(Counters())
 
@@ -88,6 +90,16 @@ public final class ClusterLink: Service, Sendable {
     }
 
     var hubReference: BroadcastHub? { hub.withLock { $0 } }
+
+    /// Where positions that other members' Supabase channels stopped at go; set once, before `run()`.
+    func onResumePosition(_ remember: @escaping @Sendable (ResumeBook.Key, String) -> Void) {
+        resumePositions.withLock { $0 = remember }
+    }
+
+    /// Tells the other members where a channel stopped, so that its client may rejoin on any of them.
+    func share(_ key: ResumeBook.Key, after eventID: String) {
+        relay.outbound.yield(.resumePosition(key, eventID: eventID))
+    }
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
@@ -154,6 +166,9 @@ public final class ClusterLink: Service, Sendable {
             counters.withLock { $0.broadcastsReceived += 1 }
         case .presenceDiff, .presenceState:
             counters.withLock { $0.presenceReceived += 1 }
+        case .resumePosition(_, let key, let eventID):
+            resumePositions.withLock { $0 }?(key, eventID)
+            return
         case .heartbeat:
             break
         }
@@ -193,7 +208,7 @@ public final class ClusterLink: Service, Sendable {
                 switch message {
                 case .broadcast: counters.broadcastsSent += 1
                 case .presenceDiff, .presenceState: counters.presenceSent += 1
-                case .heartbeat, .stateRequest: break
+                case .heartbeat, .stateRequest, .resumePosition: break
                 }
             }
         }
@@ -217,6 +232,8 @@ public final class ClusterLink: Service, Sendable {
             return .presenceState(.init(member: member, incarnation: incarnation, version: presence.version, entries: presence.entries))
         case .stateRequest(let target):
             return .stateRequest(member: target, requester: member)
+        case .resumePosition(let key, let eventID):
+            return .resumePosition(member: member, key: key, eventID: eventID)
         }
     }
 
@@ -225,6 +242,7 @@ public final class ClusterLink: Service, Sendable {
         case .heartbeat: "heartbeat"
         case .presenceDiff, .presenceState, .stateRequest: "presence"
         case .broadcast: "broadcast"
+        case .resumePosition: "resume"
         }
     }
 }

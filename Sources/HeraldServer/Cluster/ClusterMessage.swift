@@ -17,6 +17,9 @@ enum ClusterMessage: Sendable, Equatable {
     /// `requester` asks `member` to publish its whole presence state.
     case stateRequest(member: String, requester: String)
     case broadcast(Broadcast)
+    /// Where a Supabase channel stopped when its socket closed on `member`, so
+    /// that its client may rejoin on any member and continue from there.
+    case resumePosition(member: String, key: ResumeBook.Key, eventID: String)
 
     struct Heartbeat: Sendable, Equatable {
         var member: String
@@ -64,6 +67,7 @@ enum ClusterMessage: Sendable, Equatable {
         case .presenceState(let state): state.member
         case .stateRequest(_, let requester): requester
         case .broadcast(let broadcast): broadcast.member
+        case .resumePosition(let member, _, _): member
         }
     }
 }
@@ -96,6 +100,11 @@ extension ClusterMessage {
             ])
         case .stateRequest(let member, let requester):
             return .object(["type": .string("state_request"), "member": .string(member), "requester": .string(requester)])
+        case .resumePosition(let member, let key, let eventID):
+            return .object([
+                "type": .string("resume_position"), "member": .string(member), "caller": .string(key.caller), "topic": .string(key.topic),
+                "bindings": .string(key.bindings), "event_id": .string(eventID),
+            ])
         case .broadcast(let broadcast):
             return .object([
                 "type": .string("broadcast"), "member": .string(broadcast.member), "topic": Self.json(broadcast.topic),
@@ -142,6 +151,10 @@ extension ClusterMessage {
         case "broadcast":
             guard let topic = value["topic"].flatMap(Self.topic), let event = value["event"]?.stringValue, let payload = value["payload"] else { return nil }
             self = .broadcast(Broadcast(member: member, topic: topic, message: .push(topic: topic.name, event: event, payload: payload)))
+        case "resume_position":
+            guard let caller = value["caller"]?.stringValue, let topic = value["topic"]?.stringValue,
+                  let bindings = value["bindings"]?.stringValue, let eventID = value["event_id"]?.stringValue else { return nil }
+            self = .resumePosition(member: member, key: ResumeBook.Key(caller: caller, topic: topic, encodedBindings: bindings), eventID: eventID)
         default:
             return nil
         }

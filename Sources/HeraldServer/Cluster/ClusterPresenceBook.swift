@@ -90,6 +90,8 @@ struct ClusterPresenceBook: Sendable {
             members[requester]?.lastHeard = now
         case .broadcast(let broadcast):
             members[broadcast.member]?.lastHeard = now
+        case .resumePosition(let member, _, _):
+            members[member]?.lastHeard = now
         }
         return outcome
     }

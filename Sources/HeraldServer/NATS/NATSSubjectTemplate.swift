@@ -71,6 +71,14 @@ public struct NATSSubjectTemplate: Sendable, Equatable, CustomStringConvertible 
             .map { $0.contains("%01") ? "*" : String($0) }.joined(separator: ".")
     }
 
+    /// Whether a stream taking ``wildcard`` would also take `subject`.
+    public func captures(_ subject: String) -> Bool {
+        let pattern = wildcard.split(separator: ".", omittingEmptySubsequences: false)
+        let tokens = subject.split(separator: ".", omittingEmptySubsequences: false)
+        guard pattern.count == tokens.count else { return false }
+        return zip(pattern, tokens).allSatisfy { $0 == "*" || $0 == $1 }
+    }
+
     /// `name` as it stands in a subject token.
     public static func escape(_ name: String) -> String {
         var escaped = ""

@@ -55,6 +55,7 @@ extension RealtimeEndpoint {
             defer {
                 if channel.shouldRemember, let position = channel.state.withLock({ $0.position }) {
                     resumeBook.withLock { $0.remember(key, after: position, at: .now) }
+                    cluster?.share(key, after: position)
                 }
             }
             try await send(join.systemMessage(ok: true, "Subscribed to PostgreSQL"))

@@ -39,6 +39,8 @@ public final class RealtimeEndpoint: Sendable {
     let delivered = Mutex<UInt64>(0)
     /// Broadcast topics and their members, here and, in a cluster, on the other members.
     let broadcasts: BroadcastHub
+    /// Shares where channels stopped with the other members; nil outside a cluster.
+    let cluster: ClusterLink?
     /// The REST broadcast limits of each caller, by name.
     let restLimiters = Mutex<[String: BroadcastLimiter]>([:])
 
@@ -57,7 +59,11 @@ public final class RealtimeEndpoint: Sendable {
         credentials = Mutex(configuration.credentials)
         resumeBook = Mutex(ResumeBook(window: configuration.resumeWindow))
         broadcasts = BroadcastHub(relay: cluster?.relay)
+        self.cluster = cluster
         cluster?.attach(broadcasts)
+        cluster?.onResumePosition { [weak self] key, eventID in
+            self?.resumeBook.withLock { $0.remember(key, after: eventID, at: .now) }
+        }
     }
 
     /// Frames as large as a client may send; the server pings idle sockets every 30 s.

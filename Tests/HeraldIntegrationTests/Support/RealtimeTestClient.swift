@@ -117,6 +117,9 @@ final class RealtimeTestClient: Sendable {
         return changes
     }
 
+    /// Messages not yet taken, left in the inbox.
+    var unreadMessages: [Message] { shared.received.withLock { $0.compactMap(message) } }
+
     /// Messages not yet taken, as JSON text.
     var unread: [String] { shared.received.withLock { $0.map(\.jsonText) } }
 
