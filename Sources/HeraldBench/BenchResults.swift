@@ -147,6 +147,12 @@ struct BenchResults: Codable {
         var rowSecurityBackendCPUSeconds: Double?
         /// Scenario u.: CPU of the daemon's listening backend over the run.
         var listenerBackendCPUSeconds: Double?
+        /// Scenario v.: each member's CPU (and nats-server's) over the run, on the first load client's result.
+        var memberCPUSeconds: [String: Double]?
+        /// Scenario v.: scans of the journal's tables in PostgreSQL over the run.
+        var journalScans: Int?
+        /// Scenario v.: how long the writer ran.
+        var runSeconds: Int?
     }
 
     /// The queries run while the apps followed one query.

@@ -39,6 +39,7 @@ struct MarkdownReport {
         kernelFloor()
         accessControl()
         twoDaemons()
+        beyondOneMachine()
         realtime()
         rowSecurity()
         network()
@@ -596,6 +597,62 @@ extension MarkdownReport {
                 clients.compactMap { $0.result.latencyMilliseconds.map { format($0.p99, 1) } }.joined(separator: ", "),
             ]
         })
+    }
+}
+
+extension MarkdownReport {
+    /// v.: j.'s fan-out from one daemon, then through two edges that a database daemon feeds through NATS.
+    private mutating func beyondOneMachine() {
+        let runs = results.runs("beyond-one-machine")
+        guard !runs.isEmpty else { return }
+        line("### v. Beyond one machine: one daemon, then a database daemon feeding two edges through NATS")
+        line()
+        line("At 100 events/s, 1000 subscribers on one daemon, then 500 on each edge; at full speed, one subscriber per member. "
+            + "The edges (`source: nats`) read the stream that the database daemon's `nats` output fills through a local nats-server; "
+            + "every member, nats-server and PostgreSQL share this machine's cores. CPU per delivery is each member's CPU over the deliveries it made; "
+            + "for the database daemon (which serves no subscriber here) and nats-server, over the events.")
+        line()
+        let labels = runs.reduce(into: [String]()) { if !$0.contains($1.result.label) { $0.append($1.result.label) } }
+        var costs: [String: [String: Double]] = [:]
+        table(["run", "delivered ratio", "deliveries/s", "p99 ms", "journal scans/s", "CPU µs per delivery or event"], labels.map { label in
+            let clients = runs.filter { $0.result.label == label }
+            let received = clients.map(\.result.received).reduce(0, +)
+            let seconds = Double(clients.first?.runSeconds ?? 1)
+            let committed = Double(clients.first?.committed ?? 0)
+            let members = clients.first?.memberCPUSeconds ?? [:]
+            let edges = members.keys.filter { $0.hasPrefix("edge") }.count
+            var shown: [String] = []
+            for (name, cpu) in members.sorted(by: { $0.key < $1.key }) {
+                let each = name.hasPrefix("edge") ? Double(received) / Double(max(1, edges)) : (name == "db" || name == "nats-server" ? committed : Double(received))
+                guard each > 0 else { continue }
+                costs[label, default: [:]][name] = cpu / each * 1e6
+                shown.append("\(name) \(format(cpu / each * 1e6, 2))")
+            }
+            return [
+                label, format(clients.map(\.result.deliveredRatio).min() ?? 0, 4), grouped(Double(received) / seconds),
+                clients.compactMap { $0.result.latencyMilliseconds.map { format($0.p99, 1) } }.joined(separator: ", "),
+                clients.first?.journalScans.map { format(Double($0) / seconds, 1) } ?? "-", shown.joined(separator: "; "),
+            ]
+        })
+        let fanOut = costs.first { $0.key.contains("edges") && !$0.key.contains("full speed") }?.value
+        let edgeCosts = fanOut?.filter { $0.key.hasPrefix("edge") }.map(\.value) ?? []
+        guard !edgeCosts.isEmpty else { return }
+        let edgeCost = edgeCosts.reduce(0, +) / Double(edgeCosts.count)
+        let perEdge = 1.4 / edgeCost * 1e6
+        line()
+        var text = "Per member: an edge spends \(format(edgeCost, 2)) µs of CPU per delivery, so a 2-core edge kept at 70 % carries about "
+            + "\(grouped(perEdge)) deliveries/s, and 10 such edges about \(grouped(perEdge * 10)). PostgreSQL's reads of the journal do not grow "
+            + "with the edges: they are the database daemon's (its listener, its `nats` output's feed, and the ticks that confirm live deliveries for that feed)."
+        if let full = costs.first(where: { $0.key.contains("edges") && $0.key.contains("full speed") })?.value, let nats = full["nats-server"] {
+            // One publish in and two deliveries out per event here: about a third of it per message.
+            let perMessage = nats / 3
+            text += " At full speed nats-server spent \(format(nats, 2)) µs per event (one publish in, one delivery to each of 2 edges), about "
+                + "\(format(perMessage, 2)) µs a message; an event to 10 edges is 11 messages, \(format(perMessage * 11, 1)) µs, so one NATS core "
+                + "carries about \(grouped(1e6 / (perMessage * 11))) events/s to 10 edges."
+            if let database = full["db"] { text += " The database daemon spent \(format(database, 2)) µs per event, reading the journal twice and publishing." }
+        }
+        text += " Centrifugo's published run: 500,000 deliveries/s on 20 pods of about 2 CPUs, 25,000 per pod, with 1M WebSocket connections."
+        line(text)
     }
 }
 

@@ -101,9 +101,12 @@ extension PostgresListener {
                             deadline = min(deadline, until)
                         }
                         if try saveCheckpointIfDue(cursor: &cursor!) { continue }
-                        if parking!.isParked, cursor!.pendingTick == nil, tickDue(cursor!) {
-                            try sendTick(cursor: &cursor!)
-                            continue
+                        if parking!.isParked, cursor!.pendingTick == nil {
+                            if tickDue(cursor!) {
+                                try sendTick(cursor: &cursor!)
+                                continue
+                            }
+                            deadline = min(deadline, lastTick + tickInterval(cursor!))
                         }
                     }
                     do {
@@ -120,9 +123,15 @@ extension PostgresListener {
         }
 
         /// Parked, a tick confirms a sweep: for a checkpoint once events were delivered live, and as the backstop.
+        /// Durable outputs read only what a confirmed sweep covers, so while one
+        /// follows the listener, events delivered live are confirmed soon after.
+        private func tickInterval(_ cursor: DeliveryCursor) -> Duration {
+            if cursor.deliveredLive.isEmpty { return listener.configuration.backstopInterval }
+            return listener.hasDeliveryObservers ? PostgresListener.durableFeedTickSpacing : listener.configuration.checkpointInterval
+        }
+
         private func tickDue(_ cursor: DeliveryCursor) -> Bool {
-            let interval = cursor.deliveredLive.isEmpty ? listener.configuration.backstopInterval : listener.configuration.checkpointInterval
-            return ContinuousClock.now >= lastTick + interval
+            ContinuousClock.now >= lastTick + tickInterval(cursor)
         }
 
         /// Records how far the journal has been delivered, at most once per checkpoint interval.

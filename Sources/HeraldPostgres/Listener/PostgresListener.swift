@@ -102,6 +102,7 @@ public final class PostgresListener: Service, Sendable {
     private let probeFailureCount = Atomic<Int64>(0)
     private let backstopEventCount = Atomic<Int64>(0)
     private let parkedFlag = Atomic<Bool>(false)
+    private let observed = Atomic<Bool>(false)
     /// Delivery time minus the event's `at`, for every event handed to the broker.
     private let deliveryLag = Metrics.Timer(label: "pgherald_delivery_lag_seconds")
     /// When the listener thread last came round its loop, in nanoseconds after `createdAt`.
@@ -185,7 +186,16 @@ public final class PostgresListener: Service, Sendable {
     /// Calls `observer` each time ``deliveredSnapshot`` moves on, from the listener's thread: keep it short.
     public func onDelivered(_ observer: @escaping @Sendable () -> Void) {
         state.withLock { $0.deliveryObservers.append(observer) }
+        observed.store(true, ordering: .relaxed)
     }
+
+    /// Whether a durable output follows ``deliveredSnapshot``.
+    var hasDeliveryObservers: Bool { observed.load(ordering: .relaxed) }
+
+    /// Parked, the longest a live delivery waits for the tick that confirms
+    /// it while a durable output follows the listener: the outputs' added
+    /// latency, at the cost of a tick (two short statements) this often while events flow.
+    static let durableFeedTickSpacing: Duration = .milliseconds(20)
 
     func recordDelivered(through snapshot: TransactionSnapshot?) {
         guard let snapshot else { return }

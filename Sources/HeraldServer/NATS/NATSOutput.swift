@@ -65,6 +65,9 @@ public final class NATSOutput: Service, Sendable {
 
     private func publishUntilStopped() async throws {
         guard try await openCursor() else { return }
+        // Each batch the broker delivers means the journal has new rows: read them at once rather than at the next idle look.
+        let ringing = Task { await journal.ringOnEvents(kind: "nats") }
+        defer { ringing.cancel() }
         var attempt = 0
         var server = 0
         while !isStopping {
