@@ -128,7 +128,7 @@ extension IntegrationTests {
             let help = try await DaemonProcess(["serve", "--help"]).finish()
             // Help wraps its lines; compare the words.
             let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            #expect(words.contains("Categories: database, broker, socket, webhook, realtime, eventlog, nats, queries, lifecycle, config."), "\(help.stdout)")
+            #expect(words.contains("Categories: database, broker, socket, webhook, realtime, eventlog, nats, cluster, queries, lifecycle, config."), "\(help.stdout)")
         }
 
         @Test func filterValuesAreCheckedAgainstColumnTypesAndQuotedNamesWork() async throws {

@@ -53,17 +53,8 @@ final class NATSCluster: @unchecked Sendable {
 
     /// The node's monitoring port is off; a client connection that gets `INFO` is ready enough.
     private static func isReady(port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
+        guard let descriptor = NATSServer.connectedSocket(port: port) else { return false }
         defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { return false }
         var buffer = [UInt8](repeating: 0, count: 4)
         return recv(descriptor, &buffer, 4, 0) == 4 && buffer == Array("INFO".utf8)
     }

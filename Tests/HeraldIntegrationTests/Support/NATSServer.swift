@@ -78,15 +78,26 @@ final class NATSServer: @unchecked Sendable {
     }
 
     private static func accepts(port: Int) -> Bool {
+        guard let descriptor = connectedSocket(port: port) else { return false }
+        close(descriptor)
+        return true
+    }
+
+    /// A socket connected to 127.0.0.1:`port`, which the caller closes; nil when nothing accepts there.
+    static func connectedSocket(port: Int) -> Int32? {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
+        guard descriptor >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
+        let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+        guard connected else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
     }
 }
