@@ -63,7 +63,6 @@ public final class JournalFeed: Sendable {
         self.connection = SerialConnection(connection, applicationName: "pgherald-\(output)")
         self.broker = broker
         self.listener = listener
-        listener.onDelivered { [doorbell] in doorbell.ring() }
     }
 
     /// The last event the output committed, when it has committed any.
@@ -98,6 +97,8 @@ public final class JournalFeed: Sendable {
             }
             return (try FeedPosition(row: row), try row.optional("last_event_id", as: UInt64.self))
         }
+        // Only an opened feed follows the listener: it asks for live deliveries to be confirmed soon after.
+        if state.withLock({ $0.position == nil }) { listener.onDelivered { [doorbell] in doorbell.ring() } }
         state.withLock { state in
             state.position = position
             state.lastEventID = lastEventID
