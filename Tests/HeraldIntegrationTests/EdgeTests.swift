@@ -25,7 +25,8 @@ extension IntegrationTests {
         }
 
         /// One database daemon publishing to the R3 stream, and `count` edges reading it, each first trying another NATS node.
-        static func start(_ database: TestDatabase, _ nats: NATSCluster, edges count: Int = 2) async throws -> Members {
+        /// - Parameter edgeExtra: more configuration for every edge.
+        static func start(_ database: TestDatabase, _ nats: NATSCluster, edges count: Int = 2, edgeExtra: String = "") async throws -> Members {
             let all = nats.urls.joined(separator: ", ")
             let databasePort = freeLoopbackPort()
             let source = try await SocketDaemon(database: database, arguments: ["--name", "db", "--config", try write("""
@@ -62,6 +63,7 @@ extension IntegrationTests {
                       keys:
                         all:
                           key: \(key)
+                    \(edgeExtra)
                     """)]))
                 ports.append(port)
             }
@@ -176,6 +178,30 @@ extension IntegrationTests {
             try await Task.sleep(for: .milliseconds(300))
             #expect(before + codes(client) == Self.codes("S", 0..<100), "every row once, in order, across the two edges")
             _ = try await members.edges[1].stop()
+            _ = try await members.database.stop()
+        }
+
+        /// Live queries on an edge run on the edge's own database (a read
+        /// replica would do), refreshed by the events it takes from the stream.
+        @Test func anEdgeServesALiveQueryFromItsOwnDatabase() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSCluster()
+            let members = try await Self.start(database, nats, edges: 1, edgeExtra: """
+                queries:
+                  enrolments_by_course:
+                    sql: \(LiveQueryTests.enrolmentsByCourse.sql) order by c.id
+                    key: [course_id]
+                """)
+            var live = members.edges[0].client.liveQuery("enrolments_by_course", as: CourseEnrolment.self).makeAsyncIterator()
+            let first = try #require(try await live.next())
+            let enrolledInTwo = try #require(first.first { $0.courseId == 2 }).enrolled
+            let student = try #require(try database.execute("INSERT INTO student (first_name, last_name) VALUES ('Ada', 'L') RETURNING id").rows.first?.first ?? nil)
+            try database.execute("INSERT INTO enrols_in VALUES ($1, 2)", parameters: [student])
+            let second = try #require(try await live.next())
+            #expect(second.first { $0.courseId == 2 }?.enrolled == enrolledInTwo + 1)
+            let readers = try database.execute("SELECT name FROM pgherald.daemon ORDER BY name").rows.map { $0.first ?? nil }
+            #expect(readers == ["db"], "the edge reads no journal: \(readers)")
+            _ = try await members.edges[0].stop()
             _ = try await members.database.stop()
         }
 
