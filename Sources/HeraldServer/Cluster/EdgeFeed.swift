@@ -146,7 +146,7 @@ public final class EdgeFeed: Service, Sendable {
     /// The event a message carries, marked as its transaction's last when the stream says so; nil (logged) for anything else.
     private func decode(_ stored: JetStream.StoredMessage) -> Event? {
         do {
-            let event = try Event(payload: String(decoding: stored.message.payload, as: UTF8.self))
+            let event = try stored.message.payload.withUnsafeBufferPointer { bytes throws(EventDecodingError) in try Event(payload: bytes) }
             return stored.message.headers.contains { $0.name == "Pgherald-Ends-Transaction" && $0.value == "true" } ? event.endingTransaction() : event
         } catch {
             position.withLock { $0.skipped += 1 }
