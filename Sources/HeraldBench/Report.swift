@@ -47,6 +47,11 @@ struct MarkdownReport {
         writers()
     }
 
+    /// Each run's label once, in the order the runs came.
+    static func labelsInOrder(_ runs: [BenchResults.Run]) -> [String] {
+        runs.reduce(into: [String]()) { if !$0.contains($1.result.label) { $0.append($1.result.label) } }
+    }
+
     private mutating func line(_ text: String = "") {
         self.text += text + "\n"
     }
@@ -584,7 +589,7 @@ extension MarkdownReport {
         line()
         line("Both daemons on this machine and database (two `--name`s), each with its own load client; the daemons' CPU is summed.")
         line()
-        let labels = runs.reduce(into: [String]()) { if !$0.contains($1.result.label) { $0.append($1.result.label) } }
+        let labels = Self.labelsInOrder(runs)
         table(["run", "subscribers each", "delivered ratio", "daemons' CPU s", "µs per delivery", "p50 ms", "p99 ms"], labels.map { label in
             let clients = runs.filter { $0.result.label == label }
             let cpu = clients.compactMap(\.daemonCPUSeconds).reduce(0, +)
@@ -612,7 +617,7 @@ extension MarkdownReport {
             + "every member, nats-server and PostgreSQL share this machine's cores. CPU per delivery is each member's CPU over the deliveries it made; "
             + "for the database daemon (which serves no subscriber here) and nats-server, over the events.")
         line()
-        let labels = runs.reduce(into: [String]()) { if !$0.contains($1.result.label) { $0.append($1.result.label) } }
+        let labels = Self.labelsInOrder(runs)
         var costs: [String: [String: Double]] = [:]
         table(["run", "delivered ratio", "deliveries/s", "p99 ms", "journal scans/s", "CPU µs per delivery or event"], labels.map { label in
             let clients = runs.filter { $0.result.label == label }

@@ -36,8 +36,6 @@ public final class EdgeFeed: Service, Sendable {
         /// The next stream sequence to read; nil before the first connection.
         var next: UInt64?
         var lag: UInt64?
-        var status: PostgresListener.Status = .connecting
-        var skipped = 0
     }
 
     public init(configuration: ClusterConfiguration, stream: String, broker: Broker, listener: PostgresListener, history: Int, version: String, logger: Logger) {
@@ -65,7 +63,6 @@ public final class EdgeFeed: Service, Sendable {
     }
 
     private func report(_ status: PostgresListener.Status) {
-        position.withLock { $0.status = status }
         listener.reportFeed(status, freshness: freshness)
     }
 
@@ -73,7 +70,7 @@ public final class EdgeFeed: Service, Sendable {
     private func reportEverySecond() async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: .seconds(1)) } catch { return }
-            listener.reportFeed(position.withLock { $0.status }, freshness: freshness)
+            listener.reportFeed(listener.status, freshness: freshness)
         }
     }
 
@@ -149,7 +146,6 @@ public final class EdgeFeed: Service, Sendable {
             let event = try stored.message.payload.withUnsafeBufferPointer { bytes throws(EventDecodingError) in try Event(payload: bytes) }
             return stored.message.headers.contains { $0.name == "Pgherald-Ends-Transaction" && $0.value == "true" } ? event.endingTransaction() : event
         } catch {
-            position.withLock { $0.skipped += 1 }
             logger.error("skipped a stream message that is not a pgherald event", metadata: [
                 "stream": "\(stream)", "sequence": "\(stored.streamSequence)", "error": "\(error)",
             ])
