@@ -90,3 +90,18 @@ struct ClusterPresenceBookTests {
         #expect(ClusterMessage(bytes: Array(#"{"type":"vote","member":"b"}"#.utf8)) == nil, "a type this version does not know is skipped")
     }
 }
+
+/// Servers in turn, with backoff that starts again after progress.
+struct NATSServerRotationTests {
+    @Test func eachServerInTurnAndTheBackoffStartsAgainAfterProgress() {
+        let policy = BackoffPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(10))
+        var rotation = NATSServerRotation(servers: [.init(host: "127.0.0.1", port: 1), .init(host: "127.0.0.1", port: 2)], backoff: policy)
+        #expect(rotation.current.port == 1)
+        let first = rotation.ended(afterProgress: false, random: 0.5)
+        #expect(rotation.current.port == 2 && rotation.attempt == 1)
+        let second = rotation.ended(afterProgress: false, random: 0.5)
+        #expect(rotation.current.port == 1 && rotation.attempt == 2 && second > first)
+        #expect(rotation.ended(afterProgress: true, random: 0.5) == first, "a connection that made progress starts the backoff again")
+        #expect(rotation.attempt == 1)
+    }
+}

@@ -114,10 +114,9 @@ public final class ClusterLink: Service, Sendable {
 
     /// Keeps a connection to one of the servers, reading the cluster's subjects, until cancelled.
     private func connectUntilStopped() async {
-        var attempt = 0
-        var server = 0
+        var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
         while !Task.isCancelled {
-            let address = configuration.servers[server % configuration.servers.count]
+            let address = rotation.current
             let options = NATSConnectOptions(name: "pgherald cluster \(member)", version: version, authentication: configuration.authentication)
             let received = Mutex(false)
             do {
@@ -150,9 +149,7 @@ public final class ClusterLink: Service, Sendable {
             connection.withLock { $0 = nil }
             counters.withLock { $0.server = nil }
             if Task.isCancelled { return }
-            attempt = received.withLock { $0 } ? 1 : attempt + 1
-            server += 1
-            try? await Task.sleep(for: Self.backoff.delay(beforeAttempt: attempt, random: .random(in: 0..<1)))
+            try? await Task.sleep(for: rotation.ended(afterProgress: received.withLock { $0 }))
         }
     }
 

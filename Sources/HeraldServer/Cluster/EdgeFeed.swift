@@ -75,27 +75,26 @@ public final class EdgeFeed: Service, Sendable {
     }
 
     private func readUntilStopped() async {
-        var attempt = 0
-        var server = 0
+        var rotation = NATSServerRotation(servers: servers, backoff: Self.backoff)
         while !Task.isCancelled {
-            let address = servers[server % servers.count]
+            let address = rotation.current
             let readBefore = position.withLock { $0.next }
+            let wait: Duration
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: options, tls: tls) { connection in
                     try await self.read(JetStream(connection: connection), from: address)
                 }
+                wait = rotation.ended(afterProgress: position.withLock { $0.next } != readBefore)
             } catch {
                 if Task.isCancelled { return }
                 let reason = "\(address): \(error)"
                 logger.warning("cannot read the event stream; clients wait, and reading resumes after the last event read", metadata: [
                     "stream": "\(stream)", "error": "\(reason)",
                 ])
-                if position.withLock({ $0.next }) != readBefore { attempt = 0 }
-                attempt += 1
-                report(.reconnecting(attempt: attempt, lastError: reason))
+                wait = rotation.ended(afterProgress: position.withLock { $0.next } != readBefore)
+                report(.reconnecting(attempt: rotation.attempt, lastError: reason))
             }
-            server += 1
-            try? await Task.sleep(for: Self.backoff.delay(beforeAttempt: attempt, random: .random(in: 0..<1)))
+            try? await Task.sleep(for: wait)
         }
     }
 

@@ -68,10 +68,9 @@ public final class NATSOutput: Service, Sendable {
         // Each batch the broker delivers means the journal has new rows: read them at once rather than at the next idle look.
         let ringing = Task { await journal.ringOnEvents(kind: "nats") }
         defer { ringing.cancel() }
-        var attempt = 0
-        var server = 0
+        var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
         while !isStopping {
-            let address = configuration.servers[server % configuration.servers.count]
+            let address = rotation.current
             let publishedBefore = statistics.published
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions, tls: configuration.tls) { connection in
@@ -83,15 +82,12 @@ public final class NATSOutput: Service, Sendable {
                     try await self.publishBatches(jetStream)
                 }
             } catch {
-                // A connection that published goes back to the first, short delay.
-                if statistics.published > publishedBefore { attempt = 0 }
                 counters.withLock { $0.failures += 1 }
                 report("cannot publish to \(address); events wait in the journal", error)
             }
             if isStopping { return }
-            server += 1
-            attempt += 1
-            try? await Task.sleep(for: Self.backoff.delay(beforeAttempt: attempt, random: .random(in: 0..<1)))
+            // A connection that published goes back to the first, short delay.
+            try? await Task.sleep(for: rotation.ended(afterProgress: statistics.published > publishedBefore))
         }
     }
 
