@@ -72,6 +72,33 @@ import Testing
         #expect(broker.subscribe(resumingAfter: "3").replay?.map(\.id) == ["4", "5"])
     }
 
+    /// The index keeps journal ids in blocks of 64 and drops whole blocks
+    /// late; what it answers must still be only what the history holds.
+    @Test func findsByIdAcrossBlocksOutOfOrderAndAfterEvictions() throws {
+        let broker = Broker(configuration: .init(historyCapacity: 100))
+        // Two transactions' runs interleaved across block boundaries, then ids sent by hand.
+        let ids = Array(1...60) + Array(200...260) + Array(61...130) + Array(261...300)
+        broker.publish(ids.map { makeEvent($0) })
+        broker.publish(["tick-a", "0300", "tick-b"].map { id in
+            Event(id: id, operation: .insert, table: TableName(schema: "public", name: "course"), transactionID: "1", at: "x")
+        })
+        let held = ids.suffix(97).map(String.init) + ["tick-a", "0300", "tick-b"]
+        for (offset, id) in held.enumerated() {
+            #expect(broker.subscribe(resumingAfter: id).replay?.map(\.id) == Array(held.dropFirst(offset + 1)), "after \(id)")
+        }
+        for evicted in ["1", "60", "200", "233", "64"] {
+            #expect(broker.subscribe(resumingAfter: evicted).replay == nil, "\(evicted) was forgotten")
+        }
+        #expect(broker.subscribe(resumingAfter: "030").replay == nil, "ids are compared as written")
+        // An id that comes again is found at its latest place, and forgotten with it.
+        broker.publish([makeEvent(290), makeEvent(301)])
+        #expect(broker.subscribe(resumingAfter: "290").replay?.map(\.id) == ["301"])
+        broker.publish((400...520).map { makeEvent($0) })
+        #expect(broker.subscribe(resumingAfter: "290").replay == nil)
+        #expect(broker.subscribe(resumingAfter: "tick-a").replay == nil)
+        #expect(broker.subscribe(resumingAfter: "421").replay?.count == 99)
+    }
+
     @Test func forgetsTheOldestBeyondItsByteLimit() {
         let broker = Broker(configuration: .init(historyCapacity: 100, historyByteLimit: 1))
         broker.publish((1...3).map { makeEvent($0) })

@@ -216,6 +216,7 @@ public final class Broker: Sendable {
             stamped.reserveCapacity(events.underestimatedCount)
             // Counted by runs of one table and operation: a hash of the table's name per run, not per event.
             var run: (key: TableOperation, events: UInt64)?
+            var tables = Set<TableName>()
             if let firstCount, firstCount != state.changeCount + 1 {
                 state.history.forgetAll()
                 state.changeCount = firstCount - 1
@@ -227,6 +228,7 @@ public final class Broker: Sendable {
                 } else {
                     if let current = run { state.operationCounts[current.key, default: 0] += current.events }
                     run = (TableOperation(table: decoded.table, operation: decoded.operation), 1)
+                    tables.insert(decoded.table)
                 }
                 let event = decoded.stamped(count: state.changeCount)
                 state.history.append(event, resumable: resumable)
@@ -238,7 +240,6 @@ public final class Broker: Sendable {
             for subscriber in state.subscribersForAllTables.members {
                 fanOut.deliver(to: subscriber)
             }
-            let tables = Set(stamped.lazy.map(\.table))
             // A subscriber indexed under several tables of this batch gets the batch once.
             var delivered = Set<UInt64>()
             for table in tables {

@@ -7,8 +7,8 @@ import DequeModule
 /// go first.
 struct EventHistory {
     private var events: Deque<Event> = []
-    /// Event id → change count, for every event held.
-    private var counts: [String: UInt64] = [:]
+    /// Event id → change count, for resumes by id.
+    private var index = EventIndex()
     /// Events held that a client may not resume from (see ``append(_:resumable:)``).
     private var notResumable: Set<String> = []
     private var bytes = 0
@@ -27,7 +27,7 @@ struct EventHistory {
     /// before the jump cannot be told apart from positions after it.
     mutating func forgetAll() {
         events.removeAll()
-        counts.removeAll()
+        index.removeAll()
         notResumable.removeAll()
         bytes = 0
         hasEvicted = true
@@ -38,7 +38,7 @@ struct EventHistory {
     mutating func append(_ event: Event, resumable: Bool = true) {
         guard capacity > 0 else { return }
         events.append(event)
-        counts[event.id] = event.count
+        index.insert(event.id, count: event.count)
         // Hashing an id costs as much as the rest of an append: none for the empty set, the usual case.
         if !resumable {
             notResumable.insert(event.id)
@@ -48,14 +48,11 @@ struct EventHistory {
         bytes += event.retainedBytes
         while events.count > capacity || (bytes > byteLimit && events.count > 1) {
             let evicted = events.removeFirst()
-            // Looked up and removed at once; put back in the rare case that a later event reused the id.
-            if let count = counts.removeValue(forKey: evicted.id) {
-                if count != evicted.count {
-                    counts[evicted.id] = count
-                } else if !notResumable.isEmpty {
-                    notResumable.remove(evicted.id)
-                }
+            // Unless a later event reused the id.
+            if !notResumable.isEmpty, index.count(of: evicted.id) == evicted.count {
+                notResumable.remove(evicted.id)
             }
+            index.dropCounts(before: evicted.count + 1, evicted: evicted.id)
             bytes -= evicted.retainedBytes
             hasEvicted = true
         }
@@ -65,7 +62,7 @@ struct EventHistory {
     /// `nil` when the history does not reach back that far.
     func events(after id: String, matching filter: EventFilter) -> [Event]? {
         let start: Int
-        if let count = counts[id], !notResumable.contains(id), let first = events.first {
+        if let count = changeCount(of: id), !notResumable.contains(id), let first = events.first {
             start = Int(count - first.count) + 1
         } else if id == previousRunLastEventID, !hasEvicted {
             start = 0
@@ -101,7 +98,11 @@ struct EventHistory {
 
     /// The change count the event `id` was delivered with, while it is held.
     func changeCount(of id: String) -> UInt64? {
-        counts[id]
+        // The index keeps counts of events that left; counts are consecutive here, so the event is found by its count.
+        guard let count = index.count(of: id), let first = events.first, count >= first.count,
+              count - first.count < UInt64(events.count), events[Int(count - first.count)].id == id
+        else { return nil }
+        return count
     }
 
     var count: Int { events.count }
