@@ -71,11 +71,13 @@ extension IntegrationTests {
             }
             var random = SeededRandom(seed: UInt64.random(in: 0...UInt64(UInt32.max)))
             // Ids are handed out as transactions write, interleaved: transaction ids say only who began first.
+            // The first writes come from transactions in the order they began, so that a first page holds
+            // some already in delivery order, as a sweep's usually does.
             var nextID = 1
             var written: [Int: [Int]] = [:]
             let transactions = Array(100...111)
-            for _ in 0..<60 {
-                let txid = transactions[random.next(upTo: transactions.count)]
+            for write in 0..<60 {
+                let txid = write < 6 ? 100 + write / 2 : transactions[3 + random.next(upTo: transactions.count - 3)]
                 let size = random.next(upTo: 4) == 0 ? 2 + random.next(upTo: 4) : 1
                 let ids = Array(nextID..<(nextID + size))
                 nextID += size
@@ -109,6 +111,32 @@ extension IntegrationTests {
                 }
                 #expect(seen.elementsEqual(expected, by: ==), "limit \(limit): \(seen.map(\.1)) against \(expected.map(\.1))")
             }
+        }
+
+        /// A sweep's first page that stops inside the range's only transaction (a statement of more
+        /// rows than a page) is kept as read, and the pages after it go on inside that transaction.
+        @Test func aFirstPageInsideTheOnlyTransactionGoesOnToItsEnd() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            for id in 1...5 {
+                try connection.execute(
+                    "INSERT INTO pgherald.journal_1 (id, txid, event) VALUES ($1, '100', $2)",
+                    parameters: [String(id), #"{"id":"\#(id)","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"n":1},"old":null,"txid":"100","at":"x"}"#]
+                )
+            }
+            let older = try #require(TransactionSnapshot("90:90:"))
+            let newer = try #require(TransactionSnapshot("200:200:"))
+            var range = JournalRange(older: older, newer: newer)
+            var page = try range.firstPage(
+                from: Journal.events(visibleIn: newer, notVisibleIn: older, limit: 2, on: connection), limit: 2, on: connection
+            )
+            var seen = page.rows.map(\.id)
+            #expect(seen == [1, 2] && !page.isLast)
+            while !page.isLast, let last = page.rows.last {
+                page = try range.page(after: (last.transactionID, last.id), limit: 2, on: connection)
+                seen += page.rows.map(\.id)
+            }
+            #expect(seen == [1, 2, 3, 4, 5])
         }
 
         /// Transactions pruned while a long range is read are passed over: a page is empty only at the

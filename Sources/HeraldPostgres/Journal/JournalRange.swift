@@ -120,10 +120,23 @@ public struct JournalRange: Sendable {
     /// The first page of the range in delivery order, from `raw`, a read of
     /// it in (transaction id, event id) order from its start (a sweep takes
     /// its snapshot and this read in one statement): put in order when it
-    /// holds the whole range, else read again in order.
+    /// holds the whole range. Else its leading transactions that are also
+    /// the first in delivery order, the usual case when writers commit in
+    /// the order they began, are kept as read, the last of them maybe in
+    /// part, and the rest is read in order from there.
     public mutating func firstPage(from raw: Journal.Page, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
         if raw.isLast { return Journal.Page(rows: Self.inDeliveryOrder(raw.rows), isLast: true) }
-        try listTransactions(on: connection)
-        return try page(after: nil, limit: limit, on: connection)
+        let transactions = try listTransactions(on: connection)
+        var kept = 0
+        var complete = 0
+        while kept < raw.rows.count, complete < transactions.count, raw.rows[kept].transactionID == transactions[complete].id {
+            let transaction = transactions[complete]
+            while kept < raw.rows.count, raw.rows[kept].transactionID == transaction.id { kept += 1 }
+            // Cut short by the page's end: the next page goes on inside it.
+            guard raw.rows[kept - 1].id >= transaction.lastEventID else { break }
+            complete += 1
+        }
+        guard kept > 0 else { return try page(after: nil, limit: limit, on: connection) }
+        return Journal.Page(rows: Array(raw.rows[..<kept]), isLast: complete == transactions.count)
     }
 }
