@@ -1,4 +1,4 @@
-public import Herald
+import Herald
 
 extension PostgresListener {
     /// How far a feed from elsewhere has read (``Configuration/fedElsewhere``).
