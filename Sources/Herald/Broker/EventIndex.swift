@@ -57,7 +57,8 @@ struct EventIndex {
 
     /// Forgets what counts only events before `oldestHeld`; `evicted` is the id of an event that just left.
     mutating func dropCounts(before oldestHeld: UInt64, evicted: String) {
-        if Self.number(evicted) == nil, named[evicted].map({ $0 < oldestHeld }) == true {
+        // Journal ids never enter `named`: no parse of each evicted id while it is empty, the usual case.
+        if !named.isEmpty, Self.number(evicted) == nil, named[evicted].map({ $0 < oldestHeld }) == true {
             named[evicted] = nil
         }
         // Looked at once every 64 events that leave: a block is a hash lookup.
