@@ -130,9 +130,69 @@ LANGUAGE sql STABLE AS $$ SELECT value FROM pgherald.setting WHERE name = 'durab
 -- it nothing; the daemon summarizes each range once its pages are full, and
 -- reads by id scan the few pages after the last summarized range.
 --
+-- A durable plpgsql trigger writes a single row's change as a compact row:
+-- `event` is null, and op, schema_name, table_name, key_columns, new_row,
+-- old_row and happened hold its parts, which the view puts together
+-- (pgherald.compact_event). Every reader reads `event` through the view.
+--
 -- An install before version 11 had one table, pgherald.journal: it is kept,
 -- with its events, as pgherald.journal_0, read through the view and emptied
 -- the same way, and never written again. The install after that drops it.
+-- The `pk` member of one row's event, read from the row's JSON. json's ->
+-- de-escapes the keys it passes, and fails on \u0000 (a json column may hold
+-- it) instead of failing the user's write, so the key is read around it: such
+-- a key value shows U+FFFD.
+CREATE OR REPLACE FUNCTION pgherald.row_key(source json, key_columns text[]) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    readable json := source;
+    key text := '';
+    i int;
+BEGIN
+    IF coalesce(cardinality(key_columns), 0) = 0 THEN
+        RETURN 'null';
+    END IF;
+    IF strpos(source::text, '\u0000') > 0 THEN
+        readable := replace(source::text, '\u0000', '\ufffd')::json;
+    END IF;
+    -- A loop of plain expressions: a query here would cost more than the rest of the event.
+    FOR i IN array_lower(key_columns, 1) .. array_upper(key_columns, 1) LOOP
+        key := key || CASE WHEN key = '' THEN '{' ELSE ',' END
+                   || to_json(key_columns[i])::text || ':' || coalesce((readable -> key_columns[i])::text, 'null');
+    END LOOP;
+    RETURN key || '}';
+END
+$fn$;
+
+-- The `pk` member: the usual one-column key read in place, any other through
+-- row_key. A SQL function of one expression, so that it is inlined into the
+-- queries and expressions that call it, without a call per row.
+CREATE OR REPLACE FUNCTION pgherald.event_key(source json, key_columns text[]) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+    SELECT CASE WHEN cardinality(key_columns) = 1 AND strpos(source::text, '\u0000') = 0
+                THEN concat('{', to_json(key_columns[array_lower(key_columns, 1)])::text, ':',
+                            coalesce((source -> key_columns[array_lower(key_columns, 1)])::text, 'null'), '}')
+                ELSE pgherald.row_key(source, key_columns) END
+$fn$;
+
+-- An event kept in parts (version 11, compact rows): the text the triggers
+-- would have written, put together when the journal is read. A durable
+-- plpgsql trigger writes a single row's change this way, so that the event's
+-- envelope, its key and its time's text are built by the daemon's query,
+-- outside the writer's transaction: in plpgsql they cost the writer more
+-- than the row itself (docs/performance.md, l.).
+CREATE OR REPLACE FUNCTION pgherald.compact_event(
+    event_id bigint, transaction_id xid8, op text, table_schema text, table_name text,
+    key_columns text[], new_row json, old_row json, happened timestamptz
+) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+    SELECT concat('{"id":"', event_id, '","op":"', op, '","schema":', to_json(table_schema)::text,
+                  ',"table":', to_json(table_name)::text, ',"pk":', pgherald.event_key(coalesce(new_row, old_row), key_columns),
+                  ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'),
+                  ',"txid":"', transaction_id, '","at":"',
+                  to_char(happened AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '"}')
+$fn$;
+
 DO $journal$
 DECLARE
     part int;
@@ -160,17 +220,26 @@ BEGIN
                 last_id bigint,
                 event_count int
             ) WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+            ALTER TABLE pgherald.%1$I ALTER COLUMN event DROP NOT NULL,
+                ADD COLUMN IF NOT EXISTS op text, ADD COLUMN IF NOT EXISTS schema_name text,
+                ADD COLUMN IF NOT EXISTS table_name text, ADD COLUMN IF NOT EXISTS key_columns text[],
+                ADD COLUMN IF NOT EXISTS new_row json, ADD COLUMN IF NOT EXISTS old_row json,
+                ADD COLUMN IF NOT EXISTS happened timestamptz;
             CREATE INDEX IF NOT EXISTS %2$I ON pgherald.%1$I (txid, id);
             CREATE INDEX IF NOT EXISTS %3$I ON pgherald.%1$I USING brin (id) WITH (pages_per_range = 8);
             $table$, 'journal_' || part, 'journal_' || part || '_txid_id', 'journal_' || part || '_id');
         BEGIN
-            EXECUTE format('ALTER TABLE pgherald.%I ALTER COLUMN event SET COMPRESSION lz4', 'journal_' || part);
+            EXECUTE format('ALTER TABLE pgherald.%I ALTER COLUMN event SET COMPRESSION lz4, ALTER COLUMN new_row SET COMPRESSION lz4, '
+                           'ALTER COLUMN old_row SET COMPRESSION lz4', 'journal_' || part);
         EXCEPTION WHEN feature_not_supported OR syntax_error OR invalid_parameter_value THEN
             NULL;
         END;
     END LOOP;
     EXECUTE 'CREATE OR REPLACE VIEW pgherald.journal AS '
-        || (SELECT string_agg(format('SELECT id, txid, event, created_at, last_id, event_count FROM pgherald.%I', t), ' UNION ALL ' ORDER BY t)
+        || (SELECT string_agg(format('SELECT id, txid, %s AS event, created_at, last_id, event_count FROM pgherald.%I',
+                                     CASE WHEN t = 'journal_0' THEN 'event'
+                                          ELSE 'coalesce(event, pgherald.compact_event(id, txid, op, schema_name, table_name, key_columns, new_row, old_row, happened))' END,
+                                     t), ' UNION ALL ' ORDER BY t)
               FROM unnest(ARRAY['journal_1', 'journal_2', 'journal_0']) AS t WHERE to_regclass('pgherald.' || t) IS NOT NULL);
 END
 $journal$;
@@ -581,43 +650,6 @@ BEGIN
     PERFORM pg_notify((SELECT value FROM pgherald.setting WHERE name = 'channel'), message);
 END
 $fn$;
--- The `pk` member of one row's event, read from the row's JSON. json's ->
--- de-escapes the keys it passes, and fails on \u0000 (a json column may hold
--- it) instead of failing the user's write, so the key is read around it: such
--- a key value shows U+FFFD.
-CREATE OR REPLACE FUNCTION pgherald.row_key(source json, key_columns text[]) RETURNS text
-LANGUAGE plpgsql IMMUTABLE AS $fn$
-DECLARE
-    readable json := source;
-    key text := '';
-    i int;
-BEGIN
-    IF coalesce(cardinality(key_columns), 0) = 0 THEN
-        RETURN 'null';
-    END IF;
-    IF strpos(source::text, '\u0000') > 0 THEN
-        readable := replace(source::text, '\u0000', '\ufffd')::json;
-    END IF;
-    -- A loop of plain expressions: a query here would cost more than the rest of the event.
-    FOR i IN array_lower(key_columns, 1) .. array_upper(key_columns, 1) LOOP
-        key := key || CASE WHEN key = '' THEN '{' ELSE ',' END
-                   || to_json(key_columns[i])::text || ':' || coalesce((readable -> key_columns[i])::text, 'null');
-    END LOOP;
-    RETURN key || '}';
-END
-$fn$;
-
--- The `pk` member: the usual one-column key read in place, any other through
--- row_key. A SQL function of one expression, so that it is inlined into the
--- queries and expressions that call it, without a call per row.
-CREATE OR REPLACE FUNCTION pgherald.event_key(source json, key_columns text[]) RETURNS text
-LANGUAGE sql STABLE AS $fn$
-    SELECT CASE WHEN cardinality(key_columns) = 1 AND strpos(source::text, '\u0000') = 0
-                THEN concat('{', to_json(key_columns[array_lower(key_columns, 1)])::text, ':',
-                            coalesce((source -> key_columns[array_lower(key_columns, 1)])::text, 'null'), '}')
-                ELSE pgherald.row_key(source, key_columns) END
-$fn$;
-
 -- The text of an event between its id and its key, and after its rows: the
 -- same for every row of a statement. `at` is when the trigger runs.
 CREATE OR REPLACE FUNCTION pgherald.event_head(op text, table_schema name, table_name name) RETURNS text
@@ -763,73 +795,113 @@ $fn$;
 
 -- Durable publisher, once per statement (version 6). The statement's events
 -- go into the journal in the same transaction as the change: a single row's
--- as one row, many rows' in batches. One notification carries them when they
--- fit, or else a reference to their range of ids, which the daemon reads
--- from the journal, only while a daemon is parked (the doorbell). A single
--- row, the common case, and a few rows run no dynamic query.
+-- as one compact row, many rows' in batches. One notification carries them
+-- when they fit, or else a reference to their range of ids, which the daemon
+-- reads from the journal, only while a daemon is parked (the doorbell). A
+-- single row, the common case, and a few rows run no dynamic query.
+--
+-- A single row is the writer's whole cost in plpgsql, so it does the least:
+-- one INSERT of the row's JSON and the event's parts, which the view
+-- pgherald.journal puts together when the daemon reads them; only while a
+-- daemon is parked does the writer put the event together, to ring with it.
+-- Each operation and part has a statement of its own: a plpgsql function
+-- keeps each one's plan.
 CREATE OR REPLACE FUNCTION pgherald.publish_statement_durable() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     transaction_id xid8 := pg_current_xact_id();
-    head text := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
-    tail text := pgherald.event_tail(transaction_id);
+    part int;
+    bell bigint;
+    head text;
+    tail text;
     changed int;
     new_rows json[];
     old_rows json[];
-    new_row json;
-    old_row json;
     first_id bigint;
     through_id bigint;
     batches int;
     payload text;
     previous_settings text[];
 BEGIN
-    IF pgherald.has_virtual_columns(TG_RELID) THEN
-        -- Virtual generated columns read as null from transition tables:
-        -- only the query that names every column computes them.
-        changed := 65;
+    -- Read once the transaction has its id (see pgherald.park).
+    SELECT j.last_value, d.last_value INTO part, bell FROM pgherald.journal_current AS j, pgherald.doorbell AS d;
+    -- Virtual generated columns read as null from transition tables: only
+    -- the query that names every column computes them.
+    IF NOT pgherald.has_virtual_columns(TG_RELID) THEN
+        IF TG_OP = 'INSERT' THEN
+            IF part = 1 THEN
+                INSERT INTO pgherald.journal_1 AS j (id, txid, op, schema_name, table_name, key_columns, new_row, happened)
+                SELECT nextval('pgherald.event_id'), transaction_id, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(n.*), clock_timestamp()
+                  FROM pgherald_new AS n WHERE NOT EXISTS (SELECT FROM pgherald_new OFFSET 1)
+                RETURNING j.id, CASE WHEN bell <> 0 THEN pgherald.compact_event(j.id, j.txid, j.op, j.schema_name, j.table_name, j.key_columns,
+                                                                                 j.new_row, j.old_row, j.happened) END
+                     INTO first_id, payload;
+            ELSE
+                INSERT INTO pgherald.journal_2 AS j (id, txid, op, schema_name, table_name, key_columns, new_row, happened)
+                SELECT nextval('pgherald.event_id'), transaction_id, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(n.*), clock_timestamp()
+                  FROM pgherald_new AS n WHERE NOT EXISTS (SELECT FROM pgherald_new OFFSET 1)
+                RETURNING j.id, CASE WHEN bell <> 0 THEN pgherald.compact_event(j.id, j.txid, j.op, j.schema_name, j.table_name, j.key_columns,
+                                                                                 j.new_row, j.old_row, j.happened) END
+                     INTO first_id, payload;
+            END IF;
+        ELSIF TG_OP = 'UPDATE' THEN
+            IF part = 1 THEN
+                INSERT INTO pgherald.journal_1 AS j (id, txid, op, schema_name, table_name, key_columns, new_row, old_row, happened)
+                SELECT nextval('pgherald.event_id'), transaction_id, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(n.*), row_to_json(o.*), clock_timestamp()
+                  FROM pgherald_new AS n, pgherald_old AS o WHERE NOT EXISTS (SELECT FROM pgherald_new OFFSET 1)
+                RETURNING j.id, CASE WHEN bell <> 0 THEN pgherald.compact_event(j.id, j.txid, j.op, j.schema_name, j.table_name, j.key_columns,
+                                                                                 j.new_row, j.old_row, j.happened) END
+                     INTO first_id, payload;
+            ELSE
+                INSERT INTO pgherald.journal_2 AS j (id, txid, op, schema_name, table_name, key_columns, new_row, old_row, happened)
+                SELECT nextval('pgherald.event_id'), transaction_id, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(n.*), row_to_json(o.*), clock_timestamp()
+                  FROM pgherald_new AS n, pgherald_old AS o WHERE NOT EXISTS (SELECT FROM pgherald_new OFFSET 1)
+                RETURNING j.id, CASE WHEN bell <> 0 THEN pgherald.compact_event(j.id, j.txid, j.op, j.schema_name, j.table_name, j.key_columns,
+                                                                                 j.new_row, j.old_row, j.happened) END
+                     INTO first_id, payload;
+            END IF;
+        ELSE
+            IF part = 1 THEN
+                INSERT INTO pgherald.journal_1 AS j (id, txid, op, schema_name, table_name, key_columns, old_row, happened)
+                SELECT nextval('pgherald.event_id'), transaction_id, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(o.*), clock_timestamp()
+                  FROM pgherald_old AS o WHERE NOT EXISTS (SELECT FROM pgherald_old OFFSET 1)
+                RETURNING j.id, CASE WHEN bell <> 0 THEN pgherald.compact_event(j.id, j.txid, j.op, j.schema_name, j.table_name, j.key_columns,
+                                                                                 j.new_row, j.old_row, j.happened) END
+                     INTO first_id, payload;
+            ELSE
+                INSERT INTO pgherald.journal_2 AS j (id, txid, op, schema_name, table_name, key_columns, old_row, happened)
+                SELECT nextval('pgherald.event_id'), transaction_id, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, row_to_json(o.*), clock_timestamp()
+                  FROM pgherald_old AS o WHERE NOT EXISTS (SELECT FROM pgherald_old OFFSET 1)
+                RETURNING j.id, CASE WHEN bell <> 0 THEN pgherald.compact_event(j.id, j.txid, j.op, j.schema_name, j.table_name, j.key_columns,
+                                                                                 j.new_row, j.old_row, j.happened) END
+                     INTO first_id, payload;
+            END IF;
+        END IF;
+        IF first_id IS NOT NULL THEN
+            IF bell <> 0 THEN
+                PERFORM pgherald.ring(CASE WHEN octet_length(payload) < pgherald.notify_limit() THEN payload
+                                           ELSE concat('{"ref":"', first_id, '","txid":"', transaction_id, '"}') END);
+            END IF;
+            RETURN NULL;
+        END IF;
+        -- No row, or more than one: up to 65, enough to tell a few from many.
+        IF TG_OP <> 'DELETE' THEN
+            SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+            SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+        END IF;
+        IF changed = 0 THEN
+            RETURN NULL;
+        END IF;
     ELSE
-        -- One row, the common case, is told apart by asking for a second and
-        -- then read plainly: cheaper than counting and gathering in one query.
-        IF TG_OP = 'DELETE' THEN
-            PERFORM FROM pgherald_old OFFSET 1 LIMIT 1;
-        ELSE
-            PERFORM FROM pgherald_new OFFSET 1 LIMIT 1;
-        END IF;
-        IF NOT FOUND THEN
-            IF TG_OP <> 'DELETE' THEN
-                SELECT row_to_json(t.*) INTO new_row FROM pgherald_new AS t;
-            END IF;
-            IF TG_OP <> 'INSERT' THEN
-                SELECT row_to_json(t.*) INTO old_row FROM pgherald_old AS t;
-            END IF;
-            IF NOT FOUND THEN
-                RETURN NULL;
-            END IF;
-            changed := 1;
-        ELSE
-            -- Up to 65 rows: enough to tell a few from many.
-            IF TG_OP <> 'DELETE' THEN
-                SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
-            END IF;
-            IF TG_OP <> 'INSERT' THEN
-                SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
-            END IF;
-        END IF;
+        changed := 65;
     END IF;
-    IF changed = 1 THEN
-        first_id := nextval('pgherald.event_id');
-        payload := concat('{"id":"', first_id, '"', head, pgherald.event_key(coalesce(new_row, old_row), TG_ARGV), ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'), tail);
-        IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
-            INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (first_id, transaction_id, payload);
-        ELSE
-            INSERT INTO pgherald.journal_2 (id, txid, event) VALUES (first_id, transaction_id, payload);
-        END IF;
-        through_id := first_id;
-        batches := 1;
-    ELSIF changed <= 64 THEN
+    head := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    tail := pgherald.event_tail(transaction_id);
+    IF changed <= 64 THEN
         -- The same statement for each part: a plan of its own, cached, for each.
-        IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
+        IF part = 1 THEN
             WITH written AS (
                 INSERT INTO pgherald.journal_1 AS journal (id, last_id, event_count, txid, event)
                 SELECT min(e.event_id), nullif(max(e.event_id), min(e.event_id)), nullif(count(*), 1), transaction_id,
@@ -862,7 +934,7 @@ BEGIN
         -- sorted by batch and id, which costs one sort where an ORDER BY
         -- inside the aggregate costs one per batch.
         previous_settings := pgherald.settings_for_many_rows();
-        EXECUTE 'WITH written AS (INSERT INTO pgherald.journal_' || (SELECT last_value FROM pgherald.journal_current) || ' (id, last_id, event_count, txid, event) '
+        EXECUTE 'WITH written AS (INSERT INTO pgherald.journal_' || part || ' (id, last_id, event_count, txid, event) '
             || 'SELECT min(event_id), nullif(max(event_id), min(event_id)), nullif(count(*), 1), $3, string_agg(event, chr(30)) '
             || 'FROM (SELECT sum(octet_length(e.event) + 10486) OVER (ROWS UNBOUNDED PRECEDING) / 1048576 AS batch, e.event_id, e.event '
             || 'FROM (' || pgherald.statement_events_query(TG_OP, TG_ARGV, TG_RELID) || ') AS e ORDER BY 1, 2) AS b GROUP BY batch '
@@ -875,7 +947,7 @@ BEGIN
             RETURN NULL;
         END IF;
     END IF;
-    IF (SELECT last_value FROM pgherald.doorbell) = 0 THEN
+    IF bell = 0 THEN
         RETURN NULL;
     END IF;
     IF batches > 1 OR payload IS NULL OR octet_length(payload) >= pgherald.notify_limit() THEN

@@ -60,6 +60,41 @@ extension IntegrationTests {
             #expect(try Journal.events(transactionID: 11, from: 2, through: 5, on: connection).map(\.id) == [2, 3, 4, 5])
         }
 
+        /// A durable plpgsql trigger keeps a single row's change in parts, so that the writer does not put its
+        /// text together; the view pgherald.journal does, and every read gets the text the triggers wrote before.
+        /// A statement of several rows keeps its text.
+        @Test func aSingleRowChangeIsKeptInPartsAndReadAsItsEvent() throws {
+            let database = try TestDatabase.create(enrolment: false, install: false)
+            let connection = try database.connect()
+            try connection.execute(#"CREATE TABLE "Wé ird" (id int, k text, v json, PRIMARY KEY (id, k))"#)
+            try Installer.install(on: connection, durability: .durable, triggers: .plpgsql)
+            try connection.execute(#"INSERT INTO "Wé ird" VALUES (1, 'a"b', '{"x": "\u0000"}')"#)
+            try connection.execute(#"UPDATE "Wé ird" SET v = '[]'"#)
+            try connection.execute(#"UPDATE "Wé ird" SET v = '[]' WHERE false"#)
+            try connection.execute(#"DELETE FROM "Wé ird""#)
+            try connection.execute(#"INSERT INTO "Wé ird" VALUES (2, 'c', NULL), (3, 'd', NULL)"#)
+            let kept = try connection.execute("SELECT id, event IS NULL FROM pgherald.journal_1 ORDER BY id")
+            #expect(kept.rows == [["1", "t"], ["2", "t"], ["3", "t"], ["4", "f"]])
+
+            let blanked = { (text: Substring) in
+                text.replacing(/"txid":"\d+","at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"\}$/, with: "")
+            }
+            let events = try Journal.events(ids: [1, 2, 3, 4, 5], on: connection).sorted { $0.id < $1.id }
+            #expect(events.map { blanked($0.event) } == [
+                #"{"id":"1","op":"INSERT","schema":"public","table":"Wé ird","pk":{"id":1,"k":"a\"b"},"new":{"id":1,"k":"a\"b","v":{"x": "\u0000"}},"old":null,"#,
+                #"{"id":"2","op":"UPDATE","schema":"public","table":"Wé ird","pk":{"id":1,"k":"a\"b"},"new":{"id":1,"k":"a\"b","v":[]},"old":{"id":1,"k":"a\"b","v":{"x": "\u0000"}},"#,
+                #"{"id":"3","op":"DELETE","schema":"public","table":"Wé ird","pk":{"id":1,"k":"a\"b"},"new":null,"old":{"id":1,"k":"a\"b","v":[]},"#,
+                #"{"id":"4","op":"INSERT","schema":"public","table":"Wé ird","pk":{"id":2,"k":"c"},"new":{"id":2,"k":"c","v":null},"old":null,"#,
+                #"{"id":"5","op":"INSERT","schema":"public","table":"Wé ird","pk":{"id":3,"k":"d"},"new":{"id":3,"k":"d","v":null},"old":null,"#,
+            ])
+            // Its own transaction's id, as every event carries.
+            let matching = try connection.execute("""
+                SELECT count(*) FROM pgherald.journal_1 j JOIN pgherald.journal v USING (id)
+                 WHERE j.event IS NULL AND v.event LIKE '%"txid":"' || j.txid || '","at":"%'
+                """)
+            #expect(matching.rows == [["3"]])
+        }
+
         /// A range read page by page, at every page size, gives the events of a read of it all at once: each
         /// transaction placed by its last event, whole, its own events in id order; batches and transactions
         /// longer than a page included, and a page that stopped inside a batch or a transaction goes on there.

@@ -26,9 +26,69 @@
 -- it nothing; the daemon summarizes each range once its pages are full, and
 -- reads by id scan the few pages after the last summarized range.
 --
+-- A durable plpgsql trigger writes a single row's change as a compact row:
+-- `event` is null, and op, schema_name, table_name, key_columns, new_row,
+-- old_row and happened hold its parts, which the view puts together
+-- (pgherald.compact_event). Every reader reads `event` through the view.
+--
 -- An install before version 11 had one table, pgherald.journal: it is kept,
 -- with its events, as pgherald.journal_0, read through the view and emptied
 -- the same way, and never written again. The install after that drops it.
+-- The `pk` member of one row's event, read from the row's JSON. json's ->
+-- de-escapes the keys it passes, and fails on \u0000 (a json column may hold
+-- it) instead of failing the user's write, so the key is read around it: such
+-- a key value shows U+FFFD.
+CREATE OR REPLACE FUNCTION pgherald.row_key(source json, key_columns text[]) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $fn$
+DECLARE
+    readable json := source;
+    key text := '';
+    i int;
+BEGIN
+    IF coalesce(cardinality(key_columns), 0) = 0 THEN
+        RETURN 'null';
+    END IF;
+    IF strpos(source::text, '\u0000') > 0 THEN
+        readable := replace(source::text, '\u0000', '\ufffd')::json;
+    END IF;
+    -- A loop of plain expressions: a query here would cost more than the rest of the event.
+    FOR i IN array_lower(key_columns, 1) .. array_upper(key_columns, 1) LOOP
+        key := key || CASE WHEN key = '' THEN '{' ELSE ',' END
+                   || to_json(key_columns[i])::text || ':' || coalesce((readable -> key_columns[i])::text, 'null');
+    END LOOP;
+    RETURN key || '}';
+END
+$fn$;
+
+-- The `pk` member: the usual one-column key read in place, any other through
+-- row_key. A SQL function of one expression, so that it is inlined into the
+-- queries and expressions that call it, without a call per row.
+CREATE OR REPLACE FUNCTION pgherald.event_key(source json, key_columns text[]) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+    SELECT CASE WHEN cardinality(key_columns) = 1 AND strpos(source::text, '\u0000') = 0
+                THEN concat('{', to_json(key_columns[array_lower(key_columns, 1)])::text, ':',
+                            coalesce((source -> key_columns[array_lower(key_columns, 1)])::text, 'null'), '}')
+                ELSE pgherald.row_key(source, key_columns) END
+$fn$;
+
+-- An event kept in parts (version 11, compact rows): the text the triggers
+-- would have written, put together when the journal is read. A durable
+-- plpgsql trigger writes a single row's change this way, so that the event's
+-- envelope, its key and its time's text are built by the daemon's query,
+-- outside the writer's transaction: in plpgsql they cost the writer more
+-- than the row itself (docs/performance.md, l.).
+CREATE OR REPLACE FUNCTION pgherald.compact_event(
+    event_id bigint, transaction_id xid8, op text, table_schema text, table_name text,
+    key_columns text[], new_row json, old_row json, happened timestamptz
+) RETURNS text
+LANGUAGE sql STABLE AS $fn$
+    SELECT concat('{"id":"', event_id, '","op":"', op, '","schema":', to_json(table_schema)::text,
+                  ',"table":', to_json(table_name)::text, ',"pk":', pgherald.event_key(coalesce(new_row, old_row), key_columns),
+                  ',"new":', coalesce(new_row::text, 'null'), ',"old":', coalesce(old_row::text, 'null'),
+                  ',"txid":"', transaction_id, '","at":"',
+                  to_char(happened AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), '"}')
+$fn$;
+
 DO $journal$
 DECLARE
     part int;
@@ -56,17 +116,26 @@ BEGIN
                 last_id bigint,
                 event_count int
             ) WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+            ALTER TABLE pgherald.%1$I ALTER COLUMN event DROP NOT NULL,
+                ADD COLUMN IF NOT EXISTS op text, ADD COLUMN IF NOT EXISTS schema_name text,
+                ADD COLUMN IF NOT EXISTS table_name text, ADD COLUMN IF NOT EXISTS key_columns text[],
+                ADD COLUMN IF NOT EXISTS new_row json, ADD COLUMN IF NOT EXISTS old_row json,
+                ADD COLUMN IF NOT EXISTS happened timestamptz;
             CREATE INDEX IF NOT EXISTS %2$I ON pgherald.%1$I (txid, id);
             CREATE INDEX IF NOT EXISTS %3$I ON pgherald.%1$I USING brin (id) WITH (pages_per_range = 8);
             $table$, 'journal_' || part, 'journal_' || part || '_txid_id', 'journal_' || part || '_id');
         BEGIN
-            EXECUTE format('ALTER TABLE pgherald.%I ALTER COLUMN event SET COMPRESSION lz4', 'journal_' || part);
+            EXECUTE format('ALTER TABLE pgherald.%I ALTER COLUMN event SET COMPRESSION lz4, ALTER COLUMN new_row SET COMPRESSION lz4, '
+                           'ALTER COLUMN old_row SET COMPRESSION lz4', 'journal_' || part);
         EXCEPTION WHEN feature_not_supported OR syntax_error OR invalid_parameter_value THEN
             NULL;
         END;
     END LOOP;
     EXECUTE 'CREATE OR REPLACE VIEW pgherald.journal AS '
-        || (SELECT string_agg(format('SELECT id, txid, event, created_at, last_id, event_count FROM pgherald.%I', t), ' UNION ALL ' ORDER BY t)
+        || (SELECT string_agg(format('SELECT id, txid, %s AS event, created_at, last_id, event_count FROM pgherald.%I',
+                                     CASE WHEN t = 'journal_0' THEN 'event'
+                                          ELSE 'coalesce(event, pgherald.compact_event(id, txid, op, schema_name, table_name, key_columns, new_row, old_row, happened))' END,
+                                     t), ' UNION ALL ' ORDER BY t)
               FROM unnest(ARRAY['journal_1', 'journal_2', 'journal_0']) AS t WHERE to_regclass('pgherald.' || t) IS NOT NULL);
 END
 $journal$;
