@@ -792,7 +792,7 @@ extension MarkdownReport {
         line("### u. The event's way in")
         line()
         if !runs.isEmpty {
-            line("One subscriber. At full speed one writer commits 100-row transactions; at 2,000/s four writers commit single rows, on the same daemon after the first run filled its history. CPU per event committed, the daemon's (sweeps, decoding, the broker, the stream) and its listening backend's.")
+            line("One subscriber. At full speed one writer commits 100-row transactions; at 2,000/s four writers commit single rows, on the same daemon after the first run filled its history, then into plpgsql triggers, whose single rows the daemon's backend puts together from their parts. CPU per event committed, the daemon's (sweeps, decoding, the broker, the stream) and its listening backend's.")
             line()
             table(["load", "events", "delivered ratio", "pgherald CPU µs / event", "its backend µs / event", "p50 ms", "p99 ms", "target"], runs.map { run in
                 let events = Double(max(run.committed, 1))
