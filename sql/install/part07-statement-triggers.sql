@@ -226,28 +226,29 @@ BEGIN
             END IF;
         END IF;
         IF first_id IS NOT NULL THEN
-            IF bell <> 0 THEN
-                PERFORM pgherald.ring(CASE WHEN octet_length(payload) < pgherald.notify_limit() THEN payload
-                                           ELSE concat('{"ref":"', first_id, '","txid":"', transaction_id, '"}') END);
+            changed := 1;
+        ELSE
+            -- No row, or more than one: up to 65, enough to tell a few from many.
+            IF TG_OP <> 'DELETE' THEN
+                SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
             END IF;
-            RETURN NULL;
-        END IF;
-        -- No row, or more than one: up to 65, enough to tell a few from many.
-        IF TG_OP <> 'DELETE' THEN
-            SELECT count(*), array_agg(r) INTO changed, new_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_new AS t LIMIT 65) AS s;
-        END IF;
-        IF TG_OP <> 'INSERT' THEN
-            SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
-        END IF;
-        IF changed = 0 THEN
-            RETURN NULL;
+            IF TG_OP <> 'INSERT' THEN
+                SELECT count(*), array_agg(r) INTO changed, old_rows FROM (SELECT row_to_json(t.*) AS r FROM pgherald_old AS t LIMIT 65) AS s;
+            END IF;
+            IF changed = 0 THEN
+                RETURN NULL;
+            END IF;
         END IF;
     ELSE
         changed := 65;
     END IF;
-    head := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
-    tail := pgherald.event_tail(transaction_id);
-    IF changed <= 64 THEN
+    IF changed = 1 THEN
+        -- Its text, built only while a daemon is parked, is in payload.
+        through_id := first_id;
+        batches := 1;
+    ELSIF changed <= 64 THEN
+        head := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+        tail := pgherald.event_tail(transaction_id);
         -- The same statement for each part: a plan of its own, cached, for each.
         IF part = 1 THEN
             WITH written AS (
@@ -281,6 +282,8 @@ BEGIN
         -- fits a notification comes back whole. The events reach string_agg
         -- sorted by batch and id, which costs one sort where an ORDER BY
         -- inside the aggregate costs one per batch.
+        head := pgherald.event_head(TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+        tail := pgherald.event_tail(transaction_id);
         previous_settings := pgherald.settings_for_many_rows();
         EXECUTE 'WITH written AS (INSERT INTO pgherald.journal_' || part || ' (id, last_id, event_count, txid, event) '
             || 'SELECT min(event_id), nullif(max(event_id), min(event_id)), nullif(count(*), 1), $3, string_agg(event, chr(30)) '
