@@ -22,6 +22,21 @@ import Testing
         #expect(event.jsonText == #"{"id":"1","count":17,"op":"UPDATE","schema":"public","table":"enrols_in","pk":{"student_id":1,"course_id":5},"new":{"student_id":1,"course_id":5},"old":{"student_id":1,"course_id":4},"txid":"753","at":"2026-11-21T13:09:41.415345Z"}"#)
     }
 
+    @Test func aStampedEventKeepsItsRowsInsideItsJSON() throws {
+        let decoded = try Event(payload: Self.triggerPayload)
+        let event = decoded.stamped(count: 17)
+        #expect(event.primaryKeyJSON == decoded.primaryKeyJSON && event.newJSON == decoded.newJSON && event.oldJSON == decoded.oldJSON)
+        let json = try #require(event.encodedJSON)
+        json.withUnsafeBufferPointer { json in
+            for row in [event.primaryKeyJSON, event.newJSON, event.oldJSON] {
+                row?.bytes.withUnsafeBufferPointer { row in
+                    #expect(row.baseAddress! >= json.baseAddress! && row.baseAddress! + row.count <= json.baseAddress! + json.count)
+                }
+            }
+        }
+        #expect(event.retainedBytes == Event.retainedOverhead + json.capacity + 32)
+    }
+
     @Test func decodesTheOversizeMarker() throws {
         let event = try Event(payload: #"{"id":"5","op":"INSERT","schema":"public","table":"later","pk":{"id":1},"new":null,"old":null,"txid":"756","at":"2026-11-21T13:09:41.426244Z","omitted":true}"#)
         #expect(event.rowDataOmitted)
@@ -45,6 +60,9 @@ import Testing
         (#"{"id":1,"op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":{}}"#, .wrongType),
         (#"{"id":"","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":{}}"#, .wrongType),
         (#"{"id":"1","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":[1]}"#, .wrongType),
+        (#"{"id":"1","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":{},"pk":5}"#, .wrongType),
+        (#"{"id":"1","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":{"a":}}"#, .invalidJSON),
+        (#"{"id":"1","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":nul}"#, .invalidJSON),
         (#"{"id":"1","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x","new":{},"omitted":"yes"}"#, .wrongType),
         (#"{"id":"1","op":"INSERT","schema":"s","table":"t","txid":"1","at":"x"}"#, .inconsistentRows),
         (#"{"id":"1","op":"DELETE","schema":"s","table":"t","txid":"1","at":"x","new":{}}"#, .inconsistentRows),

@@ -52,9 +52,9 @@ extension Event {
             count: count,
             operation: operation,
             table: TableName(schema: try Fields.requiredString(fields.schema, "schema"), name: try Fields.requiredString(fields.table, "table")),
-            primaryKeyJSON: try Fields.optionalObject(fields.pk, "pk"),
-            newJSON: try Fields.optionalObject(fields.new, "new"),
-            oldJSON: try Fields.optionalObject(fields.old, "old"),
+            primaryKeyJSON: try fields.row(fields.pk, "pk"),
+            newJSON: try fields.row(fields.new, "new"),
+            oldJSON: try fields.row(fields.old, "old"),
             transactionID: try Fields.requiredString(fields.txid, "txid"),
             at: try Fields.requiredString(fields.at, "at"),
             rowDataOmitted: try fields.isOmitted(),
@@ -96,20 +96,36 @@ extension Event {
 
     /// The members of a payload object, sorted into their fields as they are read.
     private struct Fields {
-        var id, op, schema, table, txid, at, pk, new, old, count, omitted, leftView: JSONParser.ShallowValue?
+        var id, op, schema, table, txid, at, count, omitted, leftView: JSONParser.ShallowValue?
+        var pk, new, old: JSONParser.RowValue?
+        /// The rows' text, one after another.
+        var rows: [UInt8] = []
 
         /// Reads the value of the member `name`; the last of a repeated name counts, and unknown ones are validated and ignored.
         mutating func read(_ name: UnsafeBufferPointer<UInt8>, from parser: inout JSONParser) throws(JSONParsingError) {
-            let value = try parser.readShallowValue()
             func named(_ known: StaticString) -> Bool {
                 known.utf8CodeUnitCount == name.count && known.withUTF8Buffer { $0.elementsEqual(name) }
             }
             // By length first: most names are told apart without comparing a byte.
             switch name.count {
-            case 2:
-                if named("id") { id = value } else if named("op") { op = value } else if named("pk") { pk = value } else if named("at") { at = value }
+            case 2 where named("pk"):
+                pk = try parser.readRowValue(appendingTo: &rows)
+                return
             case 3:
-                if named("new") { new = value } else if named("old") { old = value }
+                if named("new") {
+                    new = try parser.readRowValue(appendingTo: &rows)
+                    return
+                } else if named("old") {
+                    old = try parser.readRowValue(appendingTo: &rows)
+                    return
+                }
+            default:
+                break
+            }
+            let value = try parser.readShallowValue()
+            switch name.count {
+            case 2:
+                if named("id") { id = value } else if named("op") { op = value } else if named("at") { at = value }
             case 4:
                 if named("txid") { txid = value }
             case 5:
@@ -133,11 +149,12 @@ extension Event {
             }
         }
 
-        static func optionalObject(_ value: JSONParser.ShallowValue?, _ key: String) throws(EventDecodingError) -> RawJSON? {
+        /// A row as a slice of `rows`, which its event's rows share.
+        func row(_ value: JSONParser.RowValue?, _ key: String) throws(EventDecodingError) -> RawJSON? {
             switch value {
             case nil, .null?: return nil
-            case .object(let raw)?: return raw
-            default: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be an object or null")
+            case .object(let range)?: return RawJSON(validatedBytes: rows[range])
+            case .notAnObject?: throw EventDecodingError(code: .wrongType, detail: "\"\(key)\" must be an object or null")
             }
         }
 
@@ -174,11 +191,17 @@ extension Event {
     /// Returns the bytes the broker encoded when it stamped the event, so
     /// outputs never encode the same event twice.
     public var jsonBytes: [UInt8] {
-        encodedJSON ?? encodeJSON(count: count)
+        encodedJSON ?? encodeJSON(count: count).bytes
+    }
+
+    /// An event's JSON, and where its rows lie in it.
+    struct EncodedJSON {
+        var bytes: [UInt8]
+        var primaryKey, new, old: Range<Int>?
     }
 
     /// Encodes the event with `count`; the broker calls this once per event.
-    func encodeJSON(count: UInt64) -> [UInt8] {
+    func encodeJSON(count: UInt64) -> EncodedJSON {
         // Sized to fit: the history keeps these bytes, and spare capacity would be kept with them.
         let rows = (primaryKeyJSON?.bytes.count ?? 4) + (newJSON?.bytes.count ?? 4) + (oldJSON?.bytes.count ?? 4)
         let names = id.utf8.count + table.schema.utf8.count + table.name.utf8.count + transactionID.utf8.count + at.utf8.count
@@ -195,11 +218,11 @@ extension Event {
         writer.writeKey("table")
         writer.write(string: table.name)
         writer.writeKey("pk")
-        writer.write(raw: primaryKeyJSON)
+        let primaryKey = writer.write(rawRow: primaryKeyJSON)
         writer.writeKey("new")
-        writer.write(raw: newJSON)
+        let new = writer.write(rawRow: newJSON)
         writer.writeKey("old")
-        writer.write(raw: oldJSON)
+        let old = writer.write(rawRow: oldJSON)
         writer.writeKey("txid")
         writer.write(string: transactionID)
         writer.writeKey("at")
@@ -213,7 +236,7 @@ extension Event {
             writer.writeRaw("true")
         }
         writer.writeRaw(UInt8(ascii: "}"))
-        return writer.bytes
+        return EncodedJSON(bytes: writer.bytes, primaryKey: primaryKey, new: new, old: old)
     }
 
     /// The event as a JSON string in the shared shape.

@@ -85,10 +85,12 @@ public struct Event: Sendable, Hashable {
     /// them. The history's byte limit counts this.
     var retainedBytes: Int {
         var bytes = Self.retainedOverhead
-        if let json = storage.encodedJSON { bytes += json.capacity + 32 }
-        if let row = primaryKeyJSON { bytes += row.bytes.capacity + 32 }
-        if let row = newJSON { bytes += row.bytes.capacity + 32 }
-        if let row = oldJSON { bytes += row.bytes.capacity + 32 }
+        if let json = storage.encodedJSON {
+            // A stamped event's rows are slices of its JSON.
+            bytes += json.capacity + 32
+        } else {
+            bytes += (primaryKeyJSON?.bytes.count ?? 0) + (newJSON?.bytes.count ?? 0) + (oldJSON?.bytes.count ?? 0) + 32
+        }
         return bytes
     }
 
@@ -147,13 +149,18 @@ public struct Event: Sendable, Hashable {
 
     /// This event with the broker's change count, and its JSON encoded once
     /// for every output. SSE streams write the few lines around that JSON as
-    /// they frame a batch, so that the history keeps the JSON only.
+    /// they frame a batch, so that the history keeps the JSON only; the
+    /// stamped event's rows are slices of it.
     func stamped(count: UInt64) -> Event {
-        Event(storage: Storage(
+        let encoded = encodeJSON(count: count)
+        let json = encoded.bytes
+        return Event(storage: Storage(
             id: id, count: count, operation: operation, table: table,
-            primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
+            primaryKeyJSON: encoded.primaryKey.map { RawJSON(validatedBytes: json[$0]) },
+            newJSON: encoded.new.map { RawJSON(validatedBytes: json[$0]) },
+            oldJSON: encoded.old.map { RawJSON(validatedBytes: json[$0]) },
             transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: endsTransaction,
-            encodedJSON: encodeJSON(count: count)
+            encodedJSON: json
         ))
     }
 

@@ -334,8 +334,37 @@ public struct JSONParser: ~Copyable {
         case let first:
             var output: [UInt8] = []
             try copyValue(into: &output)
-            let raw = RawJSON(validatedBytes: output.compacted)
+            let raw = RawJSON(validatedBytes: output.compacted[...])
             return first == UInt8(ascii: "{") ? .object(raw) : .other(raw)
+        }
+    }
+
+    /// A member value where an event's row belongs.
+    enum RowValue {
+        case null
+        /// An object, copied compactly to this range of the buffer.
+        case object(Range<Int>)
+        /// Any other value, validated.
+        case notAnObject
+    }
+
+    /// Reads an object or null, copying an object to the end of `buffer`:
+    /// the rows of one event share one allocation.
+    mutating func readRowValue(appendingTo buffer: inout [UInt8]) throws(JSONParsingError) -> RowValue {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
+        case UInt8(ascii: "{"):
+            // What is left of the document holds every row still to come.
+            if buffer.capacity == 0 { buffer.reserveCapacity(bytes.count - index) }
+            let start = buffer.count
+            try copyValue(into: &buffer)
+            return .object(start..<buffer.count)
+        default:
+            try skipValue()
+            return .notAnObject
         }
     }
 
@@ -351,7 +380,7 @@ public struct JSONParser: ~Copyable {
         let value = UnsafeBufferPointer(rebasing: bytes[start..<index])
         if sawWhitespace {
             Self.appendCompacting(value, to: &output)
-        } else if output.isEmpty {
+        } else if output.capacity == 0 {
             output = Array(value)
         } else {
             output.append(contentsOf: value)

@@ -47,6 +47,17 @@ public struct JSONWriter {
         if let raw { bytes.append(contentsOf: raw.bytes) } else { writeRaw("null") }
     }
 
+    /// Copies an event's row, or writes `null`; returns where the row lies in ``bytes``.
+    mutating func write(rawRow raw: RawJSON?) -> Range<Int>? {
+        guard let raw else {
+            writeRaw("null")
+            return nil
+        }
+        let start = bytes.count
+        bytes.append(contentsOf: raw.bytes)
+        return start..<bytes.count
+    }
+
     public mutating func write(string: String) {
         bytes.append(UInt8(ascii: "\""))
         var string = string
