@@ -820,11 +820,20 @@ extension MarkdownReport {
             })
         }
         if let vacuum = results.journalVacuum {
-            // Parts go whole: the journal holds up to two retentions of events, and from then on no more.
+            // Parts go whole: the journal holds one to two retentions of events, and from then on no more,
+            // each in no more room than at first. A part is emptied at the first pruning run after its
+            // retention, so two retentions are held for a little longer than two retentions.
+            let window = vacuum.samples.filter { $0.seconds <= 2 * vacuum.retentionSeconds }
             let settled = vacuum.samples.filter { $0.seconds > 2 * vacuum.retentionSeconds }
-            let largest = vacuum.samples.filter { $0.seconds <= 2 * vacuum.retentionSeconds }.map(\.bytes).max() ?? 0
-            let held = (settled.map(\.bytes).max() ?? .max) <= largest + largest / 8
-            line("\(vacuum.writers) writers for \(vacuum.seconds) s (\(vacuum.writerTPS.map { grouped($0) } ?? "?") commits/s), retention \(vacuum.retentionSeconds) s: the journal at its largest in the first two retentions \(format(Double(largest) / 1_048_576, 1)) MiB, after them between \(format(Double(settled.map(\.bytes).min() ?? 0) / 1_048_576, 1)) and \(format(Double(settled.map(\.bytes).max() ?? 0) / 1_048_576, 1)) MiB; \(grouped(Double(vacuum.pruned))) events emptied with their parts; vacuums \(vacuum.autovacuums ?? 0), autoanalyzes \(vacuum.autoanalyzes ?? 0), dead rows \(vacuum.deadRows ?? 0) (target: no vacuum, and no growth past two retentions' worth: \(verdict((vacuum.autovacuums ?? 1) == 0 && held))).")
+            let peak = window.max { $0.rows < $1.rows }
+            let eventsPerSecond = peak.map { Double($0.rows) / Double(max($0.seconds, 1)) } ?? 0
+            let bytesPerEvent = peak.map { Double($0.bytes) / Double(max($0.rows, 1)) } ?? 0
+            let mostEvents = eventsPerSecond * Double(2 * vacuum.retentionSeconds) * 1.125
+            let held = !settled.isEmpty && settled.allSatisfy {
+                Double($0.rows) <= mostEvents && Double($0.bytes) <= Double(max($0.rows, 1)) * bytesPerEvent * 1.125
+            }
+            let most = settled.max { $0.rows < $1.rows }
+            line("\(vacuum.writers) writers for \(vacuum.seconds) s (\(vacuum.writerTPS.map { grouped($0) } ?? "?") commits/s), retention \(vacuum.retentionSeconds) s: the journal at its largest in the first two retentions \(format(Double(peak?.bytes ?? 0) / 1_048_576, 1)) MiB (\(grouped(Double(peak?.rows ?? 0))) events, \(format(bytesPerEvent, 0)) B each), after them between \(format(Double(settled.map(\.bytes).min() ?? 0) / 1_048_576, 1)) and \(format(Double(settled.map(\.bytes).max() ?? 0) / 1_048_576, 1)) MiB, at most \(grouped(Double(most?.rows ?? 0))) events, \(format(Double(most?.rows ?? 0) / max(eventsPerSecond, 1), 0)) s of writes; \(grouped(Double(vacuum.pruned))) events emptied with their parts; vacuums \(vacuum.autovacuums ?? 0), autoanalyzes \(vacuum.autoanalyzes ?? 0), dead rows \(vacuum.deadRows ?? 0) (target: no vacuum, and at most two retentions of events, within an eighth, in no more room each: \(verdict((vacuum.autovacuums ?? 1) == 0 && held))).")
             line()
             table(["s", "MiB", "rows", "current part"], vacuum.samples.map {
                 ["\($0.seconds)", format(Double($0.bytes) / 1_048_576, 1), grouped(Double($0.rows)), "\($0.current)"]
