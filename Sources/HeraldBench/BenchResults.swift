@@ -117,6 +117,12 @@ struct BenchResults: Codable {
     }
 
     /// A load client's result with what the driver measured around it.
+    /// The writer's transactions, from pgbench's per-transaction log.
+    struct CommitLatency: Codable {
+        var p99: Double
+        var max: Double
+    }
+
     struct Run: Codable {
         var result: LoadResult
         /// Rows the writer committed.
@@ -147,6 +153,10 @@ struct BenchResults: Codable {
         var rowSecurityBackendCPUSeconds: Double?
         /// Scenario u.: CPU of the daemon's listening backend over the run.
         var listenerBackendCPUSeconds: Double?
+        /// How long the writer's own transactions took, schedule lag left out:
+        /// what of an event's latency its commit already was. Absent for a
+        /// burst and in results from before it was recorded.
+        var commitLatencyMilliseconds: CommitLatency?
         /// Scenario v.: each member's CPU (and nats-server's) over the run, on the first load client's result.
         var memberCPUSeconds: [String: Double]?
         /// Scenario v.: scans of the journal's tables in PostgreSQL over the run.

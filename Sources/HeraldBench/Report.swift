@@ -228,7 +228,7 @@ struct MarkdownReport {
                 }
             })
         }
-        table(["trigger", "writers", "delivered ratio", "p50 ms", "p99 ms", "max ms", "pgherald CPU s / 1000"], kinds.flatMap { kind in
+        table(["trigger", "writers", "delivered ratio", "p50 ms", "p99 ms", "max ms", "commits' own p99 ms", "pgherald CPU s / 1000"], kinds.flatMap { kind in
             [counts.first, counts.last].compactMap { $0 }.compactMap { writers in
                 let measured = rounds(kind, writers)
                 guard !measured.isEmpty else { return nil }
@@ -236,6 +236,7 @@ struct MarkdownReport {
                     median(measured.compactMap { $0.result.latencyMilliseconds?[keyPath: figure] }).map { format($0, 2) } ?? "-"
                 }
                 return [kind, "\(writers)", format(measured.map(\.result.deliveredRatio).min() ?? 0, 4)] + latencies
+                    + [median(measured.compactMap(\.commitLatencyMilliseconds?.p99)).map { format($0, 2) } ?? "-"]
                     + [median(measured.compactMap(\.daemonCPUPerThousand)).map { format($0, 3) } ?? "-"]
             }
         })
@@ -274,12 +275,12 @@ struct MarkdownReport {
         line("Latency is receipt minus the event's `at`, taken by the trigger just before commit: an upper bound on commit to receipt.")
         line()
         table(
-            ["subscribers", "events/s", "delivered ratio", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "pgherald CPU s / 1000", "client CPU (cores)"],
+            ["subscribers", "events/s", "delivered ratio", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "commits' own p99 / max ms", "pgherald CPU s / 1000", "client CPU (cores)"],
             runs.map { run in
                 [
                     "\(run.result.subscribers)", run.rate.map(String.init) ?? "full speed", format(run.result.deliveredRatio, 4),
                     milliseconds(run, \.p50), milliseconds(run, \.p99),
-                    milliseconds(run, \.p999), milliseconds(run, \.max),
+                    milliseconds(run, \.p999), milliseconds(run, \.max), commitLatency(run),
                     run.daemonCPUPerThousand.map { format($0, 3) } ?? "-", format(run.clientCPUShare, 2),
                 ]
             }
@@ -557,6 +558,11 @@ struct MarkdownReport {
     /// One latency figure of a run, or "-" when nothing arrived.
     private func milliseconds(_ run: BenchResults.Run, _ figure: KeyPath<LoadResult.Latency, Double>) -> String {
         run.result.latencyMilliseconds.map { format($0[keyPath: figure], 2) } ?? "-"
+    }
+
+    /// The writer's own commits, p99 and max: what of an event's latency was the commit's.
+    private func commitLatency(_ run: BenchResults.Run) -> String {
+        run.commitLatencyMilliseconds.map { "\(format($0.p99, 2)) / \(format($0.max, 2))" } ?? "-"
     }
 
     private func verdict(_ met: Bool) -> String { met ? "yes" : "**no**" }
