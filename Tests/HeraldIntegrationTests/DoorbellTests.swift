@@ -295,6 +295,31 @@ extension IntegrationTests {
             try await daemon.stop()
         }
 
+        /// A ring that comes while a transaction from before the park is still
+        /// open is left to a sweep, which keeps commit order; the sweep that
+        /// then finds its event found nothing lost, and the backstop must not
+        /// count it (it did, and warned, under any load that parks and wakes).
+        @Test func aRingLeftToASweepIsNotCountedAsLost() async throws {
+            let database = try TestDatabase.create(durability: .durable)
+            // Open before the daemon starts, so it is running when the daemon first parks: unrung until it ends.
+            let open = try database.connect()
+            try open.execute("BEGIN")
+            try open.execute("INSERT INTO course (short_code, name) VALUES ('OPEN', 'Open while the daemon parks')")
+            let daemon = try await RunningListener(database: database, backstopInterval: .seconds(1))
+            try await waitUntilParked(database)
+            let writer = try database.connect()
+            try writer.execute("INSERT INTO course (short_code, name) VALUES ('RANG', 'Rang while a transaction was unrung')")
+            let rang = try await daemon.inbox.take(1, within: 5)
+            #expect(rang.first?.new?["short_code"] == .string("RANG"))
+            // Two backstop ticks, each a sweep confirmed by its notification coming back.
+            try await Task.sleep(for: .milliseconds(2_500))
+            #expect(daemon.listener.backstopEvents == 0, "an event whose notification came was counted as lost")
+            try open.execute("COMMIT")
+            let committed = try await daemon.inbox.take(1, within: 5)
+            #expect(committed.first?.new?["short_code"] == .string("OPEN"))
+            try await daemon.stop()
+        }
+
         /// A connection as an application's own role: `privileges` on `course`, no grant for pgherald.
         private func applicationWriter(_ database: TestDatabase, privileges: String) throws -> LibpqConnection {
             let role = "writer_\(UInt32.random(in: 0...UInt32.max))"

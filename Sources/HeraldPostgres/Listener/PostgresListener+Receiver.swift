@@ -32,6 +32,10 @@ extension PostgresListener {
         /// them, by transaction: lost on the way unless their notification
         /// arrives before the next tick (see ``DeliveryCursor``).
         private var unannounced: [UInt64: Int] = [:]
+        /// Parked, transactions whose notification came while some
+        /// transaction was unrung, and so was left to a sweep: the sweep that
+        /// finds their events has nothing lost to count.
+        private var announced: Set<UInt64> = []
         /// Events the first sweeps of a new daemon deliver come in transaction
         /// order, not in the order a client may have seen them from an earlier run.
         private var resumable: Bool
@@ -95,6 +99,7 @@ extension PostgresListener {
                             try mark(parked: false)
                             cursor!.unparked()
                             unannounced = [:]
+                            announced = []
                             parking!.didUnpark(now: .now)
                             continue
                         case .wait(let until):
@@ -195,7 +200,7 @@ extension PostgresListener {
                     }
                     // Parked and confirmed by a tick, an event that no notification brought was lost on the way;
                     // found by another sweep, it is lost if the next tick arrives before its notification.
-                    if parking?.isParked == true, !cursor.isUnrung(row.transactionID) {
+                    if parking?.isParked == true, !cursor.isUnrung(row.transactionID), !announced.contains(row.transactionID) {
                         if tick != nil { backstopped += 1 } else { unannounced[row.transactionID, default: 0] += 1 }
                     }
                 }
@@ -215,6 +220,7 @@ extension PostgresListener {
                 cursor.swept(to: snapshot)
             }
             listener.recordDelivered(through: cursor.covered)
+            if !announced.isEmpty { announced = announced.filter { !snapshot.isVisible($0) } }
             parking?.swept(found: delivered, deliveries: deliveries, full: pages > 1, unrung: !cursor.unrung.isEmpty, now: .now)
             recordBackstop(backstopped, upTo: snapshot)
             return delivered
@@ -332,6 +338,7 @@ extension PostgresListener {
             case .skip:
                 return false
             case .sweep:
+                if parking?.isParked == true { announced.insert(transactionID) }
                 parking?.sweepSoon(now: .now)
                 return false
             }
