@@ -116,13 +116,13 @@ struct BenchResults: Codable {
         }
     }
 
-    /// A load client's result with what the driver measured around it.
     /// The writer's transactions, from pgbench's per-transaction log.
     struct CommitLatency: Codable {
         var p99: Double
         var max: Double
     }
 
+    /// A load client's result with what the driver measured around it.
     struct Run: Codable {
         var result: LoadResult
         /// Rows the writer committed.

@@ -42,13 +42,10 @@ public struct JSONWriter {
         if let value { write(value) } else { writeRaw("null") }
     }
 
-    /// Copies already-encoded JSON, or writes `null` when it is absent.
-    public mutating func write(raw: RawJSON?) {
-        if let raw { bytes.append(contentsOf: raw.bytes) } else { writeRaw("null") }
-    }
-
-    /// Copies an event's row, or writes `null`; returns where the row lies in ``bytes``.
-    mutating func write(rawRow raw: RawJSON?) -> Range<Int>? {
+    /// Copies already-encoded JSON, or writes `null` when it is absent;
+    /// returns where the copy lies in ``bytes``.
+    @discardableResult
+    public mutating func write(raw: RawJSON?) -> Range<Int>? {
         guard let raw else {
             writeRaw("null")
             return nil
