@@ -1,5 +1,6 @@
+import Foundation
 import Herald
-import HeraldPostgres
+@testable import HeraldPostgres
 import Testing
 
 extension IntegrationTests {
@@ -224,6 +225,35 @@ extension IntegrationTests {
             let reinstalled = try snapshot()
             try admin.execute("INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (2, pg_current_xact_id(), '{\"id\":\"2\"}')")
             #expect(try swept(reinstalled) == [2])
+        }
+
+        /// A reader behind by more than a page reads the rows of a list of
+        /// transactions. Planned as a join with the array, the estimate was the
+        /// journal's size over 200 for each transaction: at a million rows, a
+        /// cost past `jit_above_cost`, so each page compiled for tens of
+        /// milliseconds before reading for two. The plan must expect about
+        /// what it reads, whatever the journal's size.
+        @Test func aListOfTransactionsIsPlannedAtItsOwnSize() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            try connection.execute("""
+                INSERT INTO pgherald.journal_1 (id, txid, event)
+                SELECT n, (1000 + n)::text::xid8, '{}' FROM generate_series(1, 100000) AS n;
+                ANALYZE pgherald.journal_1
+                """)
+            let wanted = "{" + (50_001...51_000).map { String(1000 + $0) }.joined(separator: ",") + "}"
+            let explained = try #require(try connection.execute(
+                "EXPLAIN (FORMAT JSON) " + Journal.eventsOfTransactionsSQL, parameters: [wanted]
+            ).scalar)
+            let plans = try #require(try JSONSerialization.jsonObject(with: Data(explained.utf8)) as? [[String: Any]])
+            let plan = try #require(plans.first?["Plan"] as? [String: Any])
+            let expectedRows = try #require(plan["Plan Rows"] as? Double)
+            let cost = try #require(plan["Total Cost"] as? Double)
+            let jitAboveCost = try #require(Double(try connection.execute("SHOW jit_above_cost").scalar ?? ""))
+            #expect(expectedRows <= 10_000, "planned for \(expectedRows) rows, to read 1,000")
+            #expect(cost < jitAboveCost, "planned at a cost of \(cost), past jit_above_cost (\(jitAboveCost))")
+            let read = try Journal.events(transactionIDs: (50_001...51_000).map { UInt64(1000 + $0) }, on: connection)
+            #expect(read.map(\.id) == Array(50_001...51_000))
         }
     }
 }

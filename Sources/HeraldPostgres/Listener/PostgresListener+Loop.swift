@@ -91,8 +91,13 @@ extension PostgresListener {
         state.withLock { $0.channel = name }
         let channel = try connection.escapeIdentifier(name)
         let ticks = try connection.escapeIdentifier(tickChannel)
+        // No JIT: the listener's statements read at most a page of the
+        // journal by index, in milliseconds, and compiling one first took
+        // 15-60 ms wherever the planner's estimate grew with the journal. Set
+        // here, as the listener's session is its own (no shared pool), and
+        // not as the `options` startup parameter, which poolers refuse.
         try connection.execute(
-            "LISTEN \(channel); LISTEN \(ticks)",
+            "SET jit = off; LISTEN \(channel); LISTEN \(ticks)",
             timeout: ContinuousClock.now.duration(to: deadline)
         )
         try claimName(on: connection)
