@@ -236,24 +236,49 @@ extension IntegrationTests {
         @Test func aListOfTransactionsIsPlannedAtItsOwnSize() throws {
             let database = try TestDatabase.create()
             let connection = try database.connect()
+            try Self.fillJournal(rows: 100_000, on: connection)
+            let wanted = (50_001...51_000).map { UInt64(1000 + $0) }
+            let plan = try Self.plan(Journal.eventsOfTransactionsSQL, ["{" + wanted.map(String.init).joined(separator: ",") + "}"], on: connection)
+            #expect(plan.rows <= 10_000, "planned for \(plan.rows) rows, to read 1,000")
+            #expect(plan.cost < plan.jitAboveCost, "planned at a cost of \(plan.cost), past jit_above_cost (\(plan.jitAboveCost))")
+            #expect(try Journal.events(transactionIDs: wanted, on: connection).map(\.id) == Array(50_001...51_000))
+        }
+
+        /// A client that resumes after an event has it looked up by id. Each id
+        /// behind the array was estimated at a share of the whole journal: past
+        /// `jit_above_cost` at a million rows, for one id.
+        @Test func aLookupByIDIsPlannedAtItsOwnSize() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            try Self.fillJournal(rows: 100_000, on: connection)
+            let plan = try Self.plan(Journal.eventsWithIDsSQL, ["{90000}", "89901", "90000"], on: connection)
+            #expect(plan.rows <= 200, "planned for \(plan.rows) rows, to read one")
+            #expect(plan.cost < plan.jitAboveCost)
+            #expect(try Journal.events(ids: [90_000, 99_999, 5], on: connection).map(\.id).sorted() == [5, 90_000, 99_999])
+            #expect(try Journal.events(ids: [1], on: connection).map(\.transactionID) == [1001])
+        }
+
+        /// Journal rows 1...`rows`, one event each, transaction ids from 1001 up, with statistics.
+        private static func fillJournal(rows: Int, on connection: LibpqConnection) throws {
             try connection.execute("""
                 INSERT INTO pgherald.journal_1 (id, txid, event)
-                SELECT n, (1000 + n)::text::xid8, '{}' FROM generate_series(1, 100000) AS n;
+                SELECT n, (1000 + n)::text::xid8, '{"id":"' || n || '"}' FROM generate_series(1, \(rows)) AS n;
                 ANALYZE pgherald.journal_1
                 """)
-            let wanted = "{" + (50_001...51_000).map { String(1000 + $0) }.joined(separator: ",") + "}"
-            let explained = try #require(try connection.execute(
-                "EXPLAIN (FORMAT JSON) " + Journal.eventsOfTransactionsSQL, parameters: [wanted]
-            ).scalar)
+        }
+
+        /// The planner's expected rows and total cost for `sql`, and the cost past which it would compile.
+        private static func plan(
+            _ sql: String, _ parameters: [String], on connection: LibpqConnection
+        ) throws -> (rows: Double, cost: Double, jitAboveCost: Double) {
+            let explained = try #require(try connection.execute("EXPLAIN (FORMAT JSON) " + sql, parameters: parameters).scalar)
             let plans = try #require(try JSONSerialization.jsonObject(with: Data(explained.utf8)) as? [[String: Any]])
             let plan = try #require(plans.first?["Plan"] as? [String: Any])
-            let expectedRows = try #require(plan["Plan Rows"] as? Double)
-            let cost = try #require(plan["Total Cost"] as? Double)
-            let jitAboveCost = try #require(Double(try connection.execute("SHOW jit_above_cost").scalar ?? ""))
-            #expect(expectedRows <= 10_000, "planned for \(expectedRows) rows, to read 1,000")
-            #expect(cost < jitAboveCost, "planned at a cost of \(cost), past jit_above_cost (\(jitAboveCost))")
-            let read = try Journal.events(transactionIDs: (50_001...51_000).map { UInt64(1000 + $0) }, on: connection)
-            #expect(read.map(\.id) == Array(50_001...51_000))
+            return (
+                try #require(plan["Plan Rows"] as? Double),
+                try #require(plan["Total Cost"] as? Double),
+                try #require(Double(try connection.execute("SHOW jit_above_cost").scalar ?? ""))
+            )
         }
     }
 }
