@@ -3,7 +3,8 @@
 --
 -- Version 11, for PostgreSQL 14 to 18. Idempotent: running it again upgrades
 -- any earlier version in place and keeps the journal, webhook deliveries,
--- watched schemas, exclusions and settings. Apply in one transaction:
+-- watched schemas, exclusions and settings; a newer version is refused.
+-- Apply in one transaction:
 --     psql -v ON_ERROR_STOP=1 -1 -f sql/install.sql
 -- Watched schemas: the `pgherald.schemas` setting (a JSON array of names)
 -- when set, else `public` on a first install. Durability: the
@@ -31,6 +32,22 @@ $check$;
 
 -- Serialises concurrent installs; released at the end of the transaction.
 DO $lock$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('pgherald.install')); END $lock$;
+
+-- An older script over a newer publisher would take back what the newer one
+-- changed: refused before anything is. The number is this script's version().
+DO $downgrade$
+DECLARE
+    installed int;
+BEGIN
+    IF to_regprocedure('pgherald.version()') IS NOT NULL THEN
+        EXECUTE 'SELECT pgherald.version()' INTO installed;
+        IF installed > 11 THEN
+            RAISE EXCEPTION 'pgherald publisher version % is installed, newer than this install script (version 11)', installed
+                USING HINT = 'Install with the pgherald release that installed it, or a later one. Nothing was changed.';
+        END IF;
+    END IF;
+END
+$downgrade$;
 
 CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';

@@ -13,6 +13,23 @@ extension IntegrationTests {
     struct UpgradeTests {
         static let earlierVersions = Array(1...10)
 
+        /// An install script older than the publisher installed would take back
+        /// what the newer one changed: it is refused before it changes anything.
+        @Test(arguments: TestCluster.matrix)
+        func anOlderScriptOverANewerPublisherIsRefused(_ cluster: TestCluster) throws {
+            let database = try TestDatabase.create(on: cluster)
+            let admin = try database.connect()
+            let current = try #require(try Journal.publisherVersion(on: admin))
+            let channel = try Journal.notificationChannel(on: admin)
+            try admin.execute("CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT \(current + 1) $$")
+            let refusal = #expect(throws: LibpqError.self) { try Installer.install(on: admin) }
+            #expect(refusal?.message.contains(
+                "pgherald publisher version \(current + 1) is installed, newer than this install script (version \(current))"
+            ) == true, "\(refusal.map { "\($0)" } ?? "no error")")
+            #expect(try Journal.publisherVersion(on: admin) == current + 1)
+            #expect(try Journal.notificationChannel(on: admin) == channel)
+        }
+
         @Test(arguments: TestCluster.matrix, earlierVersions)
         func anEarlierInstallUpgradesInPlaceAndKeepsEverything(_ cluster: TestCluster, _ version: Int) async throws {
             let database = try TestDatabase.create(install: false, on: cluster)

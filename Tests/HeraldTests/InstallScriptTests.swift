@@ -27,6 +27,16 @@ import Testing
         #expect(shipped == Installer.installScript, "sql/install.sql is out of date: run scripts/install-sql")
     }
 
+    /// The refusal of a newer publisher compares with a number of its own, which must be this script's version().
+    @Test func theDowngradeCheckNamesThisScriptsVersion() throws {
+        let script = Installer.installScript
+        let version = try #require(script.firstMatch(of: /RETURNS int\s+LANGUAGE sql IMMUTABLE AS \$\$ SELECT (\d+) \$\$/)?.output.1)
+        let checked = try #require(script.firstMatch(of: /IF installed > (\d+) THEN/)?.output.1)
+        let named = try #require(script.firstMatch(of: /newer than this install script \(version (\d+)\)/)?.output.1)
+        #expect(checked == version)
+        #expect(named == version)
+    }
+
     @Test func everyPartEndsAStatement() {
         for part in Installer.installParts {
             let text = String(decoding: part.sql, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
