@@ -13,7 +13,8 @@ public import ServiceLifecycle
 /// - is fed live, by a broker subscription that drops it when it falls
 ///   behind, or durably, by a ``JournalFeed`` with a cursor of its own;
 /// - says how it is doing in ``report``, which `/stats` and `/metrics` show;
-/// - applies a section read again on SIGHUP in ``reload(_:)``.
+/// - applies a section read again on SIGHUP in ``reload(_:)``;
+/// - says in ``waitUntilReady()`` when what commits from then on reaches it.
 ///
 /// `serve` builds its outputs from ``OutputRegistry``: a new kind is a folder
 /// with its type and one line in the registry. ARCHITECTURE.md walks through
@@ -48,10 +49,27 @@ public protocol Output: Service, Sendable {
 
     /// Adds to `/stats` what this kind reports beyond ``report``.
     func contribute(to statistics: inout DaemonStatistics)
+
+    /// Waits until every event committed from now on reaches this output: a
+    /// feed that starts "from now" has taken its place, a socket accepts.
+    /// False if the output ended first. systemd's `READY=1` and `/healthz`
+    /// wait for every output's answer, so a client that writes once the
+    /// daemon is ready loses nothing to a start still under way.
+    /// Default: ready at once.
+    func waitUntilReady() async -> Bool
+
+    /// Whether ``waitUntilReady()`` has answered true.
+    var isReady: Bool { get }
 }
 
 extension Output {
     /// Adds to `/stats` what this kind reports beyond ``report`` (webhooks
     /// keep their per-endpoint figures under `webhooks`). Default: nothing.
     public func contribute(to statistics: inout DaemonStatistics) {}
+
+    /// Ready at once: outputs that take no place of their own in the journal,
+    /// or that subscribe to the broker when they are built.
+    public func waitUntilReady() async -> Bool { true }
+
+    public var isReady: Bool { true }
 }

@@ -19,6 +19,12 @@ public final class OutputDirectory: Sendable {
         outputs.withLock { $0.lazy.compactMap { $0 as? Kind }.first }
     }
 
+    /// The sections of the outputs not yet ready (``Output/waitUntilReady()``),
+    /// for which `/healthz` answers 503.
+    public var starting: [String] {
+        all.filter { !$0.isReady }.map { type(of: $0).section }
+    }
+
     /// Every output's report, by section.
     public var reports: [String: OutputReport] {
         Dictionary(all.map { (type(of: $0).section, $0.report) }, uniquingKeysWith: { first, _ in first })

@@ -19,6 +19,13 @@ extension WebhookService: Output {
         )
     }
 
+    /// Ready once each endpoint's feed has its place: a new endpoint's feed starts at the moment it is recorded.
+    public func waitUntilReady() async -> Bool {
+        await started.wait()
+    }
+
+    public var isReady: Bool { started.answer == true }
+
     /// Applies a changed endpoint list; pending deliveries stay in the database throughout.
     public func reload(_ configuration: [WebhookEndpoint]) async {
         guard configuration != endpoints else { return }

@@ -1,4 +1,5 @@
 public import Herald
+import HeraldOutput
 public import HeraldPostgres
 public import Logging
 public import ServiceLifecycle
@@ -24,6 +25,8 @@ public final class WebhookService: Service, Sendable {
     let catalog: SchemaCatalog?
     let state: Mutex<State>
     let feedDoorbell = Doorbell()
+    /// Answered once the endpoints at start have their feeds: from then on, what commits reaches them.
+    let started = OneShotFlag()
 
     struct State {
         var endpoints: [WebhookEndpoint]
@@ -51,12 +54,14 @@ public final class WebhookService: Service, Sendable {
     public var endpoints: [WebhookEndpoint] { state.withLock { $0.endpoints } }
 
     public func run() async throws {
+        defer { started.set(false) }
         guard await listener.waitUntilConnected() else {
             try? await gracefulShutdown()
             return
         }
         do {
             try await apply(endpoints)
+            started.set(true)
         } catch {
             logger.error("webhooks cannot start", metadata: ["error": "\(error)"])
             throw error

@@ -49,6 +49,49 @@ extension IntegrationTests {
             #expect(order == ["READY=1", "RELOADING=1", "READY=1", "STOPPING=1"])
         }
 
+        /// READY=1 and `/healthz` wait for the outputs whose place in the
+        /// journal starts when they take it: a webhook endpoint's feed and the
+        /// durable event log's cursor. A write made once the daemon says it is
+        /// ready reaches both. Here a lock holds both places back.
+        @Test func readinessWaitsForTheWebhookFeedsAndTheEventLogsCursor() async throws {
+            let database = try TestDatabase.create()
+            let receiver = try await WebhookReceiver()
+            let directory = temporaryDirectory()
+            let secretFile = "\(directory)/secret"
+            try ("whsec_" + Data(repeating: 7, count: 32).base64EncodedString() + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+            let config = "\(directory)/pgherald.yaml"
+            try "webhooks:\n  hook:\n    url: \(receiver.url())\n    secret_file: \(secretFile)\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let log = "\(directory)/events.jsonl"
+            let blocker = try database.connect()
+            try blocker.execute("BEGIN; LOCK TABLE pgherald.webhook_feed, pgherald.output_cursor IN EXCLUSIVE MODE")
+
+            let notify = try NotifyReceiver()
+            let socketPath = SocketDaemon.temporarySocketPath()
+            let daemon = try DaemonProcess(
+                ["serve", "--db", database.connInfo, "--socket", socketPath, "--config", config, "--event-log", log, "--log-format", "json"],
+                environment: ["NOTIFY_SOCKET": notify.path]
+            )
+            var health: (status: UInt, body: String)?
+            try await waitFor {
+                health = try? await SocketDaemon.get("/healthz", socketPath: socketPath)
+                return health?.body.contains("outputs starting") == true
+            } failure: { "the daemon did not say its outputs were starting: \(String(describing: health))" }
+            #expect(health?.status == 503)
+            #expect(health?.body.contains("webhooks") == true && health?.body.contains("event_log") == true, "\(String(describing: health))")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(notify.times(of: "READY=1").isEmpty, "READY=1 before the outputs had their places")
+
+            try blocker.execute("COMMIT")
+            try await notify.waitFor("READY=1")
+            #expect(try await SocketDaemon.get("/healthz", socketPath: socketPath).status == 200)
+            try insertCourses(database, ["READY"])
+            _ = try await receiver.wait { $0.count == 1 }
+            try await waitFor { events(in: log).count == 1 } failure: { "the event log has \(events(in: log).count) events" }
+            daemon.signal(SIGTERM)
+            let stopped = try await daemon.finish()
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+        }
+
         /// Every wait of the listener is bounded by the connect timeout, so a
         /// lock that holds its checkpoint no longer wedges it: the query times
         /// out, the listener reconnects, and the watchdog keeps being fed.

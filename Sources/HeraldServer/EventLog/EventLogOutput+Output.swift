@@ -38,6 +38,13 @@ extension EventLogOutput: Output {
     }
 
     /// Reopens the file, with the new settings, on every reload.
+    /// Ready once the log knows its feed: a durable log's cursor starts at the moment it is placed.
+    public func waitUntilReady() async -> Bool {
+        await started.wait()
+    }
+
+    public var isReady: Bool { started.answer == true }
+
     public func reload(_ configuration: EventLogConfiguration) async {
         await reopen(with: configuration)
     }

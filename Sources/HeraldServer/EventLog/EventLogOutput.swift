@@ -51,6 +51,8 @@ public final class EventLogOutput: Sendable {
     /// log turns out durable, and replaced after an overflow.
     let subscription: Mutex<Subscription?>
     let stopping = Mutex(false)
+    /// Answered once the feed is chosen and, when durable, its cursor placed.
+    let started = OneShotFlag()
     private let queue = DispatchQueue(label: "pgherald.eventlog")
     private let file: QueueConfinedFile
     let counters = Mutex(Statistics())
@@ -71,6 +73,7 @@ public final class EventLogOutput: Sendable {
     public var statistics: Statistics { counters.withLock { $0 } }
 
     public func run() async throws {
+        defer { started.set(false) }
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.writeEvents() }
@@ -100,6 +103,7 @@ public final class EventLogOutput: Sendable {
     private func writeEvents() async throws {
         let feed = try await chooseFeed()
         counters.withLock { $0.feed = feed }
+        started.set(true)
         switch feed {
         case .durable:
             subscription.withLock { subscription in

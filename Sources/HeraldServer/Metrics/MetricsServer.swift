@@ -11,15 +11,17 @@ public struct MetricsServer: Service {
     let metrics: DaemonMetrics
     let listener: PostgresListener
     let maintenance: JournalMaintenance?
+    let outputs: OutputDirectory
     let logger: Logger
 
     /// - Parameter address: `HOST:PORT`, `[::1]:PORT` for IPv6.
-    public init?(address: String, metrics: DaemonMetrics, listener: PostgresListener, maintenance: JournalMaintenance?, logger: Logger) {
+    public init?(address: String, metrics: DaemonMetrics, listener: PostgresListener, maintenance: JournalMaintenance?, outputs: OutputDirectory, logger: Logger) {
         guard let address = ListenAddress(address) else { return nil }
         self.address = address
         self.metrics = metrics
         self.listener = listener
         self.maintenance = maintenance
+        self.outputs = outputs
         self.logger = logger
     }
 
@@ -33,8 +35,8 @@ public struct MetricsServer: Service {
         router.get("metrics") { [metrics, maintenance] _, _ in
             metrics.response(journal: await maintenance?.statistics(maximumAge: .seconds(2)))
         }
-        router.get("healthz") { [listener] _, _ -> HTTPResponse.Status in
-            listener.status == .listening ? .ok : .serviceUnavailable
+        router.get("healthz") { [listener, outputs] _, _ -> HTTPResponse.Status in
+            listener.status == .listening && outputs.starting.isEmpty ? .ok : .serviceUnavailable
         }
         let application = Application(
             router: router,

@@ -48,6 +48,13 @@ extension NATSOutput: Output {
         )
     }
 
+    /// Ready once the cursor is placed: it starts at the moment it is placed.
+    public func waitUntilReady() async -> Bool {
+        await started.wait()
+    }
+
+    public var isReady: Bool { started.answer == true }
+
     public func reload(_ configuration: NATSOutputConfiguration) async {}
 
     public var report: OutputReport {

@@ -41,6 +41,8 @@ public final class NATSOutput: Service, Sendable {
     let version: String
     let counters = Mutex(Statistics())
     private let stopping = Mutex(false)
+    /// Answered once the cursor is placed: events wait in the journal from then on, whether NATS answers or not.
+    let started = OneShotFlag()
 
     public init(configuration: NATSOutputConfiguration, journal: JournalFeed, reader: JournalReader, version: String, logger: Logger) {
         self.configuration = configuration
@@ -55,6 +57,7 @@ public final class NATSOutput: Service, Sendable {
     private var isStopping: Bool { stopping.withLock { $0 } }
 
     public func run() async throws {
+        defer { started.set(false) }
         try await withGracefulShutdownHandler {
             try await publishUntilStopped()
         } onGracefulShutdown: {
@@ -65,6 +68,7 @@ public final class NATSOutput: Service, Sendable {
 
     private func publishUntilStopped() async throws {
         guard try await openCursor() else { return }
+        started.set(true)
         // Each batch the broker delivers means the journal has new rows: read them at once rather than at the next idle look.
         let ringing = Task { await journal.ringOnEvents(kind: "nats") }
         defer { ringing.cancel() }

@@ -21,8 +21,10 @@ extension SocketServer {
             return self.jsonResponse(.ok, statistics)
         }
         router.get("healthz") { _, _ in
-            let listener = self.listenerState()
-            return self.jsonResponse(listener.state == "listening" ? .ok : .serviceUnavailable, listener)
+            var listener = self.listenerState()
+            let starting = self.outputs.starting
+            if listener.state == "listening", !starting.isEmpty { listener.reason = "outputs starting: \(starting.joined(separator: ", "))" }
+            return self.jsonResponse(listener.state == "listening" && starting.isEmpty ? .ok : .serviceUnavailable, listener)
         }
         if let metrics {
             router.get("metrics") { request, context in

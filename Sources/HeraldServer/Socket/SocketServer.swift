@@ -91,11 +91,13 @@ public final class SocketServer: Service, Sendable {
         self.logger = logger
     }
 
-    /// Waits until the socket accepts connections with its permissions set;
+    /// Ready once the socket accepts connections with its permissions set;
     /// false if the server ended first.
-    public func waitUntilServing() async -> Bool {
+    public func waitUntilReady() async -> Bool {
         await serving.wait()
     }
+
+    public var isReady: Bool { serving.answer == true }
 
     public func run() async throws {
         defer { serving.set(false) }

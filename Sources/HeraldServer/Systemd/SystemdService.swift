@@ -1,4 +1,5 @@
 public import Herald
+public import HeraldOutput
 public import HeraldPostgres
 public import Logging
 public import ServiceLifecycle
@@ -6,8 +7,9 @@ public import ServiceLifecycle
 /// Readiness, status and the watchdog for systemd (`Type=notify`).
 ///
 /// `READY=1` goes out once the listener is listening, which is after its
-/// journal catch-up has been handed to the broker, and the socket (if any)
-/// accepts connections: when `systemctl start` returns, events flow.
+/// journal catch-up has been handed to the broker, and every output is ready
+/// (the socket accepts connections, the webhook feeds and durable cursors
+/// have their places): when `systemctl start` returns, events flow to all of them.
 /// `WATCHDOG=1` goes out only while the listener thread keeps coming round
 /// its loop and the broker answers, so a wedged daemon is restarted.
 public final class SystemdService: Service, Sendable {
@@ -32,23 +34,25 @@ public final class SystemdService: Service, Sendable {
     let notifier: SystemdNotifier
     let listener: PostgresListener
     let broker: Broker
-    let socket: SocketServer?
+    let outputs: OutputDirectory
     let logger: Logger
 
-    public init(configuration: Configuration, notifier: SystemdNotifier, listener: PostgresListener, broker: Broker, socket: SocketServer?, logger: Logger) {
+    public init(configuration: Configuration, notifier: SystemdNotifier, listener: PostgresListener, broker: Broker, outputs: OutputDirectory, logger: Logger) {
         self.configuration = configuration
         self.notifier = notifier
         self.listener = listener
         self.broker = broker
-        self.socket = socket
+        self.outputs = outputs
         self.logger = logger
     }
 
     public func run() async throws {
-        let ready = await listener.waitUntilListening()
-        let serving = await socket?.waitUntilServing() ?? true
-        guard ready, serving else {
-            // The group is ending on the listener's or the socket's error; ending first would start a shutdown that hides it.
+        var ready = await listener.waitUntilListening()
+        for output in outputs.all where ready {
+            ready = await output.waitUntilReady()
+        }
+        guard ready else {
+            // The group is ending on the listener's or an output's error; ending first would start a shutdown that hides it.
             try? await gracefulShutdown()
             return
         }

@@ -226,7 +226,7 @@ struct Serve: AsyncParsableCommand {
         )
         if let address = settings.metricsListen {
             guard let server = MetricsServer(
-                address: address, metrics: metrics, listener: listener, maintenance: maintenance, logger: LogCategory.lifecycle.logger
+                address: address, metrics: metrics, listener: listener, maintenance: maintenance, outputs: outputs, logger: LogCategory.lifecycle.logger
             ) else { throw ValidationError("metrics.listen: '\(address)' is not HOST:PORT") }
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
         }
@@ -267,7 +267,7 @@ struct Serve: AsyncParsableCommand {
                 watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
                 stallLimit: settings.connectTimeout + .seconds(5)
             ),
-            notifier: notifier, listener: listener, broker: broker, socket: outputs.first(SocketServer.self), logger: LogCategory.lifecycle.logger
+            notifier: notifier, listener: listener, broker: broker, outputs: outputs, logger: LogCategory.lifecycle.logger
         )))
 
         services.append(.init(service: HeapTrimmer(broker: broker), successTerminationBehavior: .ignore))

@@ -48,6 +48,11 @@ final class SocketDaemon: Sendable {
 
     /// GET a small document from the daemon.
     func get(_ path: String, headers: [(String, String)] = []) async throws -> (status: UInt, body: String) {
+        try await Self.get(path, headers: headers, socketPath: socketPath)
+    }
+
+    /// GET a small document from the daemon serving `socketPath`, ready or not.
+    static func get(_ path: String, headers: [(String, String)] = [], socketPath: String) async throws -> (status: UInt, body: String) {
         var request = HTTPClientRequest(url: URL(httpURLWithSocketPath: socketPath, uri: path)!.absoluteString)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let response = try await TestHTTP.client.execute(request, timeout: .seconds(10))
