@@ -78,6 +78,8 @@ extension IntegrationTests {
             } failure: { "the daemon did not say its outputs were starting: \(String(describing: health))" }
             #expect(health?.status == 503)
             #expect(health?.body.contains("webhooks") == true && health?.body.contains("event_log") == true, "\(String(describing: health))")
+            let status = try await DaemonProcess(["status", "--socket", socketPath]).finish()
+            #expect(status.stdout.contains("listener:    listening (outputs starting: "), "\(status.stdout)")
             try await Task.sleep(for: .milliseconds(500))
             #expect(notify.times(of: "READY=1").isEmpty, "READY=1 before the outputs had their places")
 

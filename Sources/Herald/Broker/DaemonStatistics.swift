@@ -4,8 +4,9 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public struct Listener: Codable, Sendable, Hashable {
         /// `connecting`, `catching_up`, `listening`, `reconnecting` or `stopped`: the same spelling as logs and metrics.
         public var state: String
-        /// Why the listener is not listening, when it is not; on `/healthz`,
-        /// also which outputs are still starting (`outputs starting: webhooks`).
+        /// Why the listener is not listening, when it is not; while it listens,
+        /// which outputs are still starting (`outputs starting: webhooks`), for
+        /// which `/healthz` answers 503.
         public var reason: String?
         /// An edge's source (`nats stream NAME`), with the last stream sequence
         /// it read and how many the stream holds past it: its freshness.

@@ -21,10 +21,8 @@ extension SocketServer {
             return self.jsonResponse(.ok, statistics)
         }
         router.get("healthz") { _, _ in
-            var listener = self.listenerState()
-            let starting = self.outputs.starting
-            if listener.state == "listening", !starting.isEmpty { listener.reason = "outputs starting: \(starting.joined(separator: ", "))" }
-            return self.jsonResponse(listener.state == "listening" && starting.isEmpty ? .ok : .serviceUnavailable, listener)
+            let listener = self.listenerState()
+            return self.jsonResponse(listener.state == "listening" && self.outputs.starting.isEmpty ? .ok : .serviceUnavailable, listener)
         }
         if let metrics {
             router.get("metrics") { request, context in
@@ -98,7 +96,7 @@ extension SocketServer {
         let reason: String? = switch status {
         case .notStarted, .connecting: feed == nil ? "connecting to PostgreSQL" : "connecting to NATS"
         case .catchingUp: feed == nil ? "replaying events committed while not listening" : "reading the stream's backlog"
-        case .listening: nil
+        case .listening: outputs.starting.isEmpty ? nil : "outputs starting: \(outputs.starting.joined(separator: ", "))"
         case .reconnecting(let attempt, let lastError): "attempt \(attempt): \(lastError)"
         case .stopped: "the listener has stopped"
         }
