@@ -96,11 +96,16 @@ extension SocketServer {
         let reason: String? = switch status {
         case .notStarted, .connecting: feed == nil ? "connecting to PostgreSQL" : "connecting to NATS"
         case .catchingUp: feed == nil ? "replaying events committed while not listening" : "reading the stream's backlog"
-        case .listening: outputs.starting.isEmpty ? nil : "outputs starting: \(outputs.starting.joined(separator: ", "))"
+        case .listening: Self.reason(starting: outputs.starting)
         case .reconnecting(let attempt, let lastError): "attempt \(attempt): \(lastError)"
         case .stopped: "the listener has stopped"
         }
         return .init(state: status.name, reason: reason, source: feed?.source, streamSequence: feed?.position, streamLag: feed?.lag)
+    }
+
+    /// While the listener listens: which outputs are still starting, if any.
+    private static func reason(starting: [String]) -> String? {
+        starting.isEmpty ? nil : "outputs starting: \(starting.joined(separator: ", "))"
     }
 
     func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
