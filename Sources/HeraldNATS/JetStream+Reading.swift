@@ -84,7 +84,7 @@ extension JetStream {
                             if let answerTo { try await connection.publish(subject: answerTo, payload: []) }
                             // A heartbeat names the last consumer sequence sent: one this reader never had was lost.
                             if let last = message.headers.first(where: { $0.name == "Nats-Last-Consumer" }).flatMap({ UInt64($0.value) }),
-                               last + 1 != expected {
+                               last.addingReportingOverflow(1) != (expected, false) {
                                 return .gap
                             }
                             continue
@@ -185,6 +185,8 @@ struct AcknowledgementSubject: Equatable {
         let first = tokens.count >= 12 ? 6 : 4
         guard tokens.count > first + 4, let stream = UInt64(tokens[first + 1]), let consumer = UInt64(tokens[first + 2]),
               let pending = UInt64(tokens[first + 4]) else { return nil }
+        // Sequences start at 1, and the reader counts on from them: a subject that says otherwise is no position.
+        guard (1..<UInt64.max).contains(stream), (1..<UInt64.max).contains(consumer), pending < UInt64.max else { return nil }
         streamSequence = stream
         consumerSequence = consumer
         self.pending = pending

@@ -72,7 +72,7 @@ public struct NATSFrameParser: Sendable {
             ))
         case "HMSG":
             guard arguments.count == 4 || arguments.count == 5, let headerSize = Int(arguments[arguments.count - 2]),
-                  let totalSize = Int(arguments[arguments.count - 1]), headerSize <= totalSize else {
+                  let totalSize = Int(arguments[arguments.count - 1]), headerSize >= 0, headerSize <= totalSize else {
                 throw NATSProtocolError("an HMSG line of the wrong shape: \(String(decoding: line, as: UTF8.self).prefix(200))")
             }
             guard let body = try payload(at: afterLine, size: totalSize) else { return nil }

@@ -32,6 +32,21 @@ import Testing
         #expect(String(decoding: stamped[1].jsonBytes, as: UTF8.self).contains("\"count\":2"))
     }
 
+    /// Positions come from clients and from brokers that have counted nothing yet: none traps.
+    @Test func anyPositionIsAnsweredWithoutATrap() throws {
+        let broker = Broker(configuration: .init(historyCapacity: 3))
+        broker.publish((1...5).map { makeEvent($0) })
+        #expect(broker.historyEvents(afterCount: .max, matching: .all, limit: 10) == nil)
+        #expect(broker.historyEvents(afterCount: .max - 1, matching: .all, limit: 10)?.events.isEmpty == true)
+        #expect(broker.historyEvents(afterCount: 1_000, matching: .all, limit: 10)?.events.isEmpty == true)
+        #expect(broker.historyEvents(afterCount: 0, matching: .all, limit: 10) == nil, "evicted")
+        #expect(broker.subscribe(resumingAfterCount: .max).replay == nil)
+        #expect(broker.subscribe(resumingAfter: "18446744073709551615").replay == nil)
+        #expect(broker.subscribe(resumingAfter: "-1").replay == nil)
+        let empty = Broker(configuration: .init(historyCapacity: 3))
+        #expect(empty.historyEvents(afterCount: .max, matching: .all, limit: 10)?.events.isEmpty == true)
+    }
+
     /// A socket stream that fell behind its mailbox reads the history like a cursor, by change count.
     @Test func aStreamBehindItsMailboxReadsTheHistoryByCountThenSubscribesWithoutAGap() throws {
         let broker = Broker(configuration: .init(historyCapacity: 5))

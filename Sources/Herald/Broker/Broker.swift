@@ -217,7 +217,8 @@ public final class Broker: Sendable {
             // Counted by runs of one table and operation: a hash of the table's name per run, not per event.
             var run: (key: TableOperation, events: UInt64)?
             var tables = Set<TableName>()
-            if let firstCount, firstCount != state.changeCount + 1 {
+            // An edge's counts are its stream's sequences, which start at 1.
+            if let firstCount, firstCount > 0, firstCount != state.changeCount &+ 1 {
                 state.history.forgetAll()
                 state.changeCount = firstCount - 1
             }

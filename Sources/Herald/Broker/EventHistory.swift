@@ -81,8 +81,11 @@ struct EventHistory {
     ) -> (events: [Event], position: UInt64, isNewest: Bool)? {
         guard let first = events.first else { return capacity > 0 && !hasEvicted ? ([], position, true) : nil }
         // Counts are consecutive here: the broker appends every event it counts.
-        guard position + 1 >= first.count else { return nil }
-        var index = Int(position + 1 - first.count)
+        // A position comes from a client (a resume, a cohort's first count): checked, never trapped on.
+        let (next, overflowed) = position.addingReportingOverflow(1)
+        guard !overflowed, next >= first.count else { return nil }
+        guard next - first.count < UInt64(events.count) else { return ([], position, true) }
+        var index = Int(next - first.count)
         var found: [Event] = []
         var reached = position
         var scanned = 0
