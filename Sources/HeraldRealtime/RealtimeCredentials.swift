@@ -29,18 +29,24 @@ public struct RealtimeCredentials: Sendable, Hashable {
         let secret: SymmetricKey
         /// What each `role` claim may see; a token whose role is missing here is refused.
         public var roles: [String: AccessGrant]
+        /// Claims that no policy reads (`realtime.jwt.ignored_claims`): left
+        /// out of a row-security identity, so that tokens differing only in
+        /// them share one cohort. Default: ``RowSecurityIdentity/dateClaims``.
+        public var ignoredClaims: Set<String>
 
-        public init(secret: [UInt8], roles: [String: AccessGrant]) {
+        public init(secret: [UInt8], roles: [String: AccessGrant], ignoredClaims: Set<String> = RowSecurityIdentity.dateClaims) {
             self.secret = SymmetricKey(data: secret)
             self.roles = roles
+            self.ignoredClaims = ignoredClaims
         }
 
         public static func == (lhs: Tokens, rhs: Tokens) -> Bool {
-            lhs.roles == rhs.roles && lhs.secret == rhs.secret
+            lhs.roles == rhs.roles && lhs.ignoredClaims == rhs.ignoredClaims && lhs.secret == rhs.secret
         }
 
         public func hash(into hasher: inout Hasher) {
             hasher.combine(roles)
+            hasher.combine(ignoredClaims)
         }
     }
 
@@ -136,9 +142,14 @@ extension RealtimeCredentials.Tokens {
         guard case .object(let claims)? = try? JSONParser.parse(Array(claimBytes)) else {
             throw RealtimeAuthError(.malformedToken, "the token's claims are not a JSON object")
         }
-        let expiresAt = Self.seconds(claims["exp"])
+        // With a name twice, the grant would read one `role` and the policies (request.jwt.claims) perhaps the other.
+        guard Set(claims.keys).count == claims.count else {
+            throw RealtimeAuthError(.malformedToken, "the token's claims name a claim twice")
+        }
+        let expiresAt = try Self.seconds(claims, "exp")
         if let expiresAt, expiresAt <= now { throw RealtimeAuthError(.expired, "the token has expired") }
-        if let notBefore = Self.seconds(claims["nbf"]), notBefore > now {
+        _ = try Self.seconds(claims, "iat")
+        if let notBefore = try Self.seconds(claims, "nbf"), notBefore > now {
             throw RealtimeAuthError(.notYetValid, "the token is not valid yet (nbf)")
         }
         let role = claims["role"]?.stringValue ?? ""
@@ -146,7 +157,7 @@ extension RealtimeCredentials.Tokens {
             throw RealtimeAuthError(.roleWithoutGrant, "role '\(role.prefix(40))' has no grant under realtime.jwt.roles")
         }
         // `rls: true` on the role: its policies see this token's own claims.
-        if grant.rowSecurity != nil { grant.rowSecurity = RowSecurityIdentity(role: role, claims: claims) }
+        if grant.rowSecurity != nil { grant.rowSecurity = RowSecurityIdentity(role: role, claims: claims, ignoring: ignoredClaims) }
         let subject = claims["sub"]?.stringValue.map { ", sub \($0.prefix(64))" } ?? ""
         return RealtimeIdentity(
             name: "token (role \(role)\(subject))", scope: RealtimeCredentials.scope(grant, rule: "jwt role \(role)"), expiresAt: expiresAt
@@ -165,9 +176,15 @@ extension RealtimeCredentials.Tokens {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    private static func seconds(_ value: JSONValue?) -> Double? {
-        guard case .number(let number)? = value else { return nil }
-        return number.doubleValue
+    /// The date claim `name` in seconds since 1970, nil when absent. RFC 7519
+    /// makes it a NumericDate: anything else (a string, null, an array, a
+    /// number too large for a date) refuses the token, never skips the check.
+    private static func seconds(_ claims: JSONObject, _ name: String) throws(RealtimeAuthError) -> Double? {
+        guard let value = claims[name] else { return nil }
+        guard case .number(let number) = value, let seconds = number.doubleValue, seconds.isFinite else {
+            throw RealtimeAuthError(.malformedToken, "the token's \(name) claim is not a number of seconds (RFC 7519 NumericDate)")
+        }
+        return seconds
     }
 
     private static func base64URL(_ text: Substring) -> Data? {
