@@ -132,7 +132,11 @@ struct Subscribe: AsyncParsableCommand {
         return { index in
             let user = index % users
             let team = user % teams
-            var claims: JSONObject = ["role": .string(role), "sub": .string("u\(user)"), "exp": .number(JSONNumber(Int64(expires)))]
+            // As Supabase's tokens: a session per device, which the daemon keeps apart unless told no policy reads it.
+            var claims: JSONObject = [
+                "role": .string(role), "sub": .string("u\(user)"), "exp": .number(JSONNumber(Int64(expires))),
+                "session_id": .string("device-\(index)"),
+            ]
             if perDevice { claims["device"] = .number(JSONNumber(Int64(index))) }
             return RealtimeStream.Client(
                 table: joined, apikey: tokens?.sign(claims: claims), filter: tokens == nil ? "team=eq.\(team)" : nil, team: UInt64(team)

@@ -18,15 +18,27 @@ import Testing
     let alices: JSONObject = ["id": .number(JSONNumber(Int64(1))), "owner": .string("alice"), "secret": .string("s")]
     let bobs: JSONObject = ["id": .number(JSONNumber(Int64(1))), "owner": .string("bob"), "secret": .string("t")]
 
-    @Test func oneUsersTokensAreOneCohortWhateverTheirExpiryAndSession() {
+    @Test func oneUsersTokensAreOneCohortWhateverTheirDatesButNotAcrossSessions() {
         let first = RowSecurityIdentity(role: "authenticated", claims: [
             "sub": .string("u1"), "exp": .number(JSONNumber(Int64(100))), "session_id": .string("a"), "role": .string("authenticated"),
         ])
-        let second = RowSecurityIdentity(role: "authenticated", claims: [
-            "role": .string("authenticated"), "iat": .number(JSONNumber(Int64(5))), "sub": .string("u1"), "session_id": .string("b"),
+        let refreshed = RowSecurityIdentity(role: "authenticated", claims: [
+            "role": .string("authenticated"), "iat": .number(JSONNumber(Int64(5))), "sub": .string("u1"), "session_id": .string("a"),
+            "nbf": .number(JSONNumber(Int64(1))),
         ])
-        #expect(first == second)
-        #expect(first.claimsText == #"{"role":"authenticated","sub":"u1"}"#)
+        #expect(first == refreshed)
+        #expect(first.claimsText == #"{"role":"authenticated","session_id":"a","sub":"u1"}"#)
+        // A policy may read the session (revoked sessions, rows per device): another session is another cohort.
+        let otherDevice = RowSecurityIdentity(role: "authenticated", claims: [
+            "sub": .string("u1"), "session_id": .string("b"), "role": .string("authenticated"),
+        ])
+        #expect(first != otherDevice)
+        #expect(RowSecurityIdentity(role: "r", claims: ["jti": .string("1")]) != RowSecurityIdentity(role: "r", claims: ["jti": .string("2")]))
+        // Unless the operator says no policy reads it; then no policy can read it either.
+        let ignoring: Set<String> = ["exp", "iat", "nbf", "session_id"]
+        let merged = RowSecurityIdentity(role: "authenticated", claims: first.claims, ignoring: ignoring)
+        #expect(merged == RowSecurityIdentity(role: "authenticated", claims: otherDevice.claims, ignoring: ignoring))
+        #expect(merged.claimsText == #"{"role":"authenticated","sub":"u1"}"#)
         #expect(first != RowSecurityIdentity(role: "authenticated", claims: ["sub": .string("u2")]))
         #expect(first.description == "role authenticated, sub u1")
     }
@@ -46,6 +58,20 @@ import Testing
         let arriving = try #require(event(.update, new: bobs, old: alices).restricted(to: .init(new: true, old: false), columns: nil))
         #expect(!arriving.leftView && arriving.old == [:] && arriving.new?["owner"] == .string("bob"))
         #expect(event(.update, new: bobs, old: alices).restricted(to: .init(new: false, old: false), columns: nil) == nil)
+
+        // A row whose key changed as it left the view shows the key the subscriber saw, never the new one.
+        let rekeyed = Event(
+            id: "7", operation: .update, table: todo, primaryKey: ["id": .number(JSONNumber(Int64(4242)))],
+            new: ["id": .number(JSONNumber(Int64(4242))), "owner": .string("bob"), "secret": .string("t")], old: alices, transactionID: "9", at: "2026-11-27T12:00:00.000000Z"
+        )
+        for columns in [nil, Set(["id", "owner"])] {
+            let removal = try #require(rekeyed.restricted(to: .init(new: false, old: true), columns: columns))
+            #expect(removal.leftView && removal.primaryKey == ["id": .number(JSONNumber(Int64(1)))], "\(removal.jsonText)")
+            #expect(!removal.jsonText.contains("4242"), "\(removal.jsonText)")
+        }
+        // A key column the subscriber may not select is not shown at all.
+        let hiddenKey = try #require(rekeyed.restricted(to: .init(new: false, old: true), columns: ["owner"]))
+        #expect(hiddenKey.primaryKey == [:] && !hiddenKey.jsonText.contains("4242"), "\(hiddenKey.jsonText)")
 
         // Seen whole: the event itself.
         let whole = event(.update, new: bobs, old: alices)
@@ -71,8 +97,15 @@ import Testing
             statement: { _, _ in "EXECUTE check_todo" }
         )
         #expect(script.statements == [
-            .setup, .setup, .setup, .cohort(0), .cohort(0), .check(cohort: 0, table: todo), .cohort(3), .cohort(3), .check(cohort: 3, table: todo), .setup,
+            .setup, .setup, .setup,
+            .cohort(0), .cohort(0), .cohort(0), .check(cohort: 0, table: todo), .cohort(0),
+            .cohort(3), .cohort(3), .cohort(3), .check(cohort: 3, table: todo), .cohort(3),
+            .setup,
         ])
+        // Each cohort is judged alone: what one's policies set in the transaction is rolled back before the next.
+        let bobsPart = try #require(script.sql.range(of: #"'{"sub":"bob"}'"#))
+        #expect(script.sql[..<bobsPart.lowerBound].hasSuffix("SAVEPOINT pgherald_cohort;\nSET LOCAL ROLE \"member\";\nSELECT set_config('request.jwt.claims', "))
+        #expect(script.sql.components(separatedBy: "ROLLBACK TO SAVEPOINT pgherald_cohort;").count == 3)
         #expect(script.sql.hasPrefix("BEGIN READ ONLY;") && script.sql.hasSuffix("ROLLBACK"))
         #expect(script.sql.contains(#"SET LOCAL ROLE "member";"#) && script.sql.contains(#"'{"sub":"bob"}'"#))
         #expect(script.sql.components(separatedBy: ";\n").count == script.statements.count)

@@ -5,20 +5,26 @@
 /// Subscribers with equal identities form one cohort, checked once per
 /// batch however many of them there are.
 public struct RowSecurityIdentity: Sendable, Hashable, CustomStringConvertible {
-    /// Claims that differ between two tokens of one user (a refresh, another
-    /// device) and that policies do not decide on: left out, so that one
-    /// user's devices are one cohort. pgherald checks `exp` and `nbf` itself.
-    public static let perTokenClaims: Set<String> = ["exp", "iat", "nbf", "jti", "session_id"]
+    /// Claims left out by default: the token's dates, which differ between
+    /// two tokens of one user (a refresh) and which pgherald checks itself.
+    /// Every other claim is kept, since a policy may read it (`session_id`
+    /// for revoked sessions or rows per device, `jti`, `aal`); an operator
+    /// whose policies read none of some others lists them
+    /// (`realtime.jwt.ignored_claims`), so that tokens differing only in
+    /// them share one check.
+    public static let dateClaims: Set<String> = ["exp", "iat", "nbf"]
 
     /// The role to `SET LOCAL ROLE` to.
     public var role: String
-    /// The claims, top-level keys sorted, without ``perTokenClaims``.
+    /// The claims, top-level keys sorted, without the ignored ones.
     public let claims: JSONObject
 
-    public init(role: String, claims: JSONObject = [:]) {
+    /// - Parameter ignored: claims left out of the identity and of
+    ///   `request.jwt.claims`. Default: ``dateClaims``.
+    public init(role: String, claims: JSONObject = [:], ignoring ignored: Set<String> = dateClaims) {
         self.role = role
         var canonical = JSONObject()
-        for (key, value) in claims.sorted(by: { $0.key < $1.key }) where !Self.perTokenClaims.contains(key) {
+        for (key, value) in claims.sorted(by: { $0.key < $1.key }) where !ignored.contains(key) {
             canonical[key] = value
         }
         self.claims = canonical

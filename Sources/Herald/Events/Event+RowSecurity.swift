@@ -31,12 +31,25 @@ extension Event {
         let leavesView = operation == .update && new == nil
         let comesIntoView = operation == .update && new != nil && old == nil
         if columns == nil, !leavesView, !comesIntoView { return self }
+        // A row that left the view is shown by what the subscriber saw: its old key, never the new one.
+        let key = leavesView ? primaryKeyJSON.flatMap { Self.key($0, takenFrom: oldJSON) } : primaryKeyJSON
         return Event(
             id: id, count: count, operation: operation, table: table,
-            primaryKeyJSON: primaryKeyJSON.map { Self.keeping(columns, of: $0) },
+            primaryKeyJSON: key.map { Self.keeping(columns, of: $0) },
             newJSON: new, oldJSON: comesIntoView ? RawJSON(.object([:])) : old,
             transactionID: transactionID, at: at, rowDataOmitted: false, leftView: leavesView
         )
+    }
+
+    /// The key's columns as `row` has them; nil when the row lacks one.
+    private static func key(_ key: RawJSON, takenFrom row: RawJSON?) -> RawJSON? {
+        guard case .object(let columns) = key.value, case .object(let values)? = row?.value else { return nil }
+        var taken = JSONObject()
+        for name in columns.keys {
+            guard let value = values[name] else { return nil }
+            taken[name] = value
+        }
+        return RawJSON(.object(taken))
     }
 
     private static func keeping(_ columns: Set<String>?, of row: RawJSON) -> RawJSON {

@@ -4,8 +4,12 @@ import Herald
 /// policies let them select: a read-only transaction that is rolled back.
 ///
 /// The images of each table are set once, as a transaction-local setting;
-/// then each cohort sets its role and claims and runs one statement per
-/// table, which returns the positions of the images that pass.
+/// then each cohort, inside a savepoint of its own, sets its role and claims
+/// and runs one statement per table, which returns the positions of the
+/// images that pass. Rolling back to the savepoint after each cohort judges
+/// every cohort alone, as a PostgREST request is: what a policy's function
+/// keeps in transaction-local settings (`set_config(…, true)`, a cache of
+/// the caller's teams) never reaches the next cohort.
 struct RowVisibilityScript {
     /// What each statement of the script is, in order, so that a result or
     /// an error can be put down to its cohort.
@@ -54,13 +58,15 @@ struct RowVisibilityScript {
             statements.append(.setup)
         }
         for cohort in cohorts {
-            // Two statements: the role, then the claims.
-            sql += try cohort.identity.becoming(quote: quote, quoteIdentifier: quoteIdentifier)
-            statements += [.cohort(cohort.index), .cohort(cohort.index)]
+            // Four statements around the checks: the savepoint, the role, the claims; the rollback after them.
+            sql += "SAVEPOINT pgherald_cohort;\n" + (try cohort.identity.becoming(quote: quote, quoteIdentifier: quoteIdentifier))
+            statements += [.cohort(cohort.index), .cohort(cohort.index), .cohort(cohort.index)]
             for (table, condition) in cohort.conditions where images[table] != nil {
                 sql += try statement(table, condition) + ";\n"
                 statements.append(.check(cohort: cohort.index, table: table))
             }
+            sql += "ROLLBACK TO SAVEPOINT pgherald_cohort;\n"
+            statements.append(.cohort(cohort.index))
         }
         sql += "ROLLBACK"
         statements.append(.setup)

@@ -73,6 +73,11 @@ extension RealtimeConfiguration {
             _ = settings.fileContains(prefix)
             grants[role] = try settings.grant(under: prefix, tokenRole: role)
         }
-        return RealtimeCredentials.Tokens(secret: Array(secret.utf8), roles: grants)
+        let ignored = Set(settings.list("realtime.jwt.ignored_claims") ?? RowSecurityIdentity.dateClaims.sorted())
+        if ignored.contains("role") {
+            throw settings.fail("realtime.jwt.ignored_claims", "role picks the token's grant and the database role; it cannot be ignored")
+        }
+        settings.record("realtime.jwt.ignored_claims", ignored.sorted().joined(separator: ", "))
+        return RealtimeCredentials.Tokens(secret: Array(secret.utf8), roles: grants, ignoredClaims: ignored)
     }
 }
