@@ -12,6 +12,10 @@ public struct AccessGrant: Sendable, Hashable {
     /// The private broadcast and presence topics granted: names, or prefixes
     /// ending in `*` (`room-*`, or `*` for all). Public topics need no grant.
     public var topics: [String]
+    /// For an identity whose database policies decide its private channels
+    /// (`realtime.messages` under row-level security): exactly the topics
+    /// they let it read, in place of ``topics``, which cannot widen them.
+    public var topicsReadableByPolicy: Set<String>?
     /// The live queries granted: names, or prefixes ending in `*`. A query
     /// is served only where every table it reads is granted too.
     public var queries: [String]
@@ -50,7 +54,8 @@ public struct AccessGrant: Sendable, Hashable {
 
     /// Whether the private topic `name` (without `realtime:`) is granted.
     public func covers(topic name: String) -> Bool {
-        topics.contains { Self.matches(name, pattern: $0) }
+        if let topicsReadableByPolicy { return topicsReadableByPolicy.contains(name) }
+        return topics.contains { Self.matches(name, pattern: $0) }
     }
 
     /// Whether the grant lets everything through.

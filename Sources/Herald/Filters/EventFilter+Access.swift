@@ -30,4 +30,17 @@ extension EventFilter {
         }
         return narrowed
     }
+
+    /// This broadcast filter with private broadcasts let through only on
+    /// `readable`, the topics that the subscriber's own database policies
+    /// let it read: its grants' `topics:` no longer decide.
+    public func privateTopics(readableByPolicy readable: Set<String>) -> EventFilter {
+        var narrowed = self
+        narrowed.access = (access ?? [AccessGrant()]).map { grant in
+            var decided = grant
+            decided.topicsReadableByPolicy = readable
+            return decided
+        }
+        return narrowed
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldPostgres
 import HeraldRealtime
 import HTTPTypes
 import Hummingbird
@@ -58,8 +59,8 @@ extension RealtimeEndpoint {
             for message in sent {
                 let name = message.topic.hasPrefix("realtime:") ? String(message.topic.dropFirst("realtime:".count)) : message.topic
                 guard !name.isEmpty else { throw BroadcastRefusal(.badRequest, "invalid_topic", "a topic needs a name") }
-                if message.isPrivate, !caller.scope.covers(topic: name) {
-                    throw BroadcastRefusal(.forbidden, "unauthorized", "\(caller.name) is not granted the private topic '\(name)'")
+                if message.isPrivate, let refusal = await refusalToSend(privately: name, as: caller) {
+                    throw BroadcastRefusal(.forbidden, "unauthorized", refusal)
                 }
                 let refusal = restLimiters.withLock { limiters in
                     limiters[caller.name, default: BroadcastLimiter(
@@ -83,6 +84,23 @@ extension RealtimeEndpoint {
             logger.info("refused a REST broadcast", metadata: ["status": "\(error.status.code)", "reason": "\(error.body.message)"])
             return Response.json(error.status, error.body)
         }
+    }
+
+    /// Why `caller` may not broadcast on the private topic `name`, or nil.
+    /// For a row-level-security identity the policies on `realtime.messages`
+    /// decide, as they do for a join, and a `topics:` grant cannot widen
+    /// them; where the database has no such policies, the grant decides.
+    private func refusalToSend(privately name: String, as caller: RealtimeCaller) async -> String? {
+        if let identity = caller.scope.rowSecurity, let rowSecurity {
+            do throws(RowSecurityError) {
+                if let authorization = try await rowSecurity.authorize(topic: name, as: identity) {
+                    return authorization.writesBroadcast ? nil : "You do not have permissions to write to this Channel topic: \(name)"
+                }
+            } catch {
+                return "the private topic \(name)'s authorization could not be checked: \(error.reason)"
+            }
+        }
+        return caller.scope.covers(topic: name) ? nil : "\(caller.name) is not granted the private topic '\(name)'"
     }
 
     /// The caller by its `apikey` header, `Authorization: Bearer` token or

@@ -199,6 +199,15 @@ extension RealtimeEndpoint {
             } catch {
                 return "Unable to subscribe to changes: pgherald cannot read the table catalog (\(error))"
             }
+            if let identity = scope.rowSecurity, let rowSecurity {
+                do throws(RowSecurityError) {
+                    if let refusal = try await rowSecurity.columnRefusal(for: requested, as: identity) {
+                        return "Unable to subscribe to changes with given parameters: \(refusal)"
+                    }
+                } catch {
+                    return "Unable to subscribe to changes: \(error.reason)"
+                }
+            }
             bindings.append(.init(id: binding.id, requested: requested, granted: granted))
         }
         channel.state.withLock { state in

@@ -41,6 +41,8 @@ public final class RealtimeEndpoint: Sendable {
     let broadcasts: BroadcastHub
     /// Shares where channels stopped with the other members; nil outside a cluster.
     let cluster: ClusterLink?
+    /// Told of the credentials each reload applies: the socket server ends the streams they revoke.
+    private let credentialObservers = Mutex<[@Sendable (RealtimeCredentials) -> Void]>([])
     /// The REST broadcast limits of each caller, by name.
     let restLimiters = Mutex<[String: BroadcastLimiter]>([:])
 
@@ -72,8 +74,39 @@ public final class RealtimeEndpoint: Sendable {
     }
 
     /// Applies reloaded keys and token settings to later connections, joins and token pushes.
+    /// Channels admitted by a key or token that the new credentials no
+    /// longer admit, or admit with another grant, end at once.
     public func apply(credentials: RealtimeCredentials) {
         self.credentials.withLock { $0 = credentials }
+        let ended = revokeChannels(under: credentials)
+        if ended > 0 { logger.notice("ended realtime channels whose credentials a reload revoked or changed", metadata: ["channels": "\(ended)"]) }
+        for observer in credentialObservers.withLock({ $0 }) { observer(credentials) }
+    }
+
+    /// Calls `observer` with the credentials of every later reload.
+    func onCredentialsChange(_ observer: @escaping @Sendable (RealtimeCredentials) -> Void) {
+        credentialObservers.withLock { $0.append(observer) }
+    }
+
+    /// Identifies each channel's key or token again under `credentials`; ends
+    /// with a `system` error those refused now or granted otherwise. Returns how many ended.
+    private func revokeChannels(under credentials: RealtimeCredentials) -> Int {
+        let now = Date().timeIntervalSince1970
+        var ended = 0
+        for channel in openChannels.withLock({ Array($0.values) }) {
+            let caller = channel.caller
+            // Unix-socket peers without keys are admitted by who they are: the access rules' reload checks them.
+            guard caller.peer == nil, let presented = caller.presentedKey else { continue }
+            do {
+                let renewed = try credentials.identify(presented, now: now)
+                guard renewed.scope != caller.scope else { continue }
+                channel.revoke("Unauthorized: a reload of the configuration changed what \(renewed.name) may see; join again")
+            } catch {
+                channel.revoke("Unauthorized: a reload of the configuration revoked this key or token: \(error.message)")
+            }
+            ended += 1
+        }
+        return ended
     }
 
     /// Where a connection came from, which decides how it may authenticate.

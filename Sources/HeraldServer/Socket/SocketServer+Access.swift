@@ -8,10 +8,12 @@ extension SocketServer {
     protocol GrantedStream: AnyObject, Sendable {
         /// Nil when the stream opened without access rules, so its peer was not read.
         var peer: PeerCredentials? { get }
-        /// Opened over the network by a key or token, which the access rules do not cover.
-        var admittedByToken: Bool { get }
-        /// Why the stream may not go on under `scope`, the grant of `identity`; nil when it may.
-        func refusal(under scope: AccessScope, identity: PeerIdentity) -> String?
+        /// The key or token that opened it over the network, which a reload
+        /// of the credentials checks again; nil on the Unix socket, where the
+        /// access rules decide.
+        var presentedToken: String? { get }
+        /// Why the stream may not go on under `scope`, the grant of `who`; nil when it may.
+        func refusal(under scope: AccessScope, who: String) -> String?
         /// Ends the stream after what is buffered; its last frame says why.
         func finish(_ ending: StreamEnding)
     }
@@ -19,7 +21,7 @@ extension SocketServer {
     /// One open stream, kept so that a reload can check it against the new grant.
     final class OpenStream: GrantedStream {
         let peer: PeerCredentials?
-        let admittedByToken: Bool
+        let presentedToken: String?
         /// The filter as the client asked for it, and as its grant narrowed it.
         let requested: EventFilter
         let granted: EventFilter
@@ -32,9 +34,9 @@ extension SocketServer {
             var isEnded = false
         }
 
-        init(peer: PeerCredentials?, requested: EventFilter, granted: EventFilter, subscription: Subscription, admittedByToken: Bool) {
+        init(peer: PeerCredentials?, requested: EventFilter, granted: EventFilter, subscription: Subscription, presentedToken: String?) {
             self.peer = peer
-            self.admittedByToken = admittedByToken
+            self.presentedToken = presentedToken
             self.requested = requested
             self.granted = granted
             self.state = Mutex(State(subscription: subscription))
@@ -51,11 +53,11 @@ extension SocketServer {
         }
 
         /// Its filter narrowed differently under `scope`, or refused there.
-        func refusal(under scope: AccessScope, identity: PeerIdentity) -> String? {
+        func refusal(under scope: AccessScope, who: String) -> String? {
             do {
-                return try requested.narrowed(to: scope) == granted ? nil : "the access grant of \(identity) changed"
+                return try requested.narrowed(to: scope) == granted ? nil : "the access grant of \(who) changed"
             } catch {
-                return "\(identity): \(error.message)"
+                return "\(who): \(error.message)"
             }
         }
 
@@ -128,12 +130,12 @@ extension SocketServer {
         let streams: [any GrantedStream] = trackedStreams.withLock { Array($0.byID.values) + Array($0.queries.values) }
         var identities: [PeerCredentials: PeerIdentity] = [:]
         var revoked = 0
-        for stream in streams where !stream.admittedByToken {
+        for stream in streams where stream.presentedToken == nil {
             let reason: String
             if let peer = stream.peer {
                 let identity = identities[peer] ?? peer.identity()
                 identities[peer] = identity
-                guard let refusal = stream.refusal(under: policy.scope(for: identity), identity: identity) else { continue }
+                guard let refusal = stream.refusal(under: policy.scope(for: identity), who: "\(identity)") else { continue }
                 reason = refusal
             } else {
                 reason = "access rules now apply"

@@ -63,8 +63,7 @@ extension SocketServer {
                 code: "token_required", message: "pgherald over the network asks for a token: Authorization: Bearer TOKEN, or ?access_token=TOKEN"
             )))
         }
-        var credentials = realtime?.credentials.withLock { $0 } ?? RealtimeCredentials()
-        if let consoleKey = configuration.console?.key { credentials.keys.append(consoleKey) }
+        let credentials = networkCredentials(realtime?.credentials.withLock { $0 })
         do {
             let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
             let isConsoleKey = configuration.console?.key.map { identity.name == "key \($0.name)" } ?? false

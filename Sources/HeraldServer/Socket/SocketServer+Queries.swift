@@ -9,7 +9,7 @@ extension SocketServer {
     /// rules can check it and shutdown can end it.
     final class QueryStream: GrantedStream {
         let peer: PeerCredentials?
-        let admittedByToken: Bool
+        let presentedToken: String?
         let name: String
         let tables: [TableName]
         /// For a query that runs as its subscriber: the identity it runs as.
@@ -19,11 +19,11 @@ extension SocketServer {
         private let ending = Mutex<StreamEnding?>(nil)
 
         init(
-            peer: PeerCredentials?, admittedByToken: Bool, name: String, tables: [TableName], runsAsSubscriber: Bool, rowSecurity: RowSecurityIdentity?,
+            peer: PeerCredentials?, presentedToken: String?, name: String, tables: [TableName], runsAsSubscriber: Bool, rowSecurity: RowSecurityIdentity?,
             subscription: LiveQuerySubscription
         ) {
             self.peer = peer
-            self.admittedByToken = admittedByToken
+            self.presentedToken = presentedToken
             self.name = name
             self.tables = tables
             self.runsAsSubscriber = runsAsSubscriber
@@ -40,9 +40,9 @@ extension SocketServer {
         }
 
         /// The query, or a table it reads, no longer granted.
-        func refusal(under scope: AccessScope, identity: PeerIdentity) -> String? {
-            if runsAsSubscriber, scope.rowSecurity != rowSecurity { return "\(identity): its row-level security identity changed" }
-            return scope.refusal(ofQuery: name, reading: tables, runsAsSubscriber: runsAsSubscriber).map { "\(identity): \($0)" }
+        func refusal(under scope: AccessScope, who: String) -> String? {
+            if runsAsSubscriber, scope.rowSecurity != rowSecurity { return "\(who): its row-level security identity changed" }
+            return scope.refusal(ofQuery: name, reading: tables, runsAsSubscriber: runsAsSubscriber).map { "\(who): \($0)" }
         }
     }
 
@@ -127,7 +127,7 @@ extension SocketServer {
             return refusal(.internalServerError, "query_failed", "\(error)")
         }
         let stream = QueryStream(
-            peer: viewer.peer, admittedByToken: Self.isNetworkListener(context.channel), name: name, tables: tables, runsAsSubscriber: runsAsSubscriber, rowSecurity: scope.rowSecurity, subscription: subscription
+            peer: viewer.peer, presentedToken: Self.isNetworkListener(context.channel) ? Self.presentedToken(request.head) : nil, name: name, tables: tables, runsAsSubscriber: runsAsSubscriber, rowSecurity: scope.rowSecurity, subscription: subscription
         )
         slot.track(stream)
         context.channel.closeFuture.whenComplete { _ in subscription.cancel() }

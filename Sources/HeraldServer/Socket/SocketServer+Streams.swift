@@ -85,7 +85,7 @@ extension SocketServer {
         case .failure(let refusal): return .refused(refuse(refusal.status, refusal.body))
         }
         let peer = viewer.peer
-        let filter: EventFilter
+        var filter: EventFilter
         switch grant(parsed.requested, to: viewer) {
         case .success(let narrowed): filter = narrowed
         case .failure(let refusal): return .refused(refusal)
@@ -102,6 +102,18 @@ extension SocketServer {
                 return .refused(refuse(.badRequest, ErrorBody(
                     code: "bad_filter", message: "group=transaction is not served under row-level security (rls: true): a transaction may be partly visible"
                 )))
+            }
+            do throws(RowSecurityError) {
+                if let refusal = try await rowSecurity.columnRefusal(for: parsed.requested, as: identity) {
+                    return .refused(refuse(.forbidden, ErrorBody(code: "permission_denied", message: refusal)))
+                }
+            } catch {
+                return .refused(refuse(.serviceUnavailable, ErrorBody(code: "catalog_unavailable", message: error.reason)))
+            }
+            switch await privateTopicsReadable(by: identity, in: filter, gate: rowSecurity) {
+            case .success(let readable?): filter = filter.privateTopics(readableByPolicy: readable)
+            case .success(nil): break
+            case .failure(let refusal): return .refused(refusal)
             }
             cohort = rowSecurity.cohort(for: identity)
         }
@@ -129,8 +141,9 @@ extension SocketServer {
             wantsHeartbeats: true,
             onOverflow: Self.closeWhenStalled(channel, progress)
         )
-        if parsed.resumeFrom == nil, let newest = broker.historyEvents(
-            afterCount: subscription.startCount &- 1, matching: .all, limit: 1
+        // Only the daemon's broker groups (never a cohort's), and its first count may be 0: nothing was published yet.
+        if grouper != nil, parsed.resumeFrom == nil, subscription.startCount > 0, let newest = source.historyEvents(
+            afterCount: subscription.startCount - 1, matching: .all, limit: 1
         )?.events.first, newest.count == subscription.startCount, !newest.endsTransaction {
             // Subscribed between two batches of one transaction: its rest alone would not be the whole.
             grouper?.begin(after: newest.transactionID)
@@ -138,7 +151,8 @@ extension SocketServer {
         // A client that vanishes stops its subscription at once, not at the next write that fails.
         channel.closeFuture.whenComplete { _ in subscription.cancel() }
         let open = OpenStream(
-            peer: peer, requested: parsed.requested, granted: filter, subscription: subscription, admittedByToken: Self.isNetworkListener(channel)
+            peer: peer, requested: parsed.requested, granted: filter, subscription: subscription,
+            presentedToken: Self.isNetworkListener(channel) ? Self.presentedToken(head) : nil
         )
         slot.track(open)
         if let expiresAt = viewer.expiresAt { Self.end(open, whenTokenExpiresAt: expiresAt, on: channel) }
@@ -180,11 +194,16 @@ extension SocketServer {
     /// client reconnects with a fresh token.
     static func end(_ stream: some GrantedStream, whenTokenExpiresAt expiresAt: Double, on channel: any Channel) {
         let remaining = expiresAt - Date().timeIntervalSince1970
+        // A signed `exp` may be any number: one past the daemon's lifetime sets no timer, rather than trapping on Int64.
+        guard remaining < Self.longestTokenTimer else { return }
         let expiry = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(max(0, remaining) * 1000))) {
             stream.finish(.tokenExpired("the token expired at \(Date(timeIntervalSince1970: expiresAt).formatted(.iso8601))"))
         }
         channel.closeFuture.whenComplete { _ in expiry.cancel() }
     }
+
+    /// Ten years, in seconds: a token that expires later is treated as one that does not expire.
+    static let longestTokenTimer: Double = 10 * 366 * 86_400
 
     /// A stream that fell behind its mailbox reads on from the history; one
     /// whose client stopped reading is closed once its writes stall.
@@ -236,6 +255,28 @@ extension SocketServer {
                 return .failure(Refusal(body: ErrorBody(error)))
             }
         }
+    }
+
+    /// Of the topics a broadcast filter names, those whose private messages
+    /// the policies on `realtime.messages` let `identity` read, as a private
+    /// channel's join asks them; nil where the database has no such
+    /// policies, and the grants' `topics:` decide.
+    private func privateTopicsReadable(
+        by identity: RowSecurityIdentity, in filter: EventFilter, gate: RowSecurityGate
+    ) async -> Result<Set<String>?, StreamRefusal> {
+        guard filter.operations == .broadcast, let topics = filter.tables else { return .success(nil) }
+        var readable: Set<String> = []
+        for topic in topics.map(\.name).sorted() {
+            do throws(RowSecurityError) {
+                guard let authorization = try await gate.authorize(topic: topic, as: identity) else { return .success(nil) }
+                if authorization.mayJoin { readable.insert(topic) }
+            } catch {
+                return .failure(refuse(.serviceUnavailable, ErrorBody(
+                    code: "authorization_failed", message: "the private topic \(topic)'s authorization could not be checked: \(error.reason)"
+                )))
+            }
+        }
+        return .success(readable)
     }
 
     /// The refusal for a filter naming what the database does not have, or nil.
@@ -309,7 +350,8 @@ extension SocketServer {
             ("", "")
         }
         guard !parameter.isEmpty else { return nil }
-        guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)) else {
+        // Event ids are the journal's bigint: a larger number names no event.
+        guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)), id <= UInt64(Int64.max) else {
             throw FilterError(.malformed, parameter: parameter, "\(parameter) must be an event id, not '\(given.prefix(40))'")
         }
         return id
@@ -382,11 +424,14 @@ extension SocketServer {
         case .journal(var cursor):
             // Live events wait in the subscription's buffer meanwhile; a long
             // replay may overflow it, and the client resumes from where it got to.
+            // Under row-level security the filter's conditions are judged on what the identity sees, as live:
+            // on the row as written they would tell hidden columns and rows out of view bit by bit.
+            let read = identity == nil ? granted : EventFilter(tables: granted.tables, schemas: granted.schemas, operations: granted.operations)
             while !cursor.isFinished {
-                let page = try await journal.nextPage(&cursor, matching: granted)
+                let page = try await journal.nextPage(&cursor, matching: read)
                 if let identity, let rowSecurity {
                     do {
-                        try await send(try await rowSecurity.visible(page, to: identity))
+                        try await send(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
                     } catch let error as RowSecurityError {
                         try await send(ByteBuffer(string: format.revokedFrame(reason: "pgherald: the row-level security check failed: \(error.reason)")))
                         throw error

@@ -89,6 +89,7 @@ public final class SocketServer: Service, Sendable {
         self.catalog = catalog
         self.version = version
         self.logger = logger
+        realtime?.onCredentialsChange { [weak self] credentials in self?.revokeStreams(under: credentials) }
     }
 
     /// Ready once the socket accepts connections with its permissions set;

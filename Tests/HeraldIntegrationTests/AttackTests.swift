@@ -1,0 +1,307 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests {
+    /// What an attacker with one valid user token each tried against the
+    /// row-level security release, one test per class of what it found:
+    /// each fails on the code it was found on. Over the network listener
+    /// with curl, as the attacker had it, against real policies.
+    @Suite
+    struct AttackTests {
+        static let jwtSecret = "attack-jwt-secret-with-at-least-32-characters"
+
+        /// A daemon over plain HTTP on loopback whose tokens of `role` go
+        /// through row-level security, with the `topics:` grant the attacker had.
+        struct Target {
+            let daemon: SocketDaemon
+            let port: Int
+            let role: String
+            let config: String
+
+            func token(_ claims: String) -> String {
+                makeToken(#"{"role":"\#(role)","exp":\#(Int(Date().timeIntervalSince1970) + 3600),\#(claims)}"#, secret: AttackTests.jwtSecret)
+            }
+
+            func token(sub: String, session: String? = nil) -> String {
+                token(#""sub":"\#(sub)""# + (session.map { #","session_id":"\#($0)""# } ?? ""))
+            }
+
+            private func curl(_ arguments: [String], token: String?) throws -> DaemonProcess {
+                let authorization = token.map { ["-H", "Authorization: Bearer \($0)"] } ?? []
+                return try DaemonProcess(["-s", "--max-time", "30"] + authorization + arguments, executable: URL(fileURLWithPath: "/usr/bin/curl"))
+            }
+
+            func stream(_ path: String, token: String) throws -> PeerStream {
+                try PeerStream(process: curl(["-N", "http://127.0.0.1:\(port)\(path)"], token: token))
+            }
+
+            /// The status and body of a request, bounded in time.
+            func request(_ path: String, token: String?, method: String = "GET", body: String? = nil) async throws -> (status: Int, body: String) {
+                let sending = body.map { ["-H", "Content-Type: application/json", "--data-binary", $0] } ?? []
+                let result = try await curl(
+                    ["-X", method, "-w", "\n%{http_code}"] + sending + ["http://127.0.0.1:\(port)\(path)"], token: token
+                ).finish(within: 30)
+                let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+                return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+            }
+
+            /// Events of an NDJSON stream so far.
+            static func events(_ text: String) throws -> [Event] {
+                try text.split(separator: "\n").filter { $0.hasPrefix("{") }.map { try Event(payload: String($0)) }
+            }
+        }
+
+        static let attackersGrant = "rls: true\n        topics: [room-*]"
+
+        /// The configuration: `realtime.jwt` with one role, `role`, granted `grant`.
+        static func writeConfiguration(_ config: String, port: Int, role: String, grant: String) throws {
+            let secretFile = URL(fileURLWithPath: config).deletingLastPathComponent().appending(path: "attack-jwt").path
+            try jwtSecret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+            try """
+                http:
+                  listen: 127.0.0.1:\(port)
+                realtime:
+                  jwt:
+                    secret_file: \(secretFile)
+                    roles:
+                      \(role):
+                        \(grant)
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+
+        static func start(_ database: TestDatabase, role: String, grant: String = attackersGrant) async throws -> Target {
+            let port = freeLoopbackPort()
+            let config = try RowSecurityTests.configuration { _ in "" }
+            try writeConfiguration(config, port: port, role: role, grant: grant)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            return Target(daemon: daemon, port: port, role: role, config: config)
+        }
+
+        /// `todo` as the attacker met it: rows by owner, a column no member may select.
+        static func prepare(_ database: TestDatabase) throws -> String {
+            let role = RowSecurityTests.makeRole()
+            try RowSecurityTests.createTodos(database, role: role)
+            return role
+        }
+
+        static func drop(_ role: String, in database: TestDatabase) {
+            _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)")
+        }
+
+        /// One request from a new cohort, after the daemon has published an
+        /// event, ended every user's stream with an arithmetic overflow.
+        @Test func aNewCohortsFirstStreamCannotStopTheDaemon() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1')")
+            try await waitFor(seconds: 10) { (try? await target.daemon.statistics().changeCount) == 1 } failure: { "the first event" }
+
+            let bystander = try target.stream("/events?table=todo&format=ndjson", token: target.token(sub: "bob"))
+            let attacker = try target.stream("/events?format=ndjson", token: target.token(sub: "mallory"))
+            try await target.daemon.waitForSubscribers(2, kind: "ndjson")
+            try database.execute("INSERT INTO todo VALUES (2, 'bob', 'bread', 's2')")
+            let seen = try await bystander.wait { $0.contains("bread") }
+            #expect(try Target.events(seen).map(\.id).count == 1)
+            #expect(try await target.daemon.get("/healthz").status == 200)
+            _ = attacker
+            let stopped = try await target.daemon.stop()
+            #expect(!stopped.stderr.contains("Fatal error") && !stopped.stderr.contains("overflow"), "\(stopped.stderr.suffix(2000))")
+        }
+
+        /// A `where=` on a replay was evaluated on the row as written: a
+        /// binary search on it read a hidden column and the new values of a
+        /// row that had left the user's view.
+        @Test func aFilterReadsOnlyWhatTheUserMaySeeOnEveryPath() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            let alice = target.token(sub: "alice")
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 'hunter2-Zq9')")
+            try database.execute("UPDATE todo SET owner = 'bob', title = 'moved-away' WHERE id = 1")
+            try await waitFor(seconds: 10) { (try? await target.daemon.statistics().changeCount) == 2 } failure: { "both events" }
+            let first = try Self.firstEventID(database)
+
+            // A hidden column is refused in PostgreSQL's own words, live and on a resume, before anything is read.
+            for path in ["/events?table=todo&where=secret.gte.h", "/events?table=todo&where=secret.gte.h&since=\(first)", "/events?where=secret.is.null"] {
+                let refused = try await target.request(path, token: alice)
+                #expect(refused.status == 403 && refused.body.contains("permission denied for table todo (column secret"), "\(path): \(refused)")
+            }
+            // A row that left the view is judged, on a resume from the journal, as the user saw it: its new title is not there to match.
+            let probe = try target.stream("/events?table=todo&format=ndjson&where=title.eq.moved-away&since=\(first)", token: alice)
+            let matching = try target.stream("/events?table=todo&format=ndjson&where=title.eq.milk&since=\(first)", token: alice)
+            let seen = try await matching.wait { $0.contains("left_view") }
+            let events = try Target.events(seen)
+            #expect(events.map { "\($0.operation) \($0.leftView)" } == ["UPDATE true"], "\(seen)")
+            #expect(!seen.contains("moved-away") && !seen.contains("hunter2"), "\(seen)")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try Target.events(probe.text).isEmpty, "\(probe.text)")
+            _ = try await target.daemon.stop()
+        }
+
+        /// A live removal carried the new row's key beside the old row.
+        @Test func aRemovalCarriesTheKeyTheUserSaw() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            let stream = try target.stream("/events?table=todo&format=ndjson", token: target.token(sub: "alice"))
+            try await target.daemon.waitForSubscribers(1, kind: "ndjson")
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1')")
+            try database.execute("UPDATE todo SET id = 4242, owner = 'bob' WHERE id = 1")
+            let seen = try await stream.wait { $0.contains("left_view") }
+            let removal = try #require(try Target.events(seen).last)
+            #expect(removal.leftView && removal.primaryKey == ["id": .number(JSONNumber(Int64(1)))], "\(seen)")
+            #expect(!seen.contains("4242"), "\(seen)")
+            _ = try await target.daemon.stop()
+        }
+
+        /// Two sessions of one user that a policy tells apart: a revoked
+        /// session receives nothing more, the other goes on.
+        @Test func sessionsThatAPolicyTellsApartAreJudgedApart() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            try database.execute("""
+                CREATE TABLE revoked_session (session_id text PRIMARY KEY);
+                GRANT SELECT ON revoked_session TO \(role);
+                CREATE POLICY live_sessions ON todo AS RESTRICTIVE FOR SELECT TO \(role) USING (NOT EXISTS (
+                  SELECT FROM revoked_session WHERE session_id = current_setting('request.jwt.claims', true)::json->>'session_id'));
+                INSERT INTO revoked_session VALUES ('laptop');
+                """)
+            let target = try await Self.start(database, role: role)
+            let phone = try target.stream("/events?table=todo&format=ndjson", token: target.token(sub: "alice", session: "phone"))
+            let laptop = try target.stream("/events?table=todo&format=ndjson", token: target.token(sub: "alice", session: "laptop"))
+            try await target.daemon.waitForSubscribers(2, kind: "ndjson")
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1')")
+            try await phone.wait { $0.contains("milk") }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!laptop.text.contains("milk"), "the revoked session received: \(laptop.text)")
+            _ = try await target.daemon.stop()
+        }
+
+        /// A policy function that keeps the caller's teams in a
+        /// transaction-local setting, correct under PostgREST, gave user B
+        /// user A's rows when both were judged in one transaction.
+        @Test func eachCohortIsJudgedAloneAsAPostgRESTRequestIs() async throws {
+            let database = try TestDatabase.create()
+            let role = RowSecurityTests.makeRole()
+            defer { Self.drop(role, in: database) }
+            try database.execute("""
+                CREATE ROLE \(role) NOLOGIN;
+                CREATE TABLE membership (member text, team text);
+                INSERT INTO membership VALUES ('alice', 'red'), ('bob', 'blue');
+                CREATE FUNCTION my_teams() RETURNS text[] LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+                DECLARE cached text := current_setting('app.my_teams', true);
+                BEGIN
+                  IF cached IS NULL OR cached = '' THEN
+                    SELECT coalesce(string_agg(team, ','), '-') INTO cached FROM membership
+                      WHERE member = current_setting('request.jwt.claims', true)::json->>'sub';
+                    PERFORM set_config('app.my_teams', cached, true);
+                  END IF;
+                  RETURN string_to_array(cached, ',');
+                END $$;
+                GRANT EXECUTE ON FUNCTION my_teams() TO \(role);
+                CREATE TABLE task (id int PRIMARY KEY, team text NOT NULL, title text);
+                ALTER TABLE task ENABLE ROW LEVEL SECURITY;
+                GRANT SELECT ON task TO \(role);
+                CREATE POLICY by_team ON task FOR SELECT TO \(role) USING (team = ANY (my_teams()));
+                """)
+            let target = try await Self.start(database, role: role)
+            let alice = try target.stream("/events?table=task&format=ndjson", token: target.token(sub: "alice"))
+            let bob = try target.stream("/events?table=task&format=ndjson", token: target.token(sub: "bob"))
+            try await target.daemon.waitForSubscribers(2, kind: "ndjson")
+            try database.execute("INSERT INTO task VALUES (1, 'red', 'r1'), (2, 'blue', 'b1'), (3, 'red', 'r2'), (4, 'blue', 'b2')")
+            let aliceSaw = try await alice.wait { $0.contains("r2") }
+            let bobSaw = try await bob.wait { $0.contains("b2") }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try Target.events(alice.text).compactMap { $0.new?["title"]?.stringValue } == ["r1", "r2"], "\(aliceSaw)")
+            #expect(try Target.events(bob.text).compactMap { $0.new?["title"]?.stringValue } == ["b1", "b2"], "\(bobSaw)")
+            _ = try await target.daemon.stop()
+        }
+
+        /// `topics: [room-*]` on a row-level-security role let a user
+        /// broadcast into, and read, another user's private room; the
+        /// policies on `realtime.messages` decide now, both ways.
+        @Test func privateRoomsFollowThePoliciesWhateverTheTopicsGrant() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            try RowSecurityTests.createRealtimeMessages(database, role: role)
+            try database.execute("""
+                CREATE POLICY own_room_read ON realtime.messages FOR SELECT TO \(role) USING (
+                  realtime.topic() = 'room-' || (current_setting('request.jwt.claims', true)::json->>'sub'));
+                CREATE POLICY own_room_write ON realtime.messages FOR INSERT TO \(role) WITH CHECK (
+                  realtime.topic() = 'room-' || (current_setting('request.jwt.claims', true)::json->>'sub'));
+                """)
+            let target = try await Self.start(database, role: role)
+            let (alice, bob) = (target.token(sub: "alice"), target.token(sub: "bob"))
+            func broadcast(_ topic: String, as token: String) async throws -> (status: Int, body: String) {
+                try await target.request(
+                    "/realtime/v1/api/broadcast", token: token, method: "POST",
+                    body: #"{"messages":[{"topic":"\#(topic)","event":"note","payload":{"text":"to \#(topic)"},"private":true}]}"#
+                )
+            }
+            let intoBobs = try await broadcast("room-bob", as: alice)
+            #expect(intoBobs.status == 403 && intoBobs.body.contains("permissions to write"), "\(intoBobs)")
+            let intoOwn = try await broadcast("room-alice", as: alice)
+            #expect(intoOwn.status == 202, "\(intoOwn)")
+
+            // Reading another's room through /events?topic= gets none of its private messages; one's own, all.
+            let prying = try target.stream("/events?topic=room-bob&format=ndjson", token: alice)
+            let own = try target.stream("/events?topic=room-bob&format=ndjson", token: bob)
+            try await target.daemon.waitForSubscribers(2, kind: "ndjson")
+            try database.execute(#"SELECT pgherald.send('{"text": "for bob only"}', 'note', 'room-bob', true)"#)
+            try await own.wait { $0.contains("for bob only") }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!prying.text.contains("for bob only"), "\(prying.text)")
+            _ = try await target.daemon.stop()
+        }
+
+        /// A signed token whose `exp` is a date in a string was accepted.
+        @Test func aTokenWhoseDatesAreNotNumbersIsRefused() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            for claims in [#""exp":"2001-01-01","sub":"alice""#, #""exp":"1","sub":"alice""#, #""nbf":{},"sub":"alice""#] {
+                let token = makeToken(#"{"role":"\#(role)",\#(claims)}"#, secret: Self.jwtSecret)
+                let refused = try await target.request("/events?table=todo", token: token)
+                #expect(refused.status == 401 && refused.body.contains("malformed_token"), "\(claims): \(refused)")
+            }
+            _ = try await target.daemon.stop()
+        }
+
+        /// A reload that takes a JWT role away left the streams it admitted
+        /// open: a leaked token could not be cut off without a restart.
+        @Test func aReloadThatTakesACredentialAwayEndsItsStreamsAtOnce() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            let leaked = try target.stream("/events?table=todo&format=sse", token: target.token(sub: "alice"))
+            try await target.daemon.waitForSubscribers(1, kind: "sse")
+            try Self.writeConfiguration(target.config, port: target.port, role: "someone_else", grant: Self.attackersGrant)
+            let reloaded = ContinuousClock.now
+            target.daemon.process.signal(SIGHUP)
+            let ended = try await leaked.wait(within: 5) { $0.contains("event: revoked") }
+            #expect(ContinuousClock.now - reloaded < .seconds(2), "ended \(ContinuousClock.now - reloaded) after the reload")
+            #expect(ended.contains("revoked its key or token"), "\(ended)")
+            try await waitFor(seconds: 5) { leaked.hasEnded } failure: { "the stream stayed open" }
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'milk', 's1')")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!leaked.text.contains("milk"))
+            let refused = try await target.request("/events?table=todo", token: target.token(sub: "alice"))
+            #expect(refused.status == 401, "\(refused)")
+            _ = try await target.daemon.stop()
+        }
+
+        static func firstEventID(_ database: TestDatabase) throws -> UInt64 {
+            let text = try database.execute("SELECT min(id)::text FROM pgherald.journal").rows.first?[0] ?? nil
+            return try #require(text.flatMap { UInt64($0) })
+        }
+    }
+}
