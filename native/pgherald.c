@@ -76,7 +76,7 @@ static Datum publish_statement(FunctionCallInfo fcinfo, bool durable, const char
  * The pgherald.version() whose events this library writes; install.sql uses
  * the library only when the two agree.
  */
-#define PUBLISHER_VERSION 11
+#define PUBLISHER_VERSION 12
 
 /* pgherald.notify_limit(): NOTIFY rejects payloads of BLCKSZ - NAMEDATALEN - 128 bytes or more. */
 #define NOTIFY_LIMIT (BLCKSZ - 192)

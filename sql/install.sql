@@ -41,8 +41,8 @@ DECLARE
 BEGIN
     IF to_regprocedure('pgherald.version()') IS NOT NULL THEN
         EXECUTE 'SELECT pgherald.version()' INTO installed;
-        IF installed > 11 THEN
-            RAISE EXCEPTION 'pgherald publisher version % is installed, newer than this install script (version 11)', installed
+        IF installed > 12 THEN
+            RAISE EXCEPTION 'pgherald publisher version % is installed, newer than this install script (version 12)', installed
                 USING HINT = 'Install with the pgherald release that installed it, or a later one. Nothing was changed.';
         END IF;
     END IF;
@@ -53,7 +53,7 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 11 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 12 $$;
 
 CREATE TABLE IF NOT EXISTS pgherald.watched_schema (
     schema_name name PRIMARY KEY
@@ -535,6 +535,19 @@ BEGIN
 END
 $fn$;
 
+-- Whether a row trigger's arguments name the partitioned table its rows
+-- publish under (version 12): '' first, which no column's name can be.
+CREATE OR REPLACE FUNCTION pgherald.publishes_under_root(argument_count int, arguments text[]) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$ SELECT argument_count >= 3 AND arguments[0] = '' $$;
+
+-- A partition's event names the partition beside the partitioned table it
+-- publishes under, for the subscribers that need to know which one.
+CREATE OR REPLACE FUNCTION pgherald.with_partition(payload text, partition_schema name, partition_name name) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT left(payload, -1) || ', "partition_schema" : ' || to_json(partition_schema::text)::text
+        || ', "partition" : ' || to_json(partition_name::text)::text || '}'
+$$;
+
 -- Notify-only publisher: the notification is the only record of the change.
 -- A row too large to notify must never fail the user's write, so its event
 -- goes out without row data, marked as omitted.
@@ -543,17 +556,27 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
+    under_root boolean := pgherald.publishes_under_root(TG_NARGS, TG_ARGV);
+    table_schema name := CASE WHEN under_root THEN TG_ARGV[1]::name ELSE TG_TABLE_SCHEMA END;
+    table_name name := CASE WHEN under_root THEN TG_ARGV[2]::name ELSE TG_TABLE_NAME END;
+    key_columns text[] := CASE WHEN under_root THEN TG_ARGV[3:] ELSE TG_ARGV END;
     -- NEW is null for DELETE, OLD for INSERT.
     new_row json := CASE WHEN TG_OP = 'DELETE' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
                          THEN pgherald.computed_row_json(TG_RELID, NEW) ELSE row_to_json(NEW) END;
     old_row json := CASE WHEN TG_OP = 'INSERT' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
                          THEN pgherald.computed_row_json(TG_RELID, OLD) ELSE row_to_json(OLD) END;
-    payload text := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, false);
+    payload text := pgherald.row_event(event_id, txid, TG_OP, table_schema, table_name, key_columns, new_row, old_row, false);
 BEGIN
+    IF under_root THEN
+        payload := pgherald.with_partition(payload, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    END IF;
     IF octet_length(payload) >= pgherald.notify_limit() THEN
-        payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV, new_row, old_row, true);
+        payload := pgherald.row_event(event_id, txid, TG_OP, table_schema, table_name, key_columns, new_row, old_row, true);
         IF octet_length(payload) >= pgherald.notify_limit() THEN
-            payload := pgherald.row_event(event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, '{}', NULL, NULL, true);
+            payload := pgherald.row_event(event_id, txid, TG_OP, table_schema, table_name, '{}', NULL, NULL, true);
+        END IF;
+        IF under_root THEN
+            payload := pgherald.with_partition(payload, TG_TABLE_SCHEMA, TG_TABLE_NAME);
         END IF;
         payload := left(payload, -1) || ', "omitted" : true}';
     END IF;
@@ -572,13 +595,20 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
     event_id bigint := nextval('pgherald.event_id');
     txid xid8 := pg_current_xact_id();
+    under_root boolean := pgherald.publishes_under_root(TG_NARGS, TG_ARGV);
     payload text := pgherald.row_event(
-        event_id, txid, TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_ARGV,
+        event_id, txid, TG_OP,
+        CASE WHEN under_root THEN TG_ARGV[1]::name ELSE TG_TABLE_SCHEMA END,
+        CASE WHEN under_root THEN TG_ARGV[2]::name ELSE TG_TABLE_NAME END,
+        CASE WHEN under_root THEN TG_ARGV[3:] ELSE TG_ARGV END,
         CASE WHEN TG_OP = 'DELETE' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
              THEN pgherald.computed_row_json(TG_RELID, NEW) ELSE row_to_json(NEW) END,
         CASE WHEN TG_OP = 'INSERT' THEN NULL WHEN pgherald.has_virtual_columns(TG_RELID)
              THEN pgherald.computed_row_json(TG_RELID, OLD) ELSE row_to_json(OLD) END, false);
 BEGIN
+    IF under_root THEN
+        payload := pgherald.with_partition(payload, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    END IF;
     IF (SELECT last_value FROM pgherald.journal_current) = 1 THEN
         INSERT INTO pgherald.journal_1 (id, txid, event) VALUES (event_id, txid, payload);
     ELSE
@@ -1131,6 +1161,17 @@ BEGIN
     LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', stale, target);
     END LOOP;
+    -- A partitioned table's row trigger, which PostgreSQL clones to every
+    -- partition (attached later and sub-partitions too), names the table its
+    -- rows publish under (version 12): '' then its schema and name, before the
+    -- key's columns. Its partitions' changes publish under it, as Supabase's
+    -- publish_via_partition_root does, so that a subscription to it gets them
+    -- and its policies and privileges judge them.
+    SELECT CASE WHEN c.relkind = 'p'
+                THEN concat_ws(', ', quote_literal(''), quote_literal(n.nspname), quote_literal(c.relname), key_arguments)
+                ELSE key_arguments END
+      INTO key_arguments
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = target;
     IF per_row THEN
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_row AFTER INSERT OR UPDATE OR DELETE ON %s '

@@ -299,6 +299,62 @@ extension IntegrationTests {
             _ = try await target.daemon.stop()
         }
 
+        /// Each event of a partitioned table carried its partition's name: a
+        /// subscription to the partitioned table got nothing, its policies
+        /// were never applied, and one to a partition without row-level
+        /// security got everyone's rows. Partitions now publish under their
+        /// partitioned table, as Supabase publishes them, attached, default
+        /// and sub-partitions alike.
+        @Test func partitionsPublishUnderTheirPartitionedTableAndItsPoliciesJudgeThem() async throws {
+            let database = try TestDatabase.create()
+            let role = RowSecurityTests.makeRole()
+            defer { Self.drop(role, in: database) }
+            try database.execute("""
+                CREATE ROLE \(role) NOLOGIN;
+                CREATE TABLE ptodo (id int, owner text, title text, secret text, PRIMARY KEY (id, owner)) PARTITION BY LIST (owner);
+                CREATE TABLE ptodo_alice PARTITION OF ptodo FOR VALUES IN ('alice');
+                CREATE TABLE ptodo_bob PARTITION OF ptodo FOR VALUES IN ('bob') PARTITION BY RANGE (id);
+                CREATE TABLE ptodo_bob_low PARTITION OF ptodo_bob FOR VALUES FROM (0) TO (100);
+                CREATE TABLE ptodo_bob_high PARTITION OF ptodo_bob FOR VALUES FROM (100) TO (MAXVALUE);
+                CREATE TABLE ptodo_rest PARTITION OF ptodo DEFAULT;
+                ALTER TABLE ptodo ENABLE ROW LEVEL SECURITY;
+                GRANT SELECT (id, owner, title) ON ptodo TO \(role);
+                GRANT SELECT ON ptodo_alice, ptodo_bob_low, ptodo_bob_high, ptodo_rest TO \(role);
+                CREATE POLICY own ON ptodo FOR SELECT TO \(role) USING (owner = current_setting('request.jwt.claims', true)::json->>'sub');
+                """)
+            let target = try await Self.start(database, role: role)
+            let alice = try target.stream("/events?table=ptodo&format=ndjson", token: target.token(sub: "alice"))
+            let bob = try target.stream("/events?table=ptodo&format=ndjson", token: target.token(sub: "bob"))
+            let pryingOnALeaf = try target.stream("/events?table=ptodo_bob_low&format=ndjson", token: target.token(sub: "alice"))
+            try await target.daemon.waitForSubscribers(3, kind: "ndjson")
+            try database.execute("""
+                INSERT INTO ptodo VALUES (1, 'alice', 'a1', 's'), (2, 'bob', 'b-low', 's'), (200, 'bob', 'b-high', 's'), (3, 'carol', 'c1', 's');
+                CREATE TABLE ptodo_dan (LIKE ptodo);
+                ALTER TABLE ptodo ATTACH PARTITION ptodo_dan FOR VALUES IN ('dan');
+                INSERT INTO ptodo VALUES (4, 'dan', 'd1', 's'), (5, 'alice', 'a2', 's');
+                """)
+            let aliceSaw = try await alice.wait { $0.contains("a2") }
+            let bobSaw = try await bob.wait { $0.contains("b-high") }
+            try await Task.sleep(for: .milliseconds(500))
+            let aliceEvents = try Target.events(alice.text)
+            #expect(aliceEvents.compactMap { $0.new?["title"]?.stringValue } == ["a1", "a2"], "\(aliceSaw)")
+            #expect(aliceEvents.allSatisfy { $0.table.name == "ptodo" && $0.partition?.name == "ptodo_alice" }, "\(aliceSaw)")
+            let bobEvents = try Target.events(bob.text)
+            #expect(bobEvents.compactMap { $0.new?["title"]?.stringValue } == ["b-low", "b-high"], "\(bobSaw)")
+            #expect(bobEvents.map { $0.partition?.name } == ["ptodo_bob_low", "ptodo_bob_high"], "\(bobSaw)")
+            #expect(!alice.text.contains("secret") && !bob.text.contains("secret"))
+            #expect(try Target.events(pryingOnALeaf.text).isEmpty, "\(pryingOnALeaf.text)")
+
+            // A detached partition is a table of its own again, with its own name and none of the partitioned table's policies.
+            let own = try target.stream("/events?table=ptodo_alice&format=ndjson", token: target.token(sub: "alice"))
+            try await target.daemon.waitForSubscribers(4, kind: "ndjson")
+            try database.execute("ALTER TABLE ptodo DETACH PARTITION ptodo_alice; INSERT INTO ptodo_alice VALUES (6, 'alice', 'a3', 's')")
+            let detached = try await own.wait { $0.contains("a3") }
+            #expect(try Target.events(detached).last.map { $0.table.name == "ptodo_alice" && $0.partition == nil } == true, "\(detached)")
+            #expect(!alice.text.contains("a3"))
+            _ = try await target.daemon.stop()
+        }
+
         static func firstEventID(_ database: TestDatabase) throws -> UInt64 {
             let text = try database.execute("SELECT min(id)::text FROM pgherald.journal").rows.first?[0] ?? nil
             return try #require(text.flatMap { UInt64($0) })

@@ -11,7 +11,7 @@ extension IntegrationTests {
     /// upgrade from each of them.
     @Suite(.enabled(if: !TestCluster.matrix.isEmpty, "needs PGHERALD_TEST_MATRIX (scripts/test)"))
     struct UpgradeTests {
-        static let earlierVersions = Array(1...10)
+        static let earlierVersions = Array(1...11)
 
         /// An install script older than the publisher installed would take back
         /// what the newer one changed: it is refused before it changes anything.

@@ -41,8 +41,8 @@ DECLARE
 BEGIN
     IF to_regprocedure('pgherald.version()') IS NOT NULL THEN
         EXECUTE 'SELECT pgherald.version()' INTO installed;
-        IF installed > 11 THEN
-            RAISE EXCEPTION 'pgherald publisher version % is installed, newer than this install script (version 11)', installed
+        IF installed > 12 THEN
+            RAISE EXCEPTION 'pgherald publisher version % is installed, newer than this install script (version 12)', installed
                 USING HINT = 'Install with the pgherald release that installed it, or a later one. Nothing was changed.';
         END IF;
     END IF;
@@ -53,5 +53,5 @@ CREATE SCHEMA IF NOT EXISTS pgherald;
 COMMENT ON SCHEMA pgherald IS 'pgherald change publisher (see sql/install.sql)';
 
 CREATE OR REPLACE FUNCTION pgherald.version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 11 $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT 12 $$;
 

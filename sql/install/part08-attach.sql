@@ -38,6 +38,17 @@ BEGIN
     LOOP
         EXECUTE format('DROP TRIGGER %I ON %s', stale, target);
     END LOOP;
+    -- A partitioned table's row trigger, which PostgreSQL clones to every
+    -- partition (attached later and sub-partitions too), names the table its
+    -- rows publish under (version 12): '' then its schema and name, before the
+    -- key's columns. Its partitions' changes publish under it, as Supabase's
+    -- publish_via_partition_root does, so that a subscription to it gets them
+    -- and its policies and privileges judge them.
+    SELECT CASE WHEN c.relkind = 'p'
+                THEN concat_ws(', ', quote_literal(''), quote_literal(n.nspname), quote_literal(c.relname), key_arguments)
+                ELSE key_arguments END
+      INTO key_arguments
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = target;
     IF per_row THEN
         EXECUTE format(
             'CREATE OR REPLACE TRIGGER pgherald_row AFTER INSERT OR UPDATE OR DELETE ON %s '

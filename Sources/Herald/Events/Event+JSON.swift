@@ -58,7 +58,8 @@ extension Event {
             transactionID: try Fields.requiredString(fields.txid, "txid"),
             at: try Fields.requiredString(fields.at, "at"),
             rowDataOmitted: try fields.isOmitted(),
-            leftView: try fields.hasLeftView()
+            leftView: try fields.hasLeftView(),
+            partition: try fields.storedIn()
         )
         try validateRows()
     }
@@ -96,7 +97,7 @@ extension Event {
 
     /// The members of a payload object, sorted into their fields as they are read.
     private struct Fields {
-        var id, op, schema, table, txid, at, count, omitted, leftView: JSONParser.ShallowValue?
+        var id, op, schema, table, txid, at, count, omitted, leftView, partitionSchema, partition: JSONParser.ShallowValue?
         var pk, new, old: JSONParser.RowValue?
         /// The rows' text, one after another.
         var rows: [UInt8] = []
@@ -135,7 +136,9 @@ extension Event {
             case 7:
                 if named("omitted") { omitted = value }
             case 9:
-                if named("left_view") { leftView = value }
+                if named("left_view") { leftView = value } else if named("partition") { partition = value }
+            case 16:
+                if named("partition_schema") { partitionSchema = value }
             default:
                 break
             }
@@ -164,6 +167,14 @@ extension Event {
             case .other(let raw)? where UInt64(raw.description) != nil:
                 return UInt64(raw.description)!
             default: throw EventDecodingError(code: .wrongType, detail: "\"count\" must be a non-negative integer")
+            }
+        }
+
+        /// The partition a partitioned table's row is stored in, named by both fields or neither.
+        func storedIn() throws(EventDecodingError) -> TableName? {
+            switch (partitionSchema, partition) {
+            case (nil, nil), (.null?, .null?): return nil
+            default: return TableName(schema: try Self.requiredString(partitionSchema, "partition_schema"), name: try Self.requiredString(partition, "partition"))
             }
         }
 
@@ -205,6 +216,7 @@ extension Event {
         // Sized to fit: the history keeps these bytes, and spare capacity would be kept with them.
         let rows = (primaryKeyJSON?.bytes.count ?? 4) + (newJSON?.bytes.count ?? 4) + (oldJSON?.bytes.count ?? 4)
         let names = id.utf8.count + table.schema.utf8.count + table.name.utf8.count + transactionID.utf8.count + at.utf8.count
+            + (partition.map { 40 + $0.schema.utf8.count + $0.name.utf8.count } ?? 0)
         var writer = JSONWriter(reservingCapacity: 128 + rows + names)
         writer.writeRaw(UInt8(ascii: "{"))
         writer.writeKey("id", first: true)
@@ -234,6 +246,12 @@ extension Event {
         if leftView {
             writer.writeKey("left_view")
             writer.writeRaw("true")
+        }
+        if let partition {
+            writer.writeKey("partition_schema")
+            writer.write(string: partition.schema)
+            writer.writeKey("partition")
+            writer.write(string: partition.name)
         }
         writer.writeRaw(UInt8(ascii: "}"))
         return EncodedJSON(bytes: writer.bytes, primaryKey: primaryKey, new: new, old: old)

@@ -37,7 +37,7 @@ extension Event {
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: key.map { Self.keeping(columns, of: $0) },
             newJSON: new, oldJSON: comesIntoView ? RawJSON(.object([:])) : old,
-            transactionID: transactionID, at: at, rowDataOmitted: false, leftView: leavesView
+            transactionID: transactionID, at: at, rowDataOmitted: false, leftView: leavesView, partition: partition
         )
     }
 

@@ -24,13 +24,15 @@ public struct Event: Sendable, Hashable {
         let rowDataOmitted: Bool
         let leftView: Bool
         let endsTransaction: Bool
+        let partition: TableName?
         /// The compact JSON, encoded once by the broker when it stamps the count.
         let encodedJSON: [UInt8]?
 
         init(
             id: String, count: UInt64, operation: Operation, table: TableName,
             primaryKeyJSON: RawJSON?, newJSON: RawJSON?, oldJSON: RawJSON?,
-            transactionID: String, at: String, rowDataOmitted: Bool, leftView: Bool = false, endsTransaction: Bool, encodedJSON: [UInt8]?
+            transactionID: String, at: String, rowDataOmitted: Bool, leftView: Bool = false, endsTransaction: Bool,
+            partition: TableName?, encodedJSON: [UInt8]?
         ) {
             self.id = id
             self.count = count
@@ -44,6 +46,7 @@ public struct Event: Sendable, Hashable {
             self.rowDataOmitted = rowDataOmitted
             self.leftView = leftView
             self.endsTransaction = endsTransaction
+            self.partition = partition
             self.encodedJSON = encodedJSON
         }
     }
@@ -78,6 +81,11 @@ public struct Event: Sendable, Hashable {
     /// the journal says how many events a transaction has. Not part of the
     /// event's identity or its JSON.
     public var endsTransaction: Bool { storage.endsTransaction }
+    /// For a row of a partition: the partition it is stored in. The event
+    /// itself names the partitioned table the partition belongs to
+    /// (``table``), as Supabase publishes partitions under their root.
+    /// `"partition_schema"` and `"partition"` in JSON.
+    public var partition: TableName? { storage.partition }
     var encodedJSON: [UInt8]? { storage.encodedJSON }
 
     /// About what holding this event costs in memory: its encoded JSON and
@@ -109,13 +117,14 @@ public struct Event: Sendable, Hashable {
         transactionID: String,
         at: String,
         rowDataOmitted: Bool,
-        leftView: Bool = false
+        leftView: Bool = false,
+        partition: TableName? = nil
     ) {
         storage = Storage(
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
             transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: false,
-            encodedJSON: nil
+            partition: partition, encodedJSON: nil
         )
     }
 
@@ -128,7 +137,8 @@ public struct Event: Sendable, Hashable {
         old: JSONObject? = nil,
         transactionID: String,
         at: String,
-        rowDataOmitted: Bool = false
+        rowDataOmitted: Bool = false,
+        partition: TableName? = nil
     ) {
         self.init(
             id: id,
@@ -139,7 +149,8 @@ public struct Event: Sendable, Hashable {
             oldJSON: old.map { RawJSON(.object($0)) },
             transactionID: transactionID,
             at: at,
-            rowDataOmitted: rowDataOmitted
+            rowDataOmitted: rowDataOmitted,
+            partition: partition
         )
     }
 
@@ -160,7 +171,7 @@ public struct Event: Sendable, Hashable {
             newJSON: encoded.new.map { RawJSON(validatedBytes: json[$0]) },
             oldJSON: encoded.old.map { RawJSON(validatedBytes: json[$0]) },
             transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: endsTransaction,
-            encodedJSON: json
+            partition: partition, encodedJSON: json
         ))
     }
 
@@ -170,7 +181,7 @@ public struct Event: Sendable, Hashable {
             id: id, count: count, operation: operation, table: table,
             primaryKeyJSON: primaryKeyJSON, newJSON: newJSON, oldJSON: oldJSON,
             transactionID: transactionID, at: at, rowDataOmitted: rowDataOmitted, leftView: leftView, endsTransaction: true,
-            encodedJSON: storage.encodedJSON
+            partition: partition, encodedJSON: storage.encodedJSON
         ))
     }
 
@@ -188,7 +199,7 @@ public struct Event: Sendable, Hashable {
             || (lhs.id == rhs.id && lhs.count == rhs.count && lhs.operation == rhs.operation && lhs.table == rhs.table
                 && lhs.primaryKeyJSON == rhs.primaryKeyJSON && lhs.newJSON == rhs.newJSON && lhs.oldJSON == rhs.oldJSON
                 && lhs.transactionID == rhs.transactionID && lhs.at == rhs.at && lhs.rowDataOmitted == rhs.rowDataOmitted
-                && lhs.leftView == rhs.leftView)
+                && lhs.leftView == rhs.leftView && lhs.partition == rhs.partition)
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -59,9 +59,10 @@ public enum Journal {
     /// The publisher version this daemon reads: version 8 notifies only while a daemon is parked (the doorbell),
     /// version 9 holds those notifications until pre-commit with the native library, so prepared transactions prepare,
     /// version 10's `park()` finishes a transaction id taken after the doorbell changed, so every writer that read
-    /// the old value shows in the daemon's closing snapshot, and version 11's journal is two tables that take turns,
-    /// emptied whole (``JournalMaintenance``).
-    public static let requiredPublisherVersion = 11
+    /// the old value shows in the daemon's closing snapshot, version 11's journal is two tables that take turns,
+    /// emptied whole (``JournalMaintenance``), and version 12 publishes a partition's rows under its partitioned
+    /// table, whose policies judge them: a daemon over version 11 would judge them by the partition's.
+    public static let requiredPublisherVersion = 12
 
     /// The channel the triggers notify on, which the install chose at random
     /// and only roles that may read `pgherald.setting` learn; `nil` where

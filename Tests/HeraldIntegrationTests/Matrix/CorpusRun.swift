@@ -208,9 +208,17 @@ final class CorpusRun {
         var rows = before
         var problems: [String] = []
         for event in events {
-            guard let object = event.objectValue, let op = object["op"]?.stringValue, let table = object["table"]?.stringValue else {
+            guard let object = event.objectValue, let op = object["op"]?.stringValue, let published = object["table"]?.stringValue else {
                 problems.append("not an event: \(event)")
                 continue
+            }
+            // A partition's row publishes under its partitioned table and names the partition it is stored in.
+            let table = object["partition"]?.stringValue ?? published
+            if let partition = object["partition"]?.stringValue, published != "part" || !partition.hasPrefix("part_") {
+                problems.append("a row of partition \(partition) published under \(published)")
+            }
+            if object["partition"] == nil, published == "part", op != "TRUNCATE" {
+                problems.append("a row of a partitioned table published without its partition: \(event)")
             }
             if object["schema"]?.stringValue != Self.watched {
                 problems.append("an event of schema \(object["schema"].map { "\($0)" } ?? "none")")
