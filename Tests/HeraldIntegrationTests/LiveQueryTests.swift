@@ -319,6 +319,10 @@ extension IntegrationTests {
             #expect(try await daemon.get("/queries/nope").status == 404)
             #expect(try await daemon.get("/queries/students_of").status == 400)
             #expect(try await daemon.get("/queries/students_of?course_id=1&x=2").status == 400)
+            // Values the query's types refuse are the subscriber's mistake: 400, and no error of the query's in /stats.
+            let notANumber = try await daemon.get("/queries/students_of?course_id=x")
+            #expect(notANumber.status == 400 && notANumber.body.contains("bad_parameters"), "\(notANumber)")
+            #expect(try await daemon.get("/stats").body.contains("invalid input syntax") == false)
 
             var live = daemon.client.liveQuery("enrolments_by_course", as: CourseEnrolment.self).makeAsyncIterator()
             let first = try #require(try await live.next())

@@ -102,6 +102,12 @@ extension LiveQueryEngine {
                     "query": "\(key.name)", "reason": "\(error.message)",
                 ])
                 return evaluation.scheduler.failed(at: now, retryAt: now + configuration.retryDelay)
+            case .failure(let error) where evaluation.latest == nil && !definition.parameters.isEmpty && error.sqlState?.hasPrefix("22") == true:
+                // A data exception before any result: the subscriber's values (`id=x` for an int), not the query, are wrong.
+                end(key, &evaluation, LiveQueryError(
+                    .badParameters, "query \(key.name) refuses these parameter values: \(error.message)"
+                ), logger: logger, byTheSubscriber: true)
+                return .none
             case .failure(let error):
                 end(key, &evaluation, LiveQueryError(.queryFailed, "query \(key.name) failed: \(error.message)"), logger: logger)
                 return .none
@@ -139,11 +145,19 @@ extension LiveQueryEngine {
             return action
         }
 
-        private mutating func end(_ key: EvaluationKey, _ evaluation: inout Evaluation, _ error: LiveQueryError, logger: Logger) {
-            lastFailures[key.name] = error.message
-            logger.error("a live query failed; its subscribers are told and it is dropped", metadata: [
-                "query": "\(key.name)", "reason": "\(error.message)",
-            ])
+        /// - Parameter byTheSubscriber: the subscriber's parameters failed it, not the query: no error of the
+        ///   query's for the log and `/stats`, which a client could otherwise write at will.
+        private mutating func end(
+            _ key: EvaluationKey, _ evaluation: inout Evaluation, _ error: LiveQueryError, logger: Logger, byTheSubscriber: Bool = false
+        ) {
+            if byTheSubscriber {
+                logger.notice("refused a live query's parameters", metadata: ["query": "\(key.name)", "reason": "\(error.message)"])
+            } else {
+                lastFailures[key.name] = error.message
+                logger.error("a live query failed; its subscribers are told and it is dropped", metadata: [
+                    "query": "\(key.name)", "reason": "\(error.message)",
+                ])
+            }
             let subscribers = evaluation.subscribers.values
             evaluation.subscribers.removeAll()
             evaluations[key] = nil
