@@ -71,9 +71,24 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
             refuse(context, version: head.version, status: status, body)
         } else {
             passed.succeed(true)
-            context.fireChannelRead(data)
+            context.fireChannelRead(wrapInboundOut(.head(Self.withoutOtherUpgrades(head))))
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
+    }
+
+    /// `head` without an `Upgrade` that is not the realtime WebSocket's, as
+    /// HTTP lets a server ignore it: NIO's upgrade handler, declining one,
+    /// passes the request's end on without its head (swift-nio issue 2632),
+    /// and the request went unanswered. `curl --http2` over plain HTTP sends
+    /// `Upgrade: h2c` with every request.
+    static func withoutOtherUpgrades(_ head: HTTPRequestHead) -> HTTPRequestHead {
+        guard head.headers.contains(name: "upgrade") else { return head }
+        let isRealtime = URI(head.uri).path == RealtimeEndpoint.path
+            && head.headers["upgrade"].contains { $0.lowercased().contains("websocket") }
+        guard !isRealtime else { return head }
+        var plain = head
+        plain.headers.remove(name: "upgrade")
+        return plain
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
