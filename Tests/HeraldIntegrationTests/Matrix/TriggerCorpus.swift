@@ -57,7 +57,9 @@ enum TriggerCorpus {
             CREATE TABLE dropped (gone int, id int PRIMARY KEY, also_gone text, v text);
             ALTER TABLE dropped DROP COLUMN gone, DROP COLUMN also_gone;
             CREATE TABLE part (id int, region text, v text, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
-            CREATE TABLE part_eu PARTITION OF part FOR VALUES IN ('eu');
+            CREATE TABLE part_eu PARTITION OF part FOR VALUES IN ('eu') PARTITION BY RANGE (id);
+            CREATE TABLE part_eu_low PARTITION OF part_eu FOR VALUES FROM (MINVALUE) TO (3);
+            CREATE TABLE part_eu_high PARTITION OF part_eu FOR VALUES FROM (3) TO (MAXVALUE);
             CREATE TABLE part_us PARTITION OF part FOR VALUES IN ('us');
             CREATE TABLE part_other PARTITION OF part DEFAULT;
             CREATE TABLE animal (id int PRIMARY KEY, name text);
