@@ -4,8 +4,8 @@ import Testing
 
 extension IntegrationTests {
     /// What an attacker with one valid user token each tried against the
-    /// row-level security release, one test per class of what it found:
-    /// each fails on the code it was found on. Over the network listener
+    /// row-level security release, one test per class of what it found,
+    /// each asserting the opposite of what the attack got. Over the network listener
     /// with curl, as the attacker had it, against real policies.
     @Suite
     struct AttackTests {
