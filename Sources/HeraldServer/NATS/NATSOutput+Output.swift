@@ -25,6 +25,7 @@ extension NATSOutput: Output {
             parameters: ["table", "op", "where"].map { ($0, "nats.\($0)") },
             reason: { "\($0.code.rawValue): \($0.message)" }
         )
+        let broadcasts = try settings.bool("nats.broadcasts", default: true)
         let authentication = try settings.natsAuthentication(under: "nats")
         let tls = try settings.natsTLS(under: "nats")
         let inFlight = try settings.int("nats.max_in_flight", default: 256, in: 1...65_536)
@@ -35,7 +36,7 @@ extension NATSOutput: Output {
         }
         return NATSOutputConfiguration(
             servers: servers, subject: subject, stream: stream, createStream: createStream, duplicateWindow: window.duration,
-            replicas: replicas, filter: filter, authentication: authentication, tls: tls,
+            replicas: replicas, filter: filter, broadcasts: broadcasts, authentication: authentication, tls: tls,
             maximumInFlight: inFlight,
             acknowledgementTimeout: timeout.duration
         )

@@ -128,7 +128,7 @@ public final class NATSOutput: Service, Sendable {
                 continue
             }
             let ended = try await transactionsEnded(in: batch.events)
-            try await publish(batch.events.filter { configuration.filter.matches($0) }, endingTransactions: ended, jetStream)
+            try await publish(batch.events.filter(configuration.publishes), endingTransactions: ended, jetStream)
             await commitUntilRecorded(batch)
             counters.withLock { $0.problem = nil }
         }

@@ -35,6 +35,10 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
     public var replicas: Int
     /// Keys `nats.table`, `nats.op`, `nats.where`: the socket's filter language. Default: every event.
     public var filter: EventFilter
+    /// Key `nats.broadcasts`: also publish what `pgherald.send` broadcasts
+    /// (op `BROADCAST`, schema `realtime`, the topic as table), whatever the
+    /// filter, so that edges deliver them as a database daemon does. Default true.
+    public var broadcasts: Bool
     /// At most one of: key `nats.user` with `nats.password_file`, `nats.token_file`,
     /// `nats.nkey_seed_file` (a user's NKey seed), or `nats.credentials_file`
     /// (a user's JWT and seed, as `nsc` writes them). Default: no authentication.
@@ -49,7 +53,7 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
 
     public init(
         servers: [Server] = [Server(host: "127.0.0.1")], subject: NATSSubjectTemplate, stream: String, createStream: Bool = false,
-        duplicateWindow: Duration = .seconds(120), replicas: Int = 1, filter: EventFilter = .all, authentication: NATSAuthentication = .none, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
+        duplicateWindow: Duration = .seconds(120), replicas: Int = 1, filter: EventFilter = .all, broadcasts: Bool = true, authentication: NATSAuthentication = .none, tls: NATSTLS? = nil, maximumInFlight: Int = 256, acknowledgementTimeout: Duration = .seconds(5)
     ) {
         self.tls = tls
         self.servers = servers
@@ -59,8 +63,16 @@ public struct NATSOutputConfiguration: Sendable, Equatable {
         self.duplicateWindow = duplicateWindow
         self.replicas = replicas
         self.filter = filter
+        self.broadcasts = broadcasts
         self.authentication = authentication
         self.maximumInFlight = maximumInFlight
         self.acknowledgementTimeout = acknowledgementTimeout
+    }
+}
+
+extension NATSOutputConfiguration {
+    /// Whether `event` goes to the stream.
+    func publishes(_ event: Event) -> Bool {
+        event.operation == .broadcast ? broadcasts : filter.matches(event)
     }
 }
