@@ -10,7 +10,7 @@ extension IntegrationTests {
     /// (``SessionPolicyScenario``).
     @Suite
     struct RowSecurityPathTests {
-        @Test(arguments: RowSecurityPropertyTests.cells)
+        @Test(arguments: SessionPolicyScenario.cells)
         func everyPathGetsExactlyWhatEachSessionCouldSee(_ cell: TriggerCell) async throws {
             let database = try TestDatabase.create(install: false, on: cell.cluster)
             try Installer.install(on: database.connect(), durability: .durable, triggers: cell.triggers)
@@ -62,7 +62,7 @@ extension IntegrationTests {
                 guard !next.statements.isEmpty else { continue }
                 // Policies read team_member when the daemon checks: a change to it waits for the checks of what came before.
                 if next.changesMembership { try await Task.sleep(for: .milliseconds(400)) }
-                try writer.execute("BEGIN; " + next.statements.joined(separator: "; ") + "; COMMIT")
+                try writer.execute(next.script)
                 let after = try views()
                 for (_, session) in everySession where step >= halfWay || !session.hasSuffix("-late") {
                     expected[session, default: []] += SessionPolicyScenario.expected(next.touches, before: before[session]!, after: after[session]!)

@@ -11,6 +11,8 @@ import HeraldPostgres
 /// transaction.
 struct SessionPolicyScenario {
     static let users = ["ann", "ben", "cat"]
+    /// Every major with both trigger kinds, durable: row-level security needs the journal.
+    static let cells = TriggerCell.all.filter { $0.durability == .durable }
 
     /// One write's keys: a row inserted, deleted, changed in place, or given a new key.
     enum Touch {
@@ -22,6 +24,11 @@ struct SessionPolicyScenario {
         var statements: [String] = []
         var touches: [Touch] = []
         var changesMembership = false
+        /// Rolled back rather than committed: nobody gets anything.
+        var rolledBack = false
+
+        /// The transaction as one script.
+        var script: String { "BEGIN; " + statements.joined(separator: "; ") + (rolledBack ? "; ROLLBACK" : "; COMMIT") }
     }
 
     let role: String
@@ -106,7 +113,7 @@ struct SessionPolicyScenario {
             defer { nextID += 1 }
             return nextID
         }
-        let kind = random.next(upTo: 10)
+        let kind = random.next(upTo: 11)
         switch !membership && kind == 8 ? 9 : kind {
         case 0, 1:
             let id = newID()
@@ -146,6 +153,10 @@ struct SessionPolicyScenario {
             next.statements.append("INSERT INTO task VALUES (\(id), \(team), 't\(step)', false)")
             next.touches.append(.inserted("task \(id)")); tasks.insert(id)
             next.changesMembership = true
+        case 10:
+            let id = newID()
+            next.statements += ["INSERT INTO note VALUES (\(id), '\(owner())', 'rolled back', NULL)", "INSERT INTO task VALUES (\(id), 1, 'rolled back', false)"]
+            next.rolledBack = true
         default:
             // Two tables in one transaction: one batch, every cohort judged in it.
             let (first, second) = (newID(), newID())
@@ -199,5 +210,13 @@ struct SessionPolicyScenario {
         let row = type == "DELETE" ? data["old_record"] : data["record"]
         let id = row?["id"].map(\.jsonText) ?? "?"
         return "\(type) \(table) \(id) \(values(table: table) { row?[$0] })"
+    }
+}
+
+extension Set where Element == Int {
+    /// An element chosen by `random`, in a stable order so a seed replays.
+    func randomElement(using random: inout SeededRandom) -> Int {
+        let sorted = self.sorted()
+        return sorted[random.next(upTo: sorted.count)]
     }
 }
