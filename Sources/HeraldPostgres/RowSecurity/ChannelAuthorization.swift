@@ -32,11 +32,15 @@ public struct ChannelAuthorization: Sendable, Hashable {
 
     /// The permissions of `identity` on `topic`, asked the way Supabase asks:
     /// messages inserted and read back in transactions that are rolled back,
-    /// so that nothing is written. Nil where the database has no
-    /// `realtime.messages`: the `topics:` grants decide there.
+    /// so that nothing is written; on a read replica, which takes no
+    /// insert, by the policies' expressions (``checkWithoutWriting(topic:as:on:)``).
+    /// Nil where the database has no `realtime.messages`: the `topics:` grants decide there.
     static func check(topic: String, as identity: RowSecurityIdentity, on connection: LibpqConnection) throws(LibpqError) -> ChannelAuthorization? {
-        let exists = try connection.execute("SELECT to_regclass('realtime.messages') IS NOT NULL AND to_regprocedure('realtime.topic()') IS NOT NULL")
-        guard exists.rows.first?.first == "t" else { return nil }
+        let state = try connection.execute(
+            "SELECT to_regclass('realtime.messages') IS NOT NULL AND to_regprocedure('realtime.topic()') IS NOT NULL, pg_is_in_recovery()"
+        )
+        guard state.rows.first?.first == "t" else { return nil }
+        if state.rows.first?.last == "t" { return try checkWithoutWriting(topic: topic, as: identity, on: connection) }
         let marker = "pgherald.authorization.\(UUID().uuidString.lowercased())"
         let (topicText, markerText) = (try connection.escapeLiteral(topic), try connection.escapeLiteral(marker))
         let becoming = try identity.becoming(on: connection) + "SELECT set_config('realtime.topic', \(topicText), true);\n"
