@@ -40,6 +40,20 @@ import Testing
         #expect(line == "12:00:00.123 ERROR    database  lost")
     }
 
+    /// A topic that ends a line and starts a forged one, with a terminal escape, as a refused join logs it.
+    static let forgery = "room\r\nts=2026-11-21T12:00:00.000Z level=critical category=database msg=\"owned\" \u{1B}[2J\u{85}\u{2028}\u{7F}\u{0}"
+
+    @Test(arguments: [LogFormat.logfmt, .pretty, .json])
+    func noClientTextBreaksALineOrReachesATerminal(_ format: LogFormat) {
+        let line = handler(format).render(level: .info, message: "refused \(Self.forgery)", metadata: ["topic": "\(Self.forgery)"], at: timestamp)
+        // JSON escapes C0 (CR, LF, ESC among them) by its own rule; a reader decodes the rest as text, never as a line.
+        let controls = line.unicodeScalars.filter { format == .json ? $0.value < 0x20 : TerminalText.isControl($0) }
+        #expect(controls.isEmpty, "\(format): \(controls.map(\.value)) in \(line)")
+        if format != .json {
+            #expect(line.contains(#"topic="room\r\nts=2026-11-21T12:00:00.000Z level=critical category=database msg=\"owned\" \u{1b}[2J\u{85}\u{2028}\u{7f}\u{0}""#), "\(line)")
+        }
+    }
+
     @Test func syslogPriorities() {
         #expect(HeraldLogHandler.syslogPriority(.debug) == 7)
         #expect(HeraldLogHandler.syslogPriority(.info) == 6)

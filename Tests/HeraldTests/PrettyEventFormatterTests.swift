@@ -27,4 +27,12 @@ import Testing
         #expect(PrettyEventFormatter(colour: true).line(for: event).contains("\u{1B}["))
         #expect(!formatter.line(for: event).contains("\u{1B}["))
     }
+
+    /// A row value written by an app's user reaches an operator's terminal through `tail` and stdout: no line break or escape of it gets there.
+    @Test func rowTextCannotCommandTheTerminal() throws {
+        let event = try Event(payload: #"{"id":"6","op":"INSERT","schema":"public","table":"note","pk":{"id":1},"new":{"id":1,"body":"hi\r\n12:00:00.000 #7 DELETE public.course id=1\u001b[2J","k\u001b]0;x\u0007":"v"},"txid":"9","at":"2026-11-21T12:00:00.123456Z"}"#)
+        let line = formatter.line(for: event)
+        #expect(!line.unicodeScalars.contains(where: TerminalText.isControl), "\(line)")
+        #expect(line.contains(#"body=hi\r\n12:00:00.000 #7 DELETE public.course id=1\u{1b}[2J"#), "\(line)")
+    }
 }

@@ -97,26 +97,19 @@ public struct HeraldLogHandler: LogHandler {
         case .pretty:
             let levelText = level.rawValue.uppercased().padding(to: 8)
             let styledLevel = colour ? "\u{1B}[\(Self.colourCode(level))m\(levelText)\u{1B}[0m" : levelText
-            var line = "\(timestamp.timeOfDay) \(styledLevel) \(category.padding(to: 9)) \(message)"
+            var line = "\(timestamp.timeOfDay) \(styledLevel) \(category.padding(to: 9)) \(TerminalText.escaped(message, quote: false))"
             for key in keys { line += " \(key)=\(Self.logfmtValue(metadata[key]!.description))" }
             return line
         }
     }
 
+    /// A logfmt value: quoted when it must be, and with every control
+    /// character escaped, so that no text a client sends (a topic, a
+    /// header) can break a line or forge the next one.
     static func logfmtValue(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "=" || $0 == "\"" || $0.isNewline || $0 == "\\" }
+        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "\\" || TerminalText.isControl($0) }
         guard needsQuotes else { return value }
-        var escaped = "\""
-        for character in value {
-            switch character {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case "\n": escaped += "\\n"
-            case "\r": escaped += "\\r"
-            default: escaped.append(character)
-            }
-        }
-        return escaped + "\""
+        return "\"" + TerminalText.escaped(value, quote: true) + "\""
     }
 
     static func syslogPriority(_ level: Logger.Level) -> Int {

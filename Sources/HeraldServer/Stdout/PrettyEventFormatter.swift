@@ -18,7 +18,7 @@ public struct PrettyEventFormatter: Sendable {
             style("2", time),
             style("2", "#\(event.id)"),
             style(Self.colourCode(event.operation), event.operation.rawValue),
-            style("1", event.table.description),
+            style("1", TerminalText.escaped(event.table.description, quote: false)),
         ]
         if let key = event.primaryKey, !key.isEmpty { parts.append(Self.assignments(key)) }
         var line = parts.joined(separator: " ")
@@ -39,7 +39,7 @@ public struct PrettyEventFormatter: Sendable {
             let changes = new.compactMap { column -> String? in
                 let before = old[column.key]
                 guard before != column.value else { return nil }
-                return "\(column.key): \(Self.text(before)) → \(Self.text(column.value))"
+                return "\(TerminalText.escaped(column.key, quote: false)): \(Self.text(before)) → \(Self.text(column.value))"
             }
             return changes.isEmpty ? style("2", "(no column changed)") : changes.joined(separator: " ")
         case .delete, .truncate:
@@ -52,12 +52,12 @@ public struct PrettyEventFormatter: Sendable {
     }
 
     private static func assignments(_ object: JSONObject) -> String {
-        object.map { "\($0.key)=\(text($0.value))" }.joined(separator: " ")
+        object.map { "\(TerminalText.escaped($0.key, quote: false))=\(text($0.value))" }.joined(separator: " ")
     }
 
     private static func text(_ value: JSONValue?) -> String {
         switch value {
-        case .string(let string)?: return string
+        case .string(let string)?: return TerminalText.escaped(string, quote: false)
         case nil: return "∅"
         case let value?: return value.jsonText
         }
