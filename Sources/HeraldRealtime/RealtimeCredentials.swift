@@ -22,6 +22,11 @@ public struct RealtimeCredentials: Sendable, Hashable {
             digest = SHA256.hash(data: Data(secret.utf8))
             self.grant = grant
         }
+
+        /// Whether `presented` is this key, by its digest: by the secret alone, never by a name.
+        public func admits(_ presented: String) -> Bool {
+            SHA256.hash(data: Data(presented.utf8)) == digest
+        }
     }
 
     /// HS256 tokens signed with one secret, as Supabase issues them.

@@ -255,6 +255,9 @@ import Testing
         // A realtime key opens a console on TCP too.
         let viewer = try await load("console:\n  listen: 127.0.0.1:8080\nrealtime:\n  keys:\n    web:\n      key: 0123456789abcdef\n")
         #expect(viewer[SocketServer.self]?.console?.listen != nil)
+        // A realtime key may not take the name the operator's key goes by.
+        error = try await rejection("realtime:\n  keys:\n    console:\n      key: 0123456789abcdef\n      tables: [public.items]\n")
+        #expect(error.key == "realtime.keys.console" && error.reason.contains("another name"), "\(error)")
     }
 
     @Test func theShippedExampleIsValidAndNamesEveryKey() async throws {

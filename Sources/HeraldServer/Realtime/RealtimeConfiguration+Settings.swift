@@ -40,6 +40,9 @@ extension RealtimeConfiguration {
 
     private static func key(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key {
         let prefix = "realtime.keys.\(name)"
+        guard name != "console" else {
+            throw settings.fail(prefix, "console names the operator's key (console.key) in logs and refusals: give this realtime key another name")
+        }
         for key in settings.fileKeys(under: prefix) where !keySettings.contains(where: { key == "\(prefix).\($0)" }) {
             throw settings.fail(key, "not a realtime key setting (known: \(keySettings.joined(separator: ", ")))")
         }

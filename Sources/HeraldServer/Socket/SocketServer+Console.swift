@@ -11,7 +11,7 @@ extension SocketServer {
     /// Who is asking, on any listener, and what they may see and do: by key
     /// or token on TCP, by the peer's access rules on the socket.
     struct Viewer: Sendable {
-        /// For logs: `key console`, `key NAME`, a token's subject, or the socket peer.
+        /// For logs: `the console key`, `key NAME`, a token's subject, or the socket peer.
         let name: String
         let scope: AccessScope
         /// The socket peer, when the access rules read it; nil on TCP.
@@ -63,11 +63,14 @@ extension SocketServer {
                 code: "token_required", message: "pgherald over the network asks for a token: Authorization: Bearer TOKEN, or ?access_token=TOKEN"
             )))
         }
-        let credentials = networkCredentials(realtime?.credentials.withLock { $0 })
+        // The operator's right comes from the console key's secret, never from a name another key could have.
+        if let consoleKey = configuration.console?.key, consoleKey.admits(token) {
+            return .success(Viewer(name: "the console key", scope: .everything, mayControl: true, expiresAt: nil))
+        }
+        let credentials = realtime?.credentials.withLock { $0 } ?? RealtimeCredentials()
         do {
             let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
-            let isConsoleKey = configuration.console?.key.map { identity.name == "key \($0.name)" } ?? false
-            return .success(Viewer(name: identity.name, scope: identity.scope, mayControl: isConsoleKey, expiresAt: identity.expiresAt))
+            return .success(Viewer(name: identity.name, scope: identity.scope, mayControl: false, expiresAt: identity.expiresAt))
         } catch {
             metrics?.recordRefusal(status: 401)
             logger.notice("refused a request over the network: its token", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
