@@ -70,6 +70,55 @@ import Testing
         #expect(!matches(String(repeating: "%a", count: 30) + "b", String(repeating: "a", count: 5000), false))
     }
 
+    /// The automaton agrees with the textbook matcher (dynamic programming over
+    /// pattern and text) on random patterns of `%`, `_`, escapes and letters, long
+    /// enough to need several machine words of states.
+    @Test func likeAgreesWithTheTextbookMatcherOnRandomPatterns() {
+        func reference(_ pattern: [Character], _ text: [Character]) -> Bool {
+            var tokens: [Character?] = [] // nil: %; "\u{0}": _
+            var index = 0
+            while index < pattern.count {
+                switch pattern[index] {
+                case "\\" where index + 1 < pattern.count: tokens.append(pattern[index + 1]); index += 1
+                case "%": tokens.append(nil)
+                case "_": tokens.append("\u{0}")
+                default: tokens.append(pattern[index])
+                }
+                index += 1
+            }
+            var reachable = [Bool](repeating: false, count: text.count + 1)
+            reachable[0] = true
+            for token in tokens {
+                var next = [Bool](repeating: false, count: text.count + 1)
+                for position in 0...text.count where reachable[position] {
+                    if token == nil {
+                        for later in position...text.count { next[later] = true }
+                    } else if position < text.count, token == "\u{0}" || token == text[position] {
+                        next[position + 1] = true
+                    }
+                }
+                reachable = next
+            }
+            return reachable[text.count]
+        }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func random(_ bound: Int) -> Int {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return Int(state % UInt64(bound))
+        }
+        let alphabet: [Character] = ["a", "b", "%", "_", "\\"]
+        for _ in 0..<2_000 {
+            let pattern = (0..<random(160)).map { _ in alphabet[random(alphabet.count)] }
+            let text = (0..<random(200)).map { _ in alphabet[random(2)] }
+            let expected = reference(pattern, text)
+            #expect(LikePattern(String(pattern), ignoringCase: false).matches(String(text)) == expected, "\(String(pattern)) on \(String(text))")
+        }
+        // The pattern an attacker sent: one pass over the text, whatever its length.
+        let attack = "%" + String(repeating: "_", count: 280) + "Z"
+        #expect(LikePattern(attack, ignoringCase: true).matches(String(repeating: "x", count: 600) + "z"))
+        #expect(!LikePattern(attack, ignoringCase: false).matches(String(repeating: "x", count: 600)))
+    }
+
     @Test func negationIsSQLs() {
         let notOne = ColumnPredicate(column: "n", comparison: .eq, operand: .value("1"), negated: true)
         #expect(notOne.matches(row(("n", .number(JSONNumber(2))))))

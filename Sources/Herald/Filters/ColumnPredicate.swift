@@ -22,27 +22,35 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case `false`
     }
 
-    public var column: String
-    public var comparison: Comparison
-    public var operand: Operand
+    public let column: String
+    public let comparison: Comparison
+    public let operand: Operand
     /// `not.`: holds where the comparison does not, on a column that is not null.
-    public var negated: Bool
+    public let negated: Bool
+    /// A `like` or `ilike` pattern, compiled once rather than at every match.
+    let pattern: LikePattern?
 
     public init(column: String, comparison: Comparison, operand: Operand, negated: Bool = false) {
         self.column = column
         self.comparison = comparison
         self.operand = operand
         self.negated = negated
+        pattern = switch (comparison, operand) {
+        case (.like, .value(let text)): LikePattern(text, ignoringCase: false)
+        case (.ilike, .value(let text)): LikePattern(text, ignoringCase: true)
+        default: nil
+        }
     }
 
     public func matches(_ row: JSONObject?) -> Bool {
         guard let row, let value = row[column] else { return false }
-        guard negated else { return Self.holds(comparison, operand, on: value) }
+        guard negated else { return holds(on: value) }
         // As in SQL, NOT of a comparison with null is not true.
-        return (comparison == .is || !value.isNull) && !Self.holds(comparison, operand, on: value)
+        return (comparison == .is || !value.isNull) && !holds(on: value)
     }
 
-    private static func holds(_ comparison: Comparison, _ operand: Operand, on value: JSONValue) -> Bool {
+    private func holds(on value: JSONValue) -> Bool {
+        if let pattern { return pattern.matches(value) }
         switch (comparison, operand) {
         case (.is, .null): return value.isNull
         case (.is, .true): return value == .bool(true)
@@ -54,8 +62,6 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case (.lte, .value(let text)): return [.less, .equal].contains(Self.compare(value, text))
         case (.gt, .value(let text)): return Self.compare(value, text) == .greater
         case (.gte, .value(let text)): return [.greater, .equal].contains(Self.compare(value, text))
-        case (.like, .value(let pattern)): return LikePattern(pattern, ignoringCase: false).matches(value)
-        case (.ilike, .value(let pattern)): return LikePattern(pattern, ignoringCase: true).matches(value)
         default: return false
         }
     }

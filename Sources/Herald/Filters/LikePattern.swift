@@ -1,16 +1,33 @@
 /// A SQL `LIKE` pattern: `%` stands for any run of characters, `_` for one,
 /// and a backslash makes the next character literal, as in PostgreSQL.
-struct LikePattern {
+///
+/// Compiled once into a bit-parallel automaton (shift-and), so that a match
+/// reads the text once, a few machine words a character whatever the
+/// pattern: `%` followed by hundreds of `_` costs what `%x` does, where
+/// backtracking cost the pattern's length for every character of the text.
+struct LikePattern: Sendable, Hashable {
     enum Token: Equatable {
         case literal(Unicode.Scalar)
         case anyOne
         case anyRun
     }
 
-    let tokens: [Token]
     let ignoringCase: Bool
+    /// State `i` has matched the first `i` characters the pattern names
+    /// (every token but `%`); a word holds 64 states.
+    private let words: Int
+    /// The states a `%` lets stay where they are on any character.
+    private let stays: [UInt64]
+    /// Per literal character, the states it leads into (`i + 1` where token `i` is that character).
+    private let literals: [Unicode.Scalar: [UInt64]]
+    /// The states that `_` leads into: any character does.
+    private let anyCharacter: [UInt64]
+    /// The last state's word and bit: matching all of the pattern.
+    private let finalWord: Int
+    private let finalBit: UInt64
 
     init(_ pattern: String, ignoringCase: Bool) {
+        self.ignoringCase = ignoringCase
         var tokens: [Token] = []
         var escaping = false
         for scalar in (ignoringCase ? pattern.lowercased() : pattern).unicodeScalars {
@@ -28,8 +45,32 @@ struct LikePattern {
         }
         // A trailing backslash matches itself, as PostgreSQL's does.
         if escaping { tokens.append(.literal("\\")) }
-        self.tokens = tokens
-        self.ignoringCase = ignoringCase
+
+        let states = tokens.count(where: { $0 != .anyRun }) + 1
+        let words = (states + 63) / 64
+        var stays = [UInt64](repeating: 0, count: words)
+        var literals: [Unicode.Scalar: [UInt64]] = [:]
+        var anyCharacter = [UInt64](repeating: 0, count: words)
+        var state = 0
+        for token in tokens {
+            let next = state + 1
+            switch token {
+            case .anyRun:
+                stays[state / 64] |= 1 << UInt64(state % 64)
+            case .anyOne:
+                anyCharacter[next / 64] |= 1 << UInt64(next % 64)
+                state = next
+            case .literal(let scalar):
+                literals[scalar, default: [UInt64](repeating: 0, count: words)][next / 64] |= 1 << UInt64(next % 64)
+                state = next
+            }
+        }
+        self.words = words
+        self.stays = stays
+        self.literals = literals
+        self.anyCharacter = anyCharacter
+        finalWord = state / 64
+        finalBit = 1 << UInt64(state % 64)
     }
 
     /// Strings match by their text and numbers by their digits; other JSON values never match.
@@ -41,38 +82,27 @@ struct LikePattern {
         }
     }
 
-    /// Wildcard matching that backtracks only to the last `%`, so it takes
-    /// time linear in the text for each `%`, never exponential.
+    /// Runs the automaton over the text once: each character moves every live
+    /// state to the next where the pattern allows that character, and keeps
+    /// those a `%` holds.
     func matches(_ text: String) -> Bool {
-        let scalars = Array((ignoringCase ? text.lowercased() : text).unicodeScalars)
-        var position = 0
-        var token = 0
-        var lastRun: (token: Int, position: Int)?
-        while position < scalars.count {
-            if token < tokens.count {
-                switch tokens[token] {
-                case .anyRun:
-                    lastRun = (token, position)
-                    token += 1
-                    continue
-                case .anyOne:
-                    token += 1
-                    position += 1
-                    continue
-                case .literal(let scalar) where scalar == scalars[position]:
-                    token += 1
-                    position += 1
-                    continue
-                case .literal:
-                    break
-                }
+        var live = [UInt64](repeating: 0, count: words)
+        var next = [UInt64](repeating: 0, count: words)
+        live[0] = 1
+        for scalar in (ignoringCase ? text.lowercased() : text).unicodeScalars {
+            let leadsInto = literals[scalar]
+            var carry: UInt64 = 0
+            var any: UInt64 = 0
+            for word in 0..<words {
+                let moved = (live[word] << 1) | carry
+                carry = live[word] >> 63
+                let allowed = anyCharacter[word] | (leadsInto?[word] ?? 0)
+                next[word] = (moved & allowed) | (live[word] & stays[word])
+                any |= next[word]
             }
-            guard let run = lastRun else { return false }
-            // Let the last `%` take one more character and try again from there.
-            lastRun = (run.token, run.position + 1)
-            token = run.token + 1
-            position = run.position + 1
+            guard any != 0 else { return false }
+            swap(&live, &next)
         }
-        return tokens[token...].allSatisfy { $0 == .anyRun }
+        return live[finalWord] & finalBit != 0
     }
 }
