@@ -25,12 +25,21 @@ public struct RealtimeSession: Sendable {
     /// Limits that keep one socket's cost bounded.
     public static let maximumChannels = 100
     public static let maximumBindings = 100
+    /// A topic's name, after `realtime:`: kept per channel, in presence and in the resume book.
+    public static let maximumTopicBytes = 1024
+    /// A presence key (`config.presence.key`): sent in every presence state of its topic.
+    public static let maximumPresenceKeyBytes = 256
+    /// Filter conditions over all of a socket's bindings: each is evaluated
+    /// on every change of its table, so this bounds one socket's work an event.
+    public static let maximumConditions = 512
     static let topicPrefix = "realtime:"
 
     /// Joined channels by topic, with their join refs.
     public private(set) var joined: [String: JSONValue] = [:]
     /// What each joined channel asked of broadcasts.
     private var broadcastOptions: [String: RealtimeJoin.BroadcastOptions] = [:]
+    /// The filter conditions of each joined channel's bindings.
+    private var conditions: [String: Int] = [:]
     private var nextBindingID = 1
 
     public init() {}
@@ -44,6 +53,7 @@ public struct RealtimeSession: Sendable {
         case (_, "phx_leave"):
             let wasJoined = joined.removeValue(forKey: message.topic) != nil
             broadcastOptions.removeValue(forKey: message.topic)
+            conditions.removeValue(forKey: message.topic)
             let close = PhoenixMessage.push(topic: message.topic, joinRef: message.joinRef, event: "phx_close", payload: .object([:]))
             return (wasJoined ? [.leave(topic: message.topic)] : [])
                 + [.send(.reply(to: message, status: "ok", response: .object([:]))), .send(close)]
@@ -101,16 +111,27 @@ public struct RealtimeSession: Sendable {
     public mutating func channelEnded(topic: String) {
         joined.removeValue(forKey: topic)
         broadcastOptions.removeValue(forKey: topic)
+        conditions.removeValue(forKey: topic)
     }
 
     private mutating func join(_ message: PhoenixMessage) -> [Action] {
         guard message.topic.hasPrefix(Self.topicPrefix), message.topic.count > Self.topicPrefix.count else {
             return [.send(.errorReply(to: message, reason: "topics are realtime:NAME"))]
         }
+        guard message.topic.utf8.count <= Self.topicPrefix.utf8.count + Self.maximumTopicBytes else {
+            return [.send(.errorReply(to: message, reason: "a topic's name is at most \(Self.maximumTopicBytes) bytes"))]
+        }
+        let config = message.payload["config"]
+        let presenceKey = config?["presence"]?["key"]?.stringValue ?? ""
+        guard presenceKey.utf8.count <= Self.maximumPresenceKeyBytes else {
+            return [.send(.errorReply(to: message, reason: "config.presence.key is at most \(Self.maximumPresenceKeyBytes) bytes"))]
+        }
         var actions: [Action] = []
         if joined.removeValue(forKey: message.topic) != nil {
             // Phoenix's rule: a second join of a topic replaces the first.
             actions.append(.leave(topic: message.topic))
+            broadcastOptions.removeValue(forKey: message.topic)
+            conditions.removeValue(forKey: message.topic)
         }
         guard joined.count < Self.maximumChannels else {
             return actions + [.send(.errorReply(to: message, reason: "a socket joins at most \(Self.maximumChannels) channels"))]
@@ -132,7 +153,15 @@ public struct RealtimeSession: Sendable {
         } catch {
             return actions + [.send(.errorReply(to: message, reason: error.message))]
         }
-        let config = message.payload["config"]
+        // A filter that does not parse is refused later, in Supabase's words; it costs nothing meanwhile.
+        let joining = bindings.reduce(0) { $0 + ((try? $1.eventFilter().predicates.count) ?? 0) }
+        let held = conditions.values.reduce(0, +)
+        guard held + joining <= Self.maximumConditions else {
+            return actions + [.send(.errorReply(
+                to: message, reason: "a socket's bindings hold at most \(Self.maximumConditions) filter conditions in all; it holds \(held), and this join adds \(joining)"
+            ))]
+        }
+        conditions[message.topic] = joining
         let options = RealtimeJoin.BroadcastOptions(
             echo: config?["broadcast"]?["self"] == .bool(true), acknowledge: config?["broadcast"]?["ack"] == .bool(true)
         )
@@ -146,7 +175,7 @@ public struct RealtimeSession: Sendable {
         let token = message.payload["access_token"]?.stringValue
         return actions + [.join(RealtimeJoin(
             request: message, bindings: bindings, accessToken: token, reply: reply, broadcast: options,
-            presence: .init(key: config?["presence"]?["key"]?.stringValue ?? "", enabled: config?["presence"]?["enabled"] == .bool(true)),
+            presence: .init(key: presenceKey, enabled: config?["presence"]?["enabled"] == .bool(true)),
             isPrivate: config?["private"] == .bool(true)
         ))]
     }

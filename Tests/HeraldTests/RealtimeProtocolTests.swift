@@ -65,6 +65,39 @@ import Testing
         #expect(other.bindings.map(\.id) == [3, 4])
     }
 
+    /// What one socket may hold is bounded before anything is built: a topic's and a presence key's length, and
+    /// the filter conditions of all its bindings; a refused join leaves the socket's other channels as they were.
+    @Test func aSocketsJoinsAreBoundedBeforeAnythingIsBuilt() throws {
+        var session = RealtimeSession()
+        func reason(_ actions: [RealtimeSession.Action]) -> String? {
+            guard case .send(let reply)? = actions.last, reply.payload["status"] == .string("error") else { return nil }
+            return reply.payload["response"]?["reason"]?.stringValue
+        }
+        let longTopic = "realtime:" + String(repeating: "t", count: RealtimeSession.maximumTopicBytes + 1)
+        #expect(reason(session.receive(try decode(#"{"topic":"\#(longTopic)","event":"phx_join","payload":{},"ref":"1"}"#)))?.contains("at most 1024 bytes") == true)
+        let longKey = String(repeating: "k", count: RealtimeSession.maximumPresenceKeyBytes + 1)
+        #expect(reason(session.receive(try decode(#"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"presence":{"key":"\#(longKey)","enabled":true}}},"ref":"1"}"#)))?.contains("presence.key") == true)
+
+        // 32 conditions a binding: 16 bindings fill the socket's budget, and one more condition is refused.
+        let conditions = (0..<32).map { "c\($0)=like.%25_Z" }.joined(separator: ",")
+        let binding = #"{"event":"*","schema":"public","table":"t","filter":"\#(conditions)"}"#
+        func join(_ topic: String, bindings: Int, extra: String = "") throws -> [RealtimeSession.Action] {
+            let list = (Array(repeating: binding, count: bindings) + (extra.isEmpty ? [] : [extra])).joined(separator: ",")
+            return session.receive(try decode(#"{"topic":"realtime:\#(topic)","event":"phx_join","payload":{"config":{"postgres_changes":[\#(list)]}},"ref":"1"}"#))
+        }
+        for channel in 0..<(RealtimeSession.maximumConditions / 32) {
+            guard case .join? = try join("full-\(channel)", bindings: 1).first else { Issue.record("join \(channel) refused"); return }
+        }
+        let refused = try join("one-more", bindings: 0, extra: #"{"event":"*","schema":"public","table":"t","filter":"id=eq.1"}"#)
+        #expect(reason(refused)?.contains("at most 512 filter conditions in all; it holds 512, and this join adds 1") == true, "\(refused)")
+        #expect(session.joined["realtime:one-more"] == nil)
+        // Leaving gives the conditions back; a channel joined again replaces its own.
+        _ = session.receive(try decode(#"{"topic":"realtime:full-0","event":"phx_leave","payload":{},"ref":"2"}"#))
+        guard case .join? = try join("one-more", bindings: 0, extra: #"{"event":"*","schema":"public","table":"t","filter":"id=eq.1"}"#).first else { Issue.record("refused after a leave"); return }
+        guard case .leave? = try join("full-1", bindings: 0).first else { Issue.record("the second join did not replace the first"); return }
+        guard case .join? = try join("full-0", bindings: 1).first else { Issue.record("refused after a channel was replaced"); return }
+    }
+
     @Test func joinWithoutBindingsRepliesWithAnEmptyList() throws {
         var session = RealtimeSession()
         let actions = session.receive(try decode(#"["1","1","realtime:x","phx_join",{"config":{}}]"#, .v2))

@@ -62,7 +62,8 @@ struct RealtimeConnection {
                             try await send(.errorReply(to: broadcast.request, reason: "Unauthorized: You do not have permissions to write to this Channel topic: \(channel.join.channelName)"))
                             continue
                         }
-                        let bytes = broadcast.message.payload["payload"]?.jsonText.utf8.count ?? 0
+                        // The whole message counts: its event and every field beside the payload reach every member too.
+                        let bytes = broadcast.message.payload.jsonText.utf8.count
                         if let refusal = limiter.admit(bytes: bytes, now: .now) {
                             try await send(.errorReply(to: broadcast.request, reason: refusal))
                             continue

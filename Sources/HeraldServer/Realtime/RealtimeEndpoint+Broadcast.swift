@@ -59,13 +59,21 @@ extension RealtimeEndpoint {
             for message in sent {
                 let name = message.topic.hasPrefix("realtime:") ? String(message.topic.dropFirst("realtime:".count)) : message.topic
                 guard !name.isEmpty else { throw BroadcastRefusal(.badRequest, "invalid_topic", "a topic needs a name") }
+                guard name.utf8.count <= RealtimeSession.maximumTopicBytes else {
+                    throw BroadcastRefusal(.badRequest, "invalid_topic", "a topic's name is at most \(RealtimeSession.maximumTopicBytes) bytes")
+                }
                 if message.isPrivate, let refusal = await refusalToSend(privately: name, as: caller) {
                     throw BroadcastRefusal(.forbidden, "unauthorized", refusal)
+                }
+                // The event reaches every member with the payload, so it counts too.
+                let bytes = message.payload.jsonText.utf8.count + message.event.utf8.count
+                guard bytes <= configuration.broadcastMaximumBytes else {
+                    throw BroadcastRefusal(.contentTooLarge, "too_large", "a broadcast of \(bytes) bytes is larger than realtime.broadcast.max_bytes (\(configuration.broadcastMaximumBytes))")
                 }
                 let refusal = restLimiters.withLock { limiters in
                     limiters[caller.name, default: BroadcastLimiter(
                         maximumBytes: configuration.broadcastMaximumBytes, maximumPerSecond: configuration.broadcastMaximumPerSecond
-                    )].admit(bytes: message.payload.jsonText.utf8.count, now: .now)
+                    )].admit(bytes: bytes, now: .now)
                 }
                 if let refusal { throw BroadcastRefusal(.tooManyRequests, "rate_limited", refusal) }
             }
