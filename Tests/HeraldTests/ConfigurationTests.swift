@@ -255,6 +255,11 @@ import Testing
         // A realtime key opens a console on TCP too.
         let viewer = try await load("console:\n  listen: 127.0.0.1:8080\nrealtime:\n  keys:\n    web:\n      key: 0123456789abcdef\n")
         #expect(viewer[SocketServer.self]?.console?.listen != nil)
+        // 0s turns the resume window off, as systemd/pgherald.yaml says; anything else must be a duration.
+        #expect(try await load("realtime:\n  resume_window: 0s\n")[RealtimeEndpoint.self]?.resumeWindow == .zero)
+        #expect(try await load("realtime:\n  resume_window: 90s\n")[RealtimeEndpoint.self]?.resumeWindow == .seconds(90))
+        error = try await rejection("realtime:\n  resume_window: soon\n")
+        #expect(error.key == "realtime.resume_window" && error.reason.contains("0s to turn it off"), "\(error)")
         // A realtime key may not take the name the operator's key goes by.
         error = try await rejection("realtime:\n  keys:\n    console:\n      key: 0123456789abcdef\n      tables: [public.items]\n")
         #expect(error.key == "realtime.keys.console" && error.reason.contains("another name"), "\(error)")

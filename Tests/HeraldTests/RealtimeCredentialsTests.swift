@@ -97,4 +97,28 @@ func makeToken(_ claims: String, secret: String, header: String) -> String {
         off.remember(key, after: "1", at: start)
         #expect(off.count == 0)
     }
+
+    /// What expired is dropped as the book is used, not once it holds its capacity;
+    /// a key holds a digest of the bindings, whatever their size.
+    @Test func resumeBookDropsWhatExpiredAsItGoes() throws {
+        var book = ResumeBook(window: .seconds(60), capacity: 100_000)
+        let start = ContinuousClock.now
+        let filter = String(repeating: "x", count: 900)
+        let binding = try RealtimeBinding(.object(["event": .string("*"), "schema": .string("public"), "table": .string("t"), "filter": .string("v=eq.\(filter)")]), id: 1)
+        for channel in 0..<500 {
+            book.remember(ResumeBook.Key(caller: "key web", topic: "realtime:\(channel)", bindings: [binding]), after: "1", at: start)
+        }
+        #expect(book.count == 500)
+        let key = ResumeBook.Key(caller: "key web", topic: "realtime:late", bindings: [binding])
+        #expect(key.bindings.utf8.count == 64)
+        book.remember(key, after: "2", at: start + .seconds(61))
+        #expect(book.count == 1)
+        // A channel that closes and rejoins again and again keeps one position.
+        for round in 0..<1_000 {
+            #expect(book.take(key, at: start + .seconds(62)) != nil || round == 0)
+            book.remember(key, after: "\(round)", at: start + .seconds(62))
+        }
+        #expect(book.count == 1)
+        #expect(book.take(key, at: start + .seconds(121)) == "999")
+    }
 }

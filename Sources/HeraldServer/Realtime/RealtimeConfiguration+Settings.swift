@@ -17,7 +17,7 @@ extension RealtimeConfiguration {
         if let listen, ListenAddress(listen) == nil {
             throw settings.fail("realtime.listen", "'\(listen)' is not HOST:PORT, such as 127.0.0.1:4000 or [::1]:4000")
         }
-        let window = try settings.value("realtime.resume_window", default: "2m" as HumanDuration, expected: "a duration such as 2m, or 0s to turn it off")
+        let window = try settings.value("realtime.resume_window", default: "2m" as DurationOrOff, expected: "a duration such as 2m, or 0s to turn it off")
         let buffer = try settings.int("realtime.channel_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
         let broadcastBytes = try settings.int("realtime.broadcast.max_bytes", default: 65_536, in: 1...(1 << 20))
