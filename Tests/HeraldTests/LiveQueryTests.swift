@@ -110,6 +110,9 @@ import HeraldSettings
         #expect(throws: LiveQueryError.self) { try definition.boundValues(["course": "7"]) }
         let unknown = #expect(throws: LiveQueryError.self) { try definition.boundValues(["course": "7", "term": "1", "x": "1"]) }
         #expect(unknown?.code == .badParameters)
+        // A NUL would cut the value short on its way through libpq: refused, not truncated.
+        let truncated = #expect(throws: LiveQueryError.self) { try definition.boundValues(["course": "7\u{0}; 8", "term": "1"]) }
+        #expect(truncated?.code == .badParameters && truncated?.message.contains("NUL") == true)
     }
 
     @Test func aQueryIsGrantedByNameAndOnlyWithEveryTableItReads() {

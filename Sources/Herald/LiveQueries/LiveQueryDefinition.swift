@@ -44,6 +44,10 @@ public struct LiveQueryDefinition: Sendable, Hashable {
             guard let value = named[parameter] else {
                 throw LiveQueryError(.badParameters, "query \(name) needs the parameter \(parameter) (?\(parameter)=VALUE)")
             }
+            // libpq sends a value as a C string: a NUL would end it early, and PostgreSQL's text holds none.
+            guard !value.utf8.contains(0) else {
+                throw LiveQueryError(.badParameters, "query \(name)'s parameter \(parameter) holds a NUL character, which PostgreSQL's text cannot")
+            }
             return value
         }
     }

@@ -25,7 +25,6 @@ extension RealtimeEndpoint {
         }
         do {
             try await send(join.reply)
-            if join.presence.enabled { try await send(broadcasts.presenceState(channel.broadcastTopic)) }
             if let problem = await checkBindings(of: channel) {
                 logger.info("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)", "reason": "\(problem)"])
                 try await send(join.systemMessage(ok: false, problem))
@@ -37,6 +36,8 @@ extension RealtimeEndpoint {
                 return
             }
             defer { releaseChannel(of: channel) }
+            // Built only for a channel that is served: the topic's whole state is the dearest reply a join gets.
+            if join.presence.enabled { try await send(broadcasts.presenceState(channel.broadcastTopic)) }
             // Under `rls: true` the channel reads its cohort's broker, where every event is one its role and claims may see.
             guard var source = source(of: channel) else {
                 try await send(join.systemMessage(ok: false, "Unauthorized: row-level security is not available here"))
