@@ -20,7 +20,7 @@ public final class DaemonMetrics: Sendable {
         .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(60),
     ]
     /// Subscriber kinds always reported, so that a kind that drops to zero shows 0 rather than vanishing.
-    static let subscriberKinds = ["sse", "ndjson", "stdout", "eventlog", "in-process"]
+    static let subscriberKinds = ["sse", "ndjson", "stdout", "eventlog", "in-process", "realtime"]
 
     public let registry: PrometheusCollectorRegistry
     let broker: Broker
@@ -32,6 +32,9 @@ public final class DaemonMetrics: Sendable {
     /// The same for counters of seconds.
     private let reportedSeconds = Mutex<[String: Double]>([:])
     let rowSecurity: RowSecurityGate?
+    /// Every subscriber kind reported so far: one whose last subscriber left
+    /// goes on showing 0, where its gauge kept its last value.
+    private let kindsSeen = Mutex<Set<String>>(Set(subscriberKinds))
 
     /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
     /// - Parameter outputs: filled as `serve` builds them; each adds its report's series.
@@ -77,8 +80,14 @@ public final class DaemonMetrics: Sendable {
             ], help: "Events delivered, by schema, table and operation.")
         }
         gauge("pgherald_change_count", Double(statistics.changeCount), help: "The change counter: events since the daemon started.")
-        for kind in Set(Self.subscriberKinds).union(statistics.subscribersByKind.keys) {
-            gauge("pgherald_subscribers", Double(statistics.subscribersByKind[kind] ?? 0), labels: [("kind", kind)], help: "Subscribers now, by kind.")
+        // As /stats counts them: the daemon's broker, and the row-security cohorts' (a stream under rls: true).
+        let subscribers = statistics.subscribersByKind.merging(rowSecurity?.subscribersByKind ?? [:], uniquingKeysWith: +)
+        let kinds = kindsSeen.withLock { seen in
+            seen.formUnion(subscribers.keys)
+            return seen
+        }
+        for kind in kinds {
+            gauge("pgherald_subscribers", Double(subscribers[kind] ?? 0), labels: [("kind", kind)], help: "Subscribers now, by kind.")
         }
         advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers whose mailbox overflowed: dropped, or a socket stream that read on from the history.")
 

@@ -37,6 +37,69 @@ extension IntegrationTests {
             samples.first { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }?.value
         }
 
+        /// Clients of every kind come and go: a stream on the socket (SSE and NDJSON), Supabase channels by key
+        /// and under row-level security, and a stream under row-level security over the network. After each
+        /// step every subscriber gauge reads what `/stats` says; a kind whose last subscriber left reads 0.
+        @Test func subscriberGaugesFollowStatsAsClientsComeAndGo() async throws {
+            let database = try TestDatabase.create()
+            let role = RowSecurityTests.makeRole()
+            defer { _ = try? database.execute("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+            try RowSecurityTests.createTodos(database, role: role)
+            let (realtimePort, httpPort, metricsPort) = (freeLoopbackPort(), freeLoopbackPort(), freeLoopbackPort())
+            let config = try RowSecurityTests.configuration { secretFile in
+                """
+                realtime:
+                  listen: 127.0.0.1:\(realtimePort)
+                  keys:
+                    all:
+                      key: \(RealtimeTests.allKey)
+                  jwt:
+                    secret_file: \(secretFile)
+                    roles:
+                      \(role):
+                        rls: true
+                http:
+                  listen: 127.0.0.1:\(httpPort)
+                metrics:
+                  listen: 127.0.0.1:\(metricsPort)
+                """
+            }
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            func agree(_ step: String) async throws {
+                let statistics = try await daemon.statistics()
+                let samples = try parse(try await daemon.get("/metrics").body)
+                let gauges = samples.filter { $0.name == "pgherald_subscribers" }
+                for gauge in gauges {
+                    let kind = gauge.labels["kind"] ?? ""
+                    #expect(gauge.value == Double(statistics.subscribers[kind] ?? 0), "\(step): \(kind) reads \(gauge.value), /stats says \(statistics.subscribers)")
+                }
+                for (kind, count) in statistics.subscribers {
+                    #expect(gauges.contains { $0.labels["kind"] == kind }, "\(step): no gauge for \(kind), which /stats counts \(count) of")
+                }
+            }
+            let token = RowSecurityTests.token(role: role, sub: "alice")
+            let sse = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=todo")
+            let ndjson = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=todo&format=ndjson")
+            let keyed = try await RealtimeTestClient(port: realtimePort, apikey: RealtimeTests.allKey)
+            try await RealtimeTests.join(keyed, topic: "realtime:all", bindings: #"{"event":"*","schema":"public","table":"todo"}"#)
+            let underPolicies = try await RealtimeTestClient(port: realtimePort, apikey: token)
+            try await RealtimeTests.join(underPolicies, topic: "realtime:mine", bindings: #"{"event":"*","schema":"public","table":"todo"}"#, token: token)
+            let overNetwork = try AttackTests.Target(daemon: daemon, port: httpPort, role: role, config: config)
+                .stream("/events?table=todo&format=ndjson", token: token)
+            try await waitFor { try await daemon.statistics().subscribers.values.reduce(0, +) >= 5 } failure: { "the clients did not all subscribe" }
+            try await agree("every kind subscribed")
+            await keyed.close()
+            await underPolicies.close()
+            overNetwork.process.signal(SIGTERM)
+            _ = try? await overNetwork.process.finish(within: 10)
+            withExtendedLifetime(sse) {}
+            try await waitFor { (try await daemon.statistics().subscribers["realtime"] ?? 0) == 0 } failure: { "the realtime clients did not leave" }
+            try await Task.sleep(for: .milliseconds(300))
+            try await agree("the realtime and network clients left")
+            _ = ndjson
+            _ = try await daemon.stop()
+        }
+
         @Test func metricsParseAndAgreeWithStats() async throws {
             let database = try TestDatabase.create()
             let port = freeLoopbackPort()
