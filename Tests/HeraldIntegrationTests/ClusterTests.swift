@@ -48,6 +48,52 @@ extension IntegrationTests {
         /// (WebSocket and REST) reach every member once, presence is the union
         /// of all three, and an edge killed with SIGKILL takes its clients'
         /// presence with it within the bound.
+        /// A database daemon and two edges on one host, all under the default `--name` and with no
+        /// `cluster.member`, were one member `HOST/default` that heard nobody: now three members, each
+        /// seeing the three. Two edges given one id say so: an error line, and the cluster output degraded.
+        @Test func daemonsOnOneHostAreMembersApartAndTwinsAreTold() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSServer()
+            let source = try await SocketDaemon(database: database, arguments: ["--config", try EdgeTests.write("""
+                nats:
+                  servers: [\(nats.url)]
+                  stream: PGHERALD
+                  create_stream: true
+                cluster:
+                  name: host
+                  nats: [\(nats.url)]
+                """)])
+            try await waitFor(seconds: 30) { try await source.statistics().outputs?["nats"]?.health == "ok" } failure: { "the nats output" }
+            func edge(member: String?) async throws -> SocketDaemon {
+                try await SocketDaemon(database: database, arguments: ["--config", try EdgeTests.write("""
+                    source: nats
+                    cluster:
+                      name: host
+                      nats: [\(nats.url)]
+                      stream: PGHERALD
+                    \(member.map { "  member: \($0)" } ?? "")
+                    """)])
+            }
+            var daemons = [source, try await edge(member: nil), try await edge(member: nil)]
+            for daemon in daemons {
+                try await waitFor(seconds: 20) { try await daemon.statistics().cluster?.members.count == 3 } failure: { "a member did not see the other two" }
+            }
+            let names = Set(try await daemons[0].statistics().cluster?.members.map(\.name) ?? [])
+            #expect(names.count == 3 && names.allSatisfy { $0.hasSuffix("/default/\($0.split(separator: "/").last ?? "")") }, "\(names)")
+
+            let twins = [try await edge(member: "twin"), try await edge(member: "twin")]
+            daemons += twins
+            for twin in twins {
+                try await waitFor(seconds: 20) { try await twin.statistics().outputs?["cluster"]?.health == "degraded" } failure: { "a twin did not notice" }
+                #expect(try await twin.statistics().outputs?["cluster"]?.reason?.contains("another daemon is cluster member twin") == true)
+            }
+            for twin in twins {
+                let stopped = try await twin.stop()
+                #expect(stopped.stderr.contains("another daemon is this cluster's member twin"), "\(stopped.stderr.suffix(2000))")
+            }
+            for daemon in daemons.prefix(3) { _ = try await daemon.stop() }
+        }
+
         @Test func broadcastsAndPresenceSpanTheDaemonsAndADeadOnesPresenceLeaves() async throws {
             let python = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_REALTIME_PYTHON"])
             let database = try TestDatabase.create()

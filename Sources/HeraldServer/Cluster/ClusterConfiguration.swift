@@ -8,7 +8,7 @@ public struct ClusterConfiguration: Sendable, Equatable {
     public var name: String
     /// Key `cluster.nats`: `nats://host:port` URLs, tried in turn. Default `nats://127.0.0.1:4222`.
     public var servers: [NATSOutputConfiguration.Server]
-    /// Key `cluster.member`: this daemon's name among the members. Default `HOSTNAME/NAME`, NAME being the daemon's `--name`.
+    /// Key `cluster.member`: this daemon's name among the members, its own. Default `HOSTNAME/NAME/PID`, NAME being the daemon's `--name`.
     public var member: String?
     /// Key `cluster.heartbeat`: how often a member says it is alive. Default 1s.
     public var heartbeat: Duration

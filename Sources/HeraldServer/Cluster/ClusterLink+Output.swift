@@ -38,18 +38,27 @@ extension ClusterLink: Output {
 
     public convenience init(configuration: ClusterConfiguration, context: OutputContext) {
         self.init(
-            configuration: configuration, member: configuration.member ?? "\(ProcessInfo.processInfo.hostName)/\(context.daemonName)",
+            configuration: configuration, member: configuration.member ?? Self.defaultMember(daemonName: context.daemonName),
             broker: context.broker, listener: context.listener, version: context.version, logger: context.logger
         )
     }
 
     public func reload(_ configuration: ClusterConfiguration) async {}
 
+    /// `HOSTNAME/NAME/PID`: daemons on one host under one `--name` (a
+    /// database daemon and its edges, say) are members apart, where
+    /// `HOSTNAME/NAME` made them one member that heard nobody.
+    static func defaultMember(daemonName: String) -> String {
+        "\(ProcessInfo.processInfo.hostName)/\(daemonName)/\(ProcessInfo.processInfo.processIdentifier)"
+    }
+
     public var report: OutputReport {
         let counts = counters.withLock { $0 }
+        let twin = twinProblem(now: .now)
         return OutputReport(
             statistics: OutputStatistics(
-                health: counts.server == nil ? "degraded" : "ok", reason: counts.server == nil ? (counts.problem ?? "not connected to NATS yet") : nil,
+                health: counts.server == nil || twin != nil ? "degraded" : "ok",
+                reason: counts.server == nil ? (counts.problem ?? "not connected to NATS yet") : twin,
                 feed: .live, delivered: counts.broadcastsReceived
             ),
             metrics: [

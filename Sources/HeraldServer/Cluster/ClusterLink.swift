@@ -46,6 +46,8 @@ public final class ClusterLink: Service, Sendable {
         var presenceReceived: UInt64 = 0
         var stateRequests: UInt64 = 0
         var failures: UInt64 = 0
+        /// Another daemon heard under this member's id: its incarnation, and when it was last heard.
+        var twin: (incarnation: String, heard: ContinuousClock.Instant)?
     }
 
     static let backoff = BackoffPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(10))
@@ -155,7 +157,11 @@ public final class ClusterLink: Service, Sendable {
 
     /// One message from another member.
     private func take(_ payload: [UInt8]) {
-        guard let message = ClusterMessage(bytes: payload), message.sender != member else { return }
+        guard let message = ClusterMessage(bytes: payload) else { return }
+        guard message.sender != member else {
+            if case .heartbeat(let heartbeat) = message, heartbeat.incarnation != incarnation { heardTwin(heartbeat.incarnation) }
+            return
+        }
         switch message {
         case .stateRequest(let target, _):
             if target == member { relay.outbound.yield(.state) }
@@ -174,6 +180,26 @@ public final class ClusterLink: Service, Sendable {
             counters.withLock { $0.stateRequests += 1 }
             relay.outbound.yield(.stateRequest(member: wanted))
         }
+    }
+
+    /// Another daemon speaks under this member's id: each would take the
+    /// other's presence and broadcasts for its own and drop them, and the
+    /// cluster would split in silence. Said at once, and in `/healthz` while it lasts.
+    private func heardTwin(_ other: String) {
+        let isNew = counters.withLock { counters in
+            defer { counters.twin = (other, .now) }
+            return counters.twin?.incarnation != other
+        }
+        guard isNew else { return }
+        logger.error("another daemon is this cluster's member \(member): members must have ids of their own, or each drops what the other sends; set cluster.member on each (by default HOSTNAME/NAME/PID)", metadata: [
+            "cluster": "\(configuration.name)", "member": "\(member)",
+        ])
+    }
+
+    /// Why this member is not whole while a twin was heard within the member timeout.
+    func twinProblem(now: ContinuousClock.Instant) -> String? {
+        guard let twin = counters.withLock({ $0.twin }), now - twin.heard <= configuration.memberTimeout else { return nil }
+        return "another daemon is cluster member \(member): set cluster.member on each"
     }
 
     /// Heartbeats, and the expiry of silent members, every ``ClusterConfiguration/heartbeat`` until cancelled.
