@@ -17,23 +17,35 @@ extension DaemonConfiguration {
     ) async throws(ConfigurationError) -> DaemonConfiguration {
         let settings = try await SettingsReader(sources: sources)
         var warnings: [String] = []
+        // Every mistake is collected, so that one run of check-config (or serve) names them all.
+        var mistakes: [ConfigurationError] = []
+        func attempt<Value>(_ read: () throws(ConfigurationError) -> Value) -> Value? {
+            do {
+                return try read()
+            } catch {
+                mistakes.append(error)
+                return nil
+            }
+        }
 
-        let password = try passwordFromFile(settings)
+        let password = attempt { () throws(ConfigurationError) in try passwordFromFile(settings) } ?? nil
         let databaseText = settings.string("database", secret: true, recorded: false)
-        let database = try connectionString(
-            "database", flag: "--db", text: databaseText ?? "", password: password, settings, warnings: &warnings
-        )
+        let database = attempt { () throws(ConfigurationError) in
+            try connectionString("database", flag: "--db", text: databaseText ?? "", password: password, settings, warnings: &warnings)
+        }
         let databaseIsNamed = databaseText != nil || libpqVariablesNamingADatabase.contains { !(sources.environment[$0] ?? "").isEmpty }
         // The listener's own conninfo, for a database reached through a transaction pooler.
         var listenDatabase: ConnectionString?
         if let text = settings.string("listen_database", secret: true, recorded: false), !text.isEmpty {
-            listenDatabase = try connectionString("listen_database", flag: "--listen-db", text: text, password: password, settings, warnings: &warnings)
+            listenDatabase = attempt { () throws(ConfigurationError) in
+                try connectionString("listen_database", flag: "--listen-db", text: text, password: password, settings, warnings: &warnings)
+            }
         } else {
             settings.record("listen_database", "(none: the listener uses database)")
         }
         let name = settings.string("name", default: "default")
-        guard !name.isEmpty else { throw settings.fail("name", "must not be empty") }
-        let durability = try settings.choice("durability", default: Durability?.none)
+        if name.isEmpty { mistakes.append(settings.fail("name", "must not be empty")) }
+        let durability = attempt { () throws(ConfigurationError) in try settings.choice("durability", default: Durability?.none) } ?? nil
         if durability == .notifyOnly {
             warnings.append(Durability.notifyOnlyCeiling)
         }
@@ -41,22 +53,27 @@ extension DaemonConfiguration {
             warnings.append("channel (\(source)) is no longer a setting and is ignored: the install chooses a private channel, "
                 + "which the daemon reads from the database; remove it")
         }
-        let retention = try settings.value("retention", default: "24h" as HumanDuration, expected: "a duration such as 24h, 90m or 7d")
-        let pruneInterval = try settings.value("prune_interval", default: "60s" as HumanDuration, expected: "a duration such as 60s")
-        let history = try settings.int("history", default: 100_000, in: 0...Int.max)
-        let mailbox = try settings.int("mailbox_capacity", default: 4096, in: minimumBuffer...Int.max)
-        let connectTimeout = try settings.value("connect_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
-        let probeInterval = try settings.value("probe_interval", default: "30s" as HumanDuration, expected: "a duration such as 30s")
-        let backstopInterval = try settings.value("backstop_interval", default: "10s" as HumanDuration, expected: "a duration such as 10s")
-        let stopGrace = try settings.value("stop_grace", default: "5s" as HumanDuration, expected: "a duration such as 5s")
-        guard stopGrace.duration >= .seconds(2) else { throw settings.fail("stop_grace", "must be at least 2s, to leave the final checkpoint time") }
-        let (levels, format) = try logSettings(settings)
+        func duration(_ key: String, _ fallback: HumanDuration, expected: String) -> HumanDuration {
+            attempt { () throws(ConfigurationError) in try settings.value(key, default: fallback, expected: expected) } ?? fallback
+        }
+        let retention = duration("retention", "24h", expected: "a duration such as 24h, 90m or 7d")
+        let pruneInterval = duration("prune_interval", "60s", expected: "a duration such as 60s")
+        let history = attempt { () throws(ConfigurationError) in try settings.int("history", default: 100_000, in: 0...Int.max) } ?? 100_000
+        let mailbox = attempt { () throws(ConfigurationError) in try settings.int("mailbox_capacity", default: 4096, in: minimumBuffer...Int.max) } ?? 4096
+        let connectTimeout = duration("connect_timeout", "10s", expected: "a duration such as 10s")
+        let probeInterval = duration("probe_interval", "30s", expected: "a duration such as 30s")
+        let backstopInterval = duration("backstop_interval", "10s", expected: "a duration such as 10s")
+        let stopGrace = duration("stop_grace", "5s", expected: "a duration such as 5s")
+        if stopGrace.duration < .seconds(2) { mistakes.append(settings.fail("stop_grace", "must be at least 2s, to leave the final checkpoint time")) }
+        let (levels, format) = attempt { () throws(ConfigurationError) in try logSettings(settings) } ?? (LogLevels(), nil)
         let metricsListen = settings.string("metrics.listen")
         if let metricsListen, ListenAddress(metricsListen) == nil {
-            throw settings.fail("metrics.listen", "'\(metricsListen)' is not HOST:PORT, such as 127.0.0.1:9187 or [::1]:9187")
+            mistakes.append(settings.fail("metrics.listen", "'\(metricsListen)' is not HOST:PORT, such as 127.0.0.1:9187 or [::1]:9187"))
         }
-        let access = try accessPolicy(settings)
-        var outputs = try registry.settings(from: settings)
+        let access = attempt { () throws(ConfigurationError) in try accessPolicy(settings) } ?? nil
+        var failedSections: [(section: String, error: ConfigurationError)] = []
+        var outputs = registry.settings(from: settings, mistakes: &failedSections)
+        mistakes += failedSections.map(\.error)
         if outputs[SocketServer.section] != nil, access == nil {
             warnings.append("no access section: whoever the socket's mode and group let in sees every table (see access: in systemd/pgherald.yaml)")
         }
@@ -69,11 +86,14 @@ extension DaemonConfiguration {
         if let cluster = outputs[ClusterLink.section]?.as(ClusterConfiguration.self),
            let subject = outputs[NATSOutput.section]?.as(NATSOutputConfiguration.self)?.subject,
            let taken = cluster.subjects.first(where: subject.captures) {
-            throw settings.fail("nats.subject", "its stream would take the cluster's own messages (\(taken)): begin it with a token other than pgherald-cluster")
+            mistakes.append(settings.fail("nats.subject", "its stream would take the cluster's own messages (\(taken)): begin it with a token other than pgherald-cluster"))
         }
-        let source = try settings.choice("source", default: Source.database)
-        if source == .nats { try checkEdge(&outputs, settings) }
-        try settings.rejectUnknownKeys()
+        let source = attempt { () throws(ConfigurationError) in try settings.choice("source", default: Source.database) } ?? .database
+        if source == .nats { _ = attempt { () throws(ConfigurationError) in try checkEdge(&outputs, settings) } }
+        // A section that stopped at a mistake did not read its later keys: they are not unknown.
+        mistakes += settings.unknownKeys(allowingPrefixes: failedSections.map { "\($0.section)." })
+        if let error = ConfigurationError(all: mistakes) { throw error }
+        guard let database else { throw settings.fail("database", "cannot be read") }
 
         var configuration = DaemonConfiguration(
             database: database, databaseIsNamed: databaseIsNamed, listenDatabase: listenDatabase, name: name, durability: durability,

@@ -14,9 +14,22 @@ public struct OutputRegistry: Sendable {
 
     /// Each kind's settings, by section, for the kinds that are on.
     public func settings(from reader: SettingsReader) throws(ConfigurationError) -> [String: OutputKind.Settings] {
+        var mistakes: [(section: String, error: ConfigurationError)] = []
+        let all = settings(from: reader, mistakes: &mistakes)
+        if let error = ConfigurationError(all: mistakes.map(\.error)) { throw error }
+        return all
+    }
+
+    /// Every section that reads, and the mistake of each that does not: one
+    /// section's mistake does not hide another's.
+    public func settings(from reader: SettingsReader, mistakes: inout [(section: String, error: ConfigurationError)]) -> [String: OutputKind.Settings] {
         var all: [String: OutputKind.Settings] = [:]
         for kind in kinds {
-            if let settings = try kind.settings(from: reader) { all[kind.section] = settings }
+            do {
+                if let settings = try kind.settings(from: reader) { all[kind.section] = settings }
+            } catch {
+                mistakes.append((kind.section, error))
+            }
         }
         return all
     }

@@ -56,13 +56,18 @@ public final class SettingsReader {
         return file?.source(of: key)
     }
 
-    /// Fails on the first key of the file that no setting read.
+    /// Fails on the keys of the file that no setting read, all of them in one error.
     public func rejectUnknownKeys(allowingPrefixes prefixes: [String] = []) throws(ConfigurationError) {
-        guard let file else { return }
-        for (key, line) in file.lines.sorted(by: { $0.value < $1.value }) where !readKeys.contains(key) {
-            guard !prefixes.contains(where: { key.hasPrefix($0) }) else { continue }
+        if let error = ConfigurationError(all: unknownKeys(allowingPrefixes: prefixes)) { throw error }
+    }
+
+    /// The keys of the file that no setting read, in the file's order, each with a suggestion where one is close.
+    public func unknownKeys(allowingPrefixes prefixes: [String] = []) -> [ConfigurationError] {
+        guard let file else { return [] }
+        return file.lines.sorted(by: { $0.value < $1.value }).compactMap { key, line in
+            guard !readKeys.contains(key), !prefixes.contains(where: { key.hasPrefix($0) }) else { return nil }
             let suggestion = KeySuggestion.closest(to: key, among: readKeys).map { "did you mean \($0)? " } ?? ""
-            throw ConfigurationError(
+            return ConfigurationError(
                 key: key, source: "\(file.path) line \(line)",
                 reason: "not a pgherald setting (\(suggestion)see systemd/pgherald.yaml for every key)"
             )

@@ -237,6 +237,27 @@ import Testing
         #expect(error.key == "metrics.listen")
     }
 
+    /// One reading names every mistake: a core setting, one in a section, a misspelt key, and one in a second
+    /// section, whose later keys (not read past its mistake) are not called unknown.
+    @Test func everyMistakeOfAFileIsReportedAtOnce() async throws {
+        let error = try await rejection("""
+            retention: forever
+            socket:
+              max_subscribers: -1
+            nats:
+              stream: PGHERALD
+              brodcasts: true
+            realtime:
+              resume_window: soon
+              max_channels: 5
+
+            """)
+        let all = [error] + error.further
+        #expect(all.map(\.key) == ["retention", "realtime.resume_window", "socket.max_subscribers", "nats.brodcasts"], "\(error)")
+        #expect(all.last?.reason.contains("did you mean nats.broadcasts?") == true)
+        #expect(error.description.split(separator: "\n").count == 4, "one line each: \(error)")
+    }
+
     @Test func theConsoleIsOffWithoutItsSectionAndOnTCPOnlyWithAKey() async throws {
         #expect(try await load("")[SocketServer.self]?.console == nil)
         #expect(try await load("console: {}\n")[SocketServer.self]?.console == ConsoleConfiguration())
