@@ -137,7 +137,7 @@ public final class ClusterLink: Service, Sendable {
                         self.take(message.payload)
                     }
                 }
-            } catch {
+            } catch where !Task.isCancelled {
                 counters.withLock {
                     $0.failures += 1
                     $0.problem = "\(error)"
@@ -145,11 +145,12 @@ public final class ClusterLink: Service, Sendable {
                 logger.warning("lost the cluster's NATS server; presence of the other members leaves after the member timeout", metadata: [
                     "server": "\(address)", "error": "\(error)",
                 ])
+            } catch {
+                // Cancelled: the daemon stops, and the connection ended for that.
             }
             connection.withLock { $0 = nil }
             counters.withLock { $0.server = nil }
-            if Task.isCancelled { return }
-            try? await Task.sleep(for: rotation.ended(afterProgress: received.withLock { $0 }))
+            guard await Task.pauseBeforeRetry(for: rotation.ended(afterProgress: received.withLock { $0 })) else { return }
         }
     }
 

@@ -73,7 +73,7 @@ public final class NATSOutput: Service, Sendable {
         let ringing = Task { await journal.ringOnEvents(kind: "nats") }
         defer { ringing.cancel() }
         var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
-        while !isStopping {
+        while !isStopping, !Task.isCancelled {
             let address = rotation.current
             let publishedBefore = statistics.published
             do {
@@ -86,12 +86,13 @@ public final class NATSOutput: Service, Sendable {
                     try await self.publishBatches(jetStream)
                 }
             } catch {
+                // Stopping, not failing: the connection ended because the daemon stops.
+                if isStopping || Task.isCancelled { return }
                 counters.withLock { $0.failures += 1 }
                 report("cannot publish to \(address); events wait in the journal", error)
             }
-            if isStopping { return }
             // A connection that published goes back to the first, short delay.
-            try? await Task.sleep(for: rotation.ended(afterProgress: statistics.published > publishedBefore))
+            guard await Task.pauseBeforeRetry(for: rotation.ended(afterProgress: statistics.published > publishedBefore)) else { return }
         }
     }
 
@@ -118,8 +119,8 @@ public final class NATSOutput: Service, Sendable {
             do {
                 batch = try await journal.next(limit: Self.batchRows, waiting: !isStopping)
             } catch {
+                if isStopping || Task.isCancelled { return }
                 report("cannot read the journal; NATS publishing waits and resumes where it stopped", error)
-                if isStopping { return }
                 try await Task.sleep(for: .seconds(1))
                 continue
             }
@@ -177,7 +178,7 @@ public final class NATSOutput: Service, Sendable {
 
     /// Opens the cursor, retrying while PostgreSQL is away; false when stopping came first.
     private func openCursor() async throws -> Bool {
-        while !isStopping {
+        while !isStopping, !Task.isCancelled {
             do {
                 try await journal.open()
                 return true
@@ -185,7 +186,7 @@ public final class NATSOutput: Service, Sendable {
                 throw error
             } catch {
                 report("cannot open the NATS output's cursor; retrying", error)
-                try? await Task.sleep(for: .seconds(1))
+                guard await Task.pauseBeforeRetry(for: .seconds(1)) else { return false }
             }
         }
         return false
@@ -199,9 +200,9 @@ public final class NATSOutput: Service, Sendable {
                 try await journal.commit(batch)
                 return
             } catch {
+                if isStopping || Task.isCancelled { return }
                 report("cannot record the NATS output's position; retrying", error)
-                if isStopping { return }
-                try? await Task.sleep(for: .seconds(1))
+                guard await Task.pauseBeforeRetry(for: .seconds(1)) else { return }
             }
         }
     }
