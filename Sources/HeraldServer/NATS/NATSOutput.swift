@@ -184,6 +184,9 @@ public final class NATSOutput: Service, Sendable {
                 return true
             } catch where error.code == .queryFailed {
                 throw error
+            } catch where error.code == .stopped {
+                // The listener did not connect: its error is the daemon's.
+                return false
             } catch {
                 report("cannot open the NATS output's cursor; retrying", error)
                 guard await Task.pauseBeforeRetry(for: .seconds(1)) else { return false }
