@@ -73,11 +73,14 @@ public final class NATSOutput: Service, Sendable {
         let ringing = Task { await journal.ringOnEvents(kind: "nats") }
         defer { ringing.cancel() }
         var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
+        var firstRound = FirstRound(servers: configuration.servers.count)
         while !isStopping, !Task.isCancelled {
             let address = rotation.current
             let publishedBefore = statistics.published
+            let connected = Mutex(false)
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions, tls: configuration.tls) { connection in
+                    connected.withLock { $0 = true }
                     let jetStream = JetStream(connection: connection, timeout: self.configuration.acknowledgementTimeout)
                     try await self.prepareStream(jetStream)
                     // Connected with the stream in place: an idle output is healthy again before its next event.
@@ -89,8 +92,16 @@ public final class NATSOutput: Service, Sendable {
                 // Stopping, not failing: the connection ended because the daemon stops.
                 if isStopping || Task.isCancelled { return }
                 counters.withLock { $0.failures += 1 }
-                report("cannot publish to \(address); events wait in the journal", error)
+                if let refusals = firstRound.failed(connected: connected.withLock { $0 }, error) {
+                    throw NATSStartFailure(refusals: refusals)
+                }
+                if firstRound.isOpen {
+                    logger.notice("nothing listens at this NATS server; trying the next", metadata: ["server": "\(address)", "error": "\(error)"])
+                } else {
+                    report("cannot publish to \(address); events wait in the journal", error)
+                }
             }
+            if connected.withLock({ $0 }) { firstRound.connected() }
             // A connection that published goes back to the first, short delay.
             guard await Task.pauseBeforeRetry(for: rotation.ended(afterProgress: statistics.published > publishedBefore)) else { return }
         }
