@@ -23,9 +23,16 @@ extension IntegrationTests {
             var console = freeLoopbackPort()
         }
 
-        /// A configuration file with every output and listener that a stop waits for.
-        static func configuration(nats: String, ports: Ports) throws -> String {
+        /// A configuration file with every output and listener that a stop waits for; `edge`:
+        /// fed by the cluster's stream (`source: nats`), which takes the place of the NATS output.
+        static func configuration(nats: String, cluster: String? = nil, ports: Ports, edge: Bool = false) throws -> String {
             let path = FileManager.default.temporaryDirectory.appending(path: "pgherald-faults-\(UUID().uuidString.prefix(8)).yaml").path
+            let output = edge ? "source: nats" : """
+                nats:
+                  servers: \(nats)
+                  stream: PGHERALD
+                  create_stream: true
+                """
             try """
                 stop_grace: \(grace.components.seconds)s
                 http:
@@ -40,21 +47,19 @@ extension IntegrationTests {
                   keys:
                     all:
                       key: faults-0123456789abcdef
-                nats:
-                  servers: \(nats)
-                  stream: PGHERALD
-                  create_stream: true
+                \(output)
                 cluster:
                   name: faults
-                  nats: \(nats)
+                  nats: \(cluster ?? nats)
                   member: faults-1
+                \(edge ? "  stream: PGHERALD" : "")
                 """.write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
 
         enum Fault: String, CaseIterable, CustomTestStringConvertible {
             case httpPortTaken, realtimePortTaken, metricsPortTaken, consolePortTaken, socketPathTaken
-            case nameTaken, postgresDown, postgresRefusesTheRole, natsDown
+            case nameTaken, postgresDown, postgresRefusesTheRole, natsDown, clusterNATSDown, edgeNATSDown
 
             var testDescription: String { rawValue }
         }
@@ -67,6 +72,8 @@ extension IntegrationTests {
             var connInfo = database.connInfo
             let socket = SocketDaemon.temporarySocketPath()
             var natsURL = nats.url
+            var clusterURL: String?
+            var edge = false
             var held: [Int32] = []
             defer { for descriptor in held { close(descriptor) } }
             var first: SocketDaemon?
@@ -106,10 +113,20 @@ extension IntegrationTests {
                 connInfo += " user=pgherald_no_such_role"
                 cause = "cannot connect"
             case .natsDown:
+                // The cluster's NATS answers: the output's is the one down.
+                clusterURL = natsURL
                 natsURL = "nats://127.0.0.1:\(freeLoopbackPort())"
-                cause = "nats.servers: no NATS server takes the output's connection (\(natsURL): connection refused)"
+                cause = "nats.servers: no NATS server takes the NATS output's connection (\(natsURL): connection refused)"
+            case .clusterNATSDown:
+                clusterURL = "nats://127.0.0.1:\(freeLoopbackPort())"
+                cause = "cluster.nats: no NATS server takes the cluster's connection (\(clusterURL!): connection refused)"
+            case .edgeNATSDown:
+                natsURL = "nats://127.0.0.1:\(freeLoopbackPort())"
+                edge = true
+                // The edge's feed and its cluster link each try the server; either may be first to say so.
+                cause = "cluster.nats: no NATS server takes the "
             }
-            let config = try Self.configuration(nats: natsURL, ports: ports)
+            let config = try Self.configuration(nats: natsURL, cluster: clusterURL, ports: ports, edge: edge)
 
             let started = ContinuousClock.now
             let daemon = try DaemonProcess(["serve", "--db", connInfo, "--socket", socket, "--config", config, "--log-format", "logfmt"])

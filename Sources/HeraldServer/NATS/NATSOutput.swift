@@ -73,7 +73,7 @@ public final class NATSOutput: Service, Sendable {
         let ringing = Task { await journal.ringOnEvents(kind: "nats") }
         defer { ringing.cancel() }
         var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
-        var firstRound = FirstRound(servers: configuration.servers.count)
+        var firstRound = NATSFirstRound(servers: configuration.servers.count)
         while !isStopping, !Task.isCancelled {
             let address = rotation.current
             let publishedBefore = statistics.published
@@ -93,7 +93,7 @@ public final class NATSOutput: Service, Sendable {
                 if isStopping || Task.isCancelled { return }
                 counters.withLock { $0.failures += 1 }
                 if let refusals = firstRound.failed(connected: connected.withLock { $0 }, error) {
-                    throw NATSStartFailure(refusals: refusals)
+                    throw NATSStartFailure(key: "nats.servers", client: "the NATS output", refusals: refusals)
                 }
                 if firstRound.isOpen {
                     logger.notice("nothing listens at this NATS server; trying the next", metadata: ["server": "\(address)", "error": "\(error)"])
