@@ -25,7 +25,7 @@ extension IntegrationTests {
 
         /// A configuration file with every output and listener that a stop waits for; `edge`:
         /// fed by the cluster's stream (`source: nats`), which takes the place of the NATS output.
-        static func configuration(nats: String, cluster: String? = nil, ports: Ports, edge: Bool = false) throws -> String {
+        static func configuration(nats: String, cluster: String? = nil, ports: Ports, edge: Bool = false, extra: String = "") throws -> String {
             let path = FileManager.default.temporaryDirectory.appending(path: "pgherald-faults-\(UUID().uuidString.prefix(8)).yaml").path
             let output = edge ? "source: nats" : """
                 nats:
@@ -53,13 +53,14 @@ extension IntegrationTests {
                   nats: \(cluster ?? nats)
                   member: faults-1
                 \(edge ? "  stream: PGHERALD" : "")
+                \(extra)
                 """.write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
 
         enum Fault: String, CaseIterable, CustomTestStringConvertible {
             case httpPortTaken, realtimePortTaken, metricsPortTaken, consolePortTaken, socketPathTaken
-            case nameTaken, postgresDown, postgresRefusesTheRole, natsDown, clusterNATSDown, edgeNATSDown
+            case nameTaken, postgresDown, postgresRefusesTheRole, natsDown, clusterNATSDown, edgeNATSDown, certificateNotItsKey
 
             var testDescription: String { rawValue }
         }
@@ -74,6 +75,10 @@ extension IntegrationTests {
             var natsURL = nats.url
             var clusterURL: String?
             var edge = false
+            var extra = ""
+            var otherKey = ""
+            // A configuration refused before anything starts exits EX_CONFIG.
+            var status: Int32 = 1
             var held: [Int32] = []
             defer { for descriptor in held { close(descriptor) } }
             var first: SocketDaemon?
@@ -125,8 +130,14 @@ extension IntegrationTests {
                 edge = true
                 // The edge's feed and its cluster link each try the server; either may be first to say so.
                 cause = "cluster.nats: no NATS server takes the "
+            case .certificateNotItsKey:
+                let (certificate, key) = (try await TestCertificates(), try await TestCertificates())
+                otherKey = key.keyPath
+                extra = "tls:\n  cert_file: \(certificate.certificatePath)\n  key_file: \(otherKey)"
+                status = 78
+                cause = "configuration: tls.cert_file"
             }
-            let config = try Self.configuration(nats: natsURL, cluster: clusterURL, ports: ports, edge: edge)
+            let config = try Self.configuration(nats: natsURL, cluster: clusterURL, ports: ports, edge: edge, extra: extra)
 
             let started = ContinuousClock.now
             let daemon = try DaemonProcess(["serve", "--db", connInfo, "--socket", socket, "--config", config, "--log-format", "logfmt"])
@@ -134,7 +145,7 @@ extension IntegrationTests {
             let took = ContinuousClock.now - started
 
             #expect(took < Self.grace + Self.slack, "\(fault) took \(took): \(result.stderr.suffix(3000))")
-            #expect(daemon.process.terminationReason == .exit && result.status == 1, "status \(result.status): \(result.stderr.suffix(3000))")
+            #expect(daemon.process.terminationReason == .exit && result.status == status, "status \(result.status): \(result.stderr.suffix(3000))")
             let errors = result.stderr.split(separator: "\n").filter {
                 $0.hasPrefix("Error:") || $0.contains("level=error") || $0.contains("level=critical")
             }
@@ -143,6 +154,9 @@ extension IntegrationTests {
             // It stopped of itself, not because the deadline cut the stop short.
             #expect(!result.stderr.contains("still stopping after stop_grace"), "\(result.stderr.suffix(3000))")
             if fault == .postgresRefusesTheRole { #expect(errors.first?.contains("pgherald_no_such_role") == true, "\(errors)") }
+            if fault == .certificateNotItsKey {
+                #expect(errors.first?.contains("\(otherKey) is not the key of the certificate") == true && errors.first?.contains("failedToLoadPrivateKey") == false, "\(errors)")
+            }
             // The daemon that held the name still serves.
             if let first { #expect(try await first.get("/healthz").status == 200) }
         }
