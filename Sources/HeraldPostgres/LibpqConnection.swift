@@ -249,9 +249,11 @@ public final class LibpqConnection {
         let host = PQhost(handle).map { String(cString: $0) } ?? "?"
         let port = PQport(handle).map { String(cString: $0) } ?? "?"
         let database = PQdb(handle).map { String(cString: $0) } ?? "?"
-        let user = PQuser(handle).map { String(cString: $0) } ?? "?"
         return "host=\(host) port=\(port) dbname=\(database) user=\(user)"
     }
+
+    /// The role this connection signed in as.
+    public var user: String { PQuser(handle).map { String(cString: $0) } ?? "?" }
 
     var socket: Int32 { PQsocket(handle) }
 

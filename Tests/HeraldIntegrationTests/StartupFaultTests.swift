@@ -60,7 +60,8 @@ extension IntegrationTests {
 
         enum Fault: String, CaseIterable, CustomTestStringConvertible {
             case httpPortTaken, realtimePortTaken, metricsPortTaken, consolePortTaken, socketPathTaken
-            case nameTaken, postgresDown, postgresRefusesTheRole, natsDown, clusterNATSDown, edgeNATSDown, certificateNotItsKey
+            case nameTaken, postgresDown, postgresRefusesTheRole, roleWithoutTheGrants
+            case natsDown, clusterNATSDown, edgeNATSDown, certificateNotItsKey
 
             var testDescription: String { rawValue }
         }
@@ -117,6 +118,12 @@ extension IntegrationTests {
             case .postgresRefusesTheRole:
                 connInfo += " user=pgherald_no_such_role"
                 cause = "cannot connect"
+            case .roleWithoutTheGrants:
+                // Roles belong to the cluster: a new one, named after this test's database, with no grant at all.
+                let role = "\(database.name)_stranger"
+                try database.execute("CREATE ROLE \(role) LOGIN")
+                connInfo += " user=\(role)"
+                cause = "database role \(role) lacks a privilege serve needs (permission denied for schema pgherald)"
             case .natsDown:
                 // The cluster's NATS answers: the output's is the one down.
                 clusterURL = natsURL
