@@ -45,7 +45,7 @@ final class FirstFailure: Sendable {
     }
 
     /// A service whose error is recorded as it is thrown, before the group has heard it.
-    struct Watched: Service, CustomStringConvertible {
+    struct Watched: Service {
         let service: any Service
         let failures: FirstFailure
 
@@ -58,7 +58,5 @@ final class FirstFailure: Sendable {
                 throw error
             }
         }
-
-        var description: String { String(describing: service) }
     }
 }
