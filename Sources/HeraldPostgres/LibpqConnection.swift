@@ -176,8 +176,10 @@ public final class LibpqConnection {
     /// stays until something invalidates it.
     public func forgetPreparedStatements(timeout: Duration? = nil) throws(LibpqError) {
         guard !preparedStatements.isEmpty else { return }
-        try execute("DEALLOCATE ALL", timeout: timeout)
+        // Forgotten before the wait: a stop that interrupts it leaves the server to run it
+        // all the same, and a statement still counted as prepared would then not exist.
         preparedStatements.removeAll()
+        try execute("DEALLOCATE ALL", timeout: timeout)
     }
 
     /// Reads every result of the query sent last, and returns the last one's.
