@@ -92,6 +92,7 @@ let package = Package(
         .target(
             name: "HeraldNATS",
             dependencies: [
+                "HeraldSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

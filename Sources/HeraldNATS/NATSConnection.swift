@@ -60,7 +60,7 @@ public final class NATSConnection: Sendable {
                     }
                 }
         } catch {
-            throw NATSError(.unreachable, "cannot connect to nats://\(host):\(port): \(error)")
+            throw NATSError(.notListening, "nats://\(host):\(port): \(Self.plainWords(connecting: error, timeout: connectTimeout))")
         }
         return try await channel.executeThenClose { inbound, outbound in
             let connection = NATSConnection(outbound: outbound, inbox: "_INBOX.\(UInt64.random(in: 0...UInt64.max))")

@@ -1,8 +1,11 @@
 /// Why talking to NATS failed, and what to do about it.
 public struct NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: Sendable, Equatable {
-        /// No connection could be made, or it was lost: try again (another server).
+        /// The server went away, or never finished the handshake: try again (another server).
         case unreachable
+        /// Nothing accepted a connection at the address (nothing listens there, or it cannot be
+        /// reached): start NATS there, or correct the address.
+        case notListening
         /// The server refused the connection's credentials: fix them.
         case refused
         /// The server answered with `-ERR`.

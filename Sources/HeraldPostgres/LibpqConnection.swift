@@ -176,8 +176,10 @@ public final class LibpqConnection {
     /// stays until something invalidates it.
     public func forgetPreparedStatements(timeout: Duration? = nil) throws(LibpqError) {
         guard !preparedStatements.isEmpty else { return }
-        try execute("DEALLOCATE ALL", timeout: timeout)
+        // Forgotten before the wait: a stop that interrupts it leaves the server to run it
+        // all the same, and a statement still counted as prepared would then not exist.
         preparedStatements.removeAll()
+        try execute("DEALLOCATE ALL", timeout: timeout)
     }
 
     /// Reads every result of the query sent last, and returns the last one's.
@@ -249,9 +251,11 @@ public final class LibpqConnection {
         let host = PQhost(handle).map { String(cString: $0) } ?? "?"
         let port = PQport(handle).map { String(cString: $0) } ?? "?"
         let database = PQdb(handle).map { String(cString: $0) } ?? "?"
-        let user = PQuser(handle).map { String(cString: $0) } ?? "?"
         return "host=\(host) port=\(port) dbname=\(database) user=\(user)"
     }
+
+    /// The role this connection signed in as.
+    public var user: String { PQuser(handle).map { String(cString: $0) } ?? "?" }
 
     var socket: Int32 { PQsocket(handle) }
 

@@ -53,5 +53,40 @@ extension IntegrationTests {
             #expect(stopped.stderr.contains("still stopping after stop_grace"), "the log says why the stop was cut short")
             withExtendedLifetime((stream, webSocket, blackHole)) {}
         }
+
+        /// SIGTERM at 24 moments spread over a start and past it (the process
+        /// starting, the database and NATS connecting, the listeners binding,
+        /// the cluster joining, serving), every other time again while it
+        /// stops, with everything configured that a stop waits for: each ends
+        /// within stop_grace, as a stop and not as a failure.
+        @Test(.enabled(if: NATSServer.executable != nil, "scripts/test provides nats-server"))
+        func sigtermAtAnyMomentOfAStartOrAStopEndsItInTime() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSServer()
+            let grace = StartupFaultTests.grace
+            for moment in 0..<24 {
+                let config = try StartupFaultTests.configuration(nats: nats.url, ports: .init())
+                let daemon = try DaemonProcess([
+                    "serve", "--db", database.connInfo, "--socket", SocketDaemon.temporarySocketPath(), "--config", config, "--log-format", "logfmt",
+                ])
+                try await Task.sleep(for: .milliseconds(125 * moment))
+                let sent = ContinuousClock.now
+                daemon.signal(SIGTERM)
+                if moment % 2 == 1 {
+                    try await Task.sleep(for: .milliseconds(60))
+                    daemon.signal(SIGTERM)
+                }
+                let result = try await daemon.finish(within: Double(grace.components.seconds) + 10)
+                let took = ContinuousClock.now - sent
+                #expect(took < grace + .seconds(1), "moment \(moment): SIGTERM took \(took): \(result.stderr.suffix(2000))")
+                // Before serve traps SIGTERM, the signal's default action ends it.
+                let reason = daemon.process.terminationReason
+                #expect(
+                    (reason == .exit && result.status == 0) || (reason == .uncaughtSignal && result.status == SIGTERM),
+                    "moment \(moment): \(reason == .exit ? "exit" : "signal") \(result.status): \(result.stderr.suffix(2000))"
+                )
+                #expect(!result.stderr.contains("CancellationError"), "moment \(moment): \(result.stderr.suffix(2000))")
+            }
+        }
     }
 }

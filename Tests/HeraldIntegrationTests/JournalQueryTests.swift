@@ -7,6 +7,23 @@ extension IntegrationTests {
     /// The journal queries that catch-up and resumes page through.
     @Suite
     struct JournalQueryTests {
+        /// A stop that interrupts the wait for DEALLOCATE ALL (the listener
+        /// replans every 2 s) leaves the server to run it all the same: the
+        /// final checkpoint's sweep must prepare its statement again, and
+        /// failed with "prepared statement … does not exist" (BoundedStopTests).
+        @Test func aStopWhileForgettingPreparedStatementsLeavesNoneCounted() throws {
+            let database = try TestDatabase.create()
+            let wake = WakeSignal()
+            let connection = try LibpqConnection.connect(ConnectionString(database.connInfo), timeout: .seconds(10), applicationName: "pgherald-test", wake: wake)
+            try connection.execute(prepared: "pgherald_test_one", "SELECT 1", parameters: [])
+            wake.signal()
+            // Woken before the answer comes, as a stop is.
+            _ = try? connection.forgetPreparedStatements()
+            connection.ignoreWakeSignal()
+            try connection.discardInterruptedQuery(until: .now + .seconds(5))
+            #expect(try connection.execute(prepared: "pgherald_test_one", "SELECT 1", parameters: []).rows == [["1"]])
+        }
+
         @Test func pagesFollowTransactionIDsAsNumbersAcrossADigitBoundary() throws {
             let database = try TestDatabase.create()
             let connection = try database.connect()

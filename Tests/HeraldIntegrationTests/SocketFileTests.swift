@@ -61,7 +61,7 @@ extension IntegrationTests {
             // Under another name: one name runs once per database.
             let second = try await DaemonProcess(["serve", "--db", database.connInfo, "--name", "second", "--socket", first.socketPath]).finish()
             #expect(second.status != 0)
-            #expect(second.stderr.contains("another process is serving \(first.socketPath)"))
+            #expect(second.stderr.contains("Error: socket.path \(first.socketPath): another process serves it"), "\(second.stderr)")
             // The first daemon still serves its socket.
             #expect(try await first.get("/healthz").status == 200)
         }

@@ -76,9 +76,16 @@ public final class JournalFeed: Sendable {
         return Int(published > caughtUp ? published - caughtUp : 0)
     }
 
-    /// Loads the cursor, or starts it at what commits from now on.
-    /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`).
+    /// Loads the cursor, or starts it at what commits from now on, once the
+    /// listener has connected: its first connection claims the daemon's
+    /// name, and a second daemon under a taken name must not read or move
+    /// the cursors of the first.
+    /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`);
+    ///   ``LibpqError/Code/stopped`` when the listener stopped before it connected.
     public func open() async throws(LibpqError) {
+        guard await listener.waitUntilConnected() else {
+            throw LibpqError(.stopped, "the listener stopped before it connected; the cursor of \(output) was not opened")
+        }
         let (position, lastEventID) = try await connection.run { [daemon, output] connection throws(LibpqError) in
             let installed = try connection.execute("SELECT to_regclass('pgherald.output_cursor') IS NOT NULL").scalar == "t"
             guard installed else {

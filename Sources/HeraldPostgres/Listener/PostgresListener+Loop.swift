@@ -22,7 +22,7 @@ extension PostgresListener {
                     if machine.hasListened {
                         recordReconnect()
                     } else {
-                        cursor = try prepareDurability(on: opened)
+                        cursor = try namingTheRole(of: opened) { () throws(LibpqError) in try prepareDurability(on: opened) }
                     }
                     connection = opened
                     action = machine.connected()
@@ -86,6 +86,11 @@ extension PostgresListener {
         )
         // A connection that swallows traffic without closing must not hold a sweep forever.
         connection.queryTimeout = configuration.connectTimeout
+        return try namingTheRole(of: connection) { () throws(LibpqError) in try subscribe(on: connection, deadline: deadline) }
+    }
+
+    /// Checks the session's route, LISTENs, and claims the daemon's name.
+    private func subscribe(on connection: LibpqConnection, deadline: ContinuousClock.Instant) throws(LibpqError) -> LibpqConnection {
         try checkSessionRoute(of: connection, deadline: deadline)
         let name = try Journal.notificationChannel(on: connection) ?? Self.uninstalledChannel
         state.withLock { $0.channel = name }

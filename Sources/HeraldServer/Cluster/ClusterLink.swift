@@ -104,25 +104,29 @@ public final class ClusterLink: Service, Sendable {
     }
 
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
+        try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await self.sendOutbound() }
             group.addTask { await cancelWhenGracefulShutdown { await self.beat() } }
             group.addTask {
-                await cancelWhenGracefulShutdown { await self.connectUntilStopped() }
-                self.relay.outbound.finish()
+                defer { self.relay.outbound.finish() }
+                try await cancelWhenGracefulShutdown { try await self.connectUntilStopped() }
             }
         }
     }
 
-    /// Keeps a connection to one of the servers, reading the cluster's subjects, until cancelled.
-    private func connectUntilStopped() async {
+    /// Keeps a connection to one of the servers, reading the cluster's subjects, until cancelled;
+    /// throws when nothing listens at any server at the first attempt (``NATSFirstRound``).
+    private func connectUntilStopped() async throws {
         var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
+        var firstRound = NATSFirstRound(servers: configuration.servers.count)
         while !Task.isCancelled {
             let address = rotation.current
             let options = NATSConnectOptions(name: "pgherald cluster \(member)", version: version, authentication: configuration.authentication)
             let received = Mutex(false)
+            let connected = Mutex(false)
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: options, tls: configuration.tls) { connection in
+                    connected.withLock { $0 = true }
                     let messages = try await connection.subscribe(to: "\(self.configuration.subjectPrefix).>")
                     self.connection.withLock { $0 = connection }
                     self.counters.withLock {
@@ -139,7 +143,10 @@ public final class ClusterLink: Service, Sendable {
                         self.take(message.payload)
                     }
                 }
-            } catch {
+            } catch where !Task.isCancelled {
+                if let refusals = firstRound.failed(connected: connected.withLock { $0 }, error) {
+                    throw NATSStartFailure(key: "cluster.nats", client: "the cluster", refusals: refusals)
+                }
                 counters.withLock {
                     $0.failures += 1
                     $0.problem = "\(error)"
@@ -147,11 +154,13 @@ public final class ClusterLink: Service, Sendable {
                 logger.warning("lost the cluster's NATS server; presence of the other members leaves after the member timeout", metadata: [
                     "server": "\(address)", "error": "\(error)",
                 ])
+            } catch {
+                // Cancelled: the daemon stops, and the connection ended for that.
             }
             connection.withLock { $0 = nil }
             counters.withLock { $0.server = nil }
-            if Task.isCancelled { return }
-            try? await Task.sleep(for: rotation.ended(afterProgress: received.withLock { $0 }))
+            if connected.withLock({ $0 }) { firstRound.connected() }
+            guard await Task.pauseBeforeRetry(for: rotation.ended(afterProgress: received.withLock { $0 })) else { return }
         }
     }
 

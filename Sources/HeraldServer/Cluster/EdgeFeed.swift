@@ -50,11 +50,11 @@ public final class EdgeFeed: Service, Sendable {
     }
 
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            group.addTask { await cancelWhenGracefulShutdown { await self.readUntilStopped() } }
+        defer { listener.reportFeed(.stopped, freshness: freshness) }
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await cancelWhenGracefulShutdown { try await self.readUntilStopped() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.reportEverySecond() } }
         }
-        listener.reportFeed(.stopped, freshness: freshness)
     }
 
     private var freshness: PostgresListener.FeedFreshness {
@@ -74,19 +74,26 @@ public final class EdgeFeed: Service, Sendable {
         }
     }
 
-    private func readUntilStopped() async {
+    /// Reads until cancelled; throws when nothing listens at any server at the first attempt (``NATSFirstRound``).
+    private func readUntilStopped() async throws {
         var rotation = NATSServerRotation(servers: servers, backoff: Self.backoff)
+        var firstRound = NATSFirstRound(servers: servers.count)
         while !Task.isCancelled {
             let address = rotation.current
             let readBefore = position.withLock { $0.next }
+            let connected = Mutex(false)
             let wait: Duration
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: options, tls: tls) { connection in
+                    connected.withLock { $0 = true }
                     try await self.read(JetStream(connection: connection), from: address)
                 }
                 wait = rotation.ended(afterProgress: position.withLock { $0.next } != readBefore)
             } catch {
                 if Task.isCancelled { return }
+                if let refusals = firstRound.failed(connected: connected.withLock { $0 }, error) {
+                    throw NATSStartFailure(key: "cluster.nats", client: "the edge", refusals: refusals)
+                }
                 let reason = "\(address): \(error)"
                 logger.warning("cannot read the event stream; clients wait, and reading resumes after the last event read", metadata: [
                     "stream": "\(stream)", "error": "\(reason)",
@@ -94,7 +101,8 @@ public final class EdgeFeed: Service, Sendable {
                 wait = rotation.ended(afterProgress: position.withLock { $0.next } != readBefore)
                 report(.reconnecting(attempt: rotation.attempt, lastError: reason))
             }
-            try? await Task.sleep(for: wait)
+            if connected.withLock({ $0 }) { firstRound.connected() }
+            guard await Task.pauseBeforeRetry(for: wait) else { return }
         }
     }
 

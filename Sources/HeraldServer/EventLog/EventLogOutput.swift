@@ -146,9 +146,9 @@ public final class EventLogOutput: Sendable {
                 do {
                     batch = try await journal.next(limit: Self.batchRows, waiting: !isStopping)
                 } catch {
+                    guard !isStopping, !Task.isCancelled else { return }
                     report(&failure, "cannot read the journal; the event log waits and resumes where it stopped", error)
-                    guard !isStopping else { return }
-                    try? await Task.sleep(for: Self.retryInterval)
+                    guard await Task.pauseBeforeRetry(for: Self.retryInterval) else { return }
                     continue
                 }
                 if batch.events.isEmpty {
@@ -176,9 +176,9 @@ public final class EventLogOutput: Sendable {
             } catch where error.code == .queryFailed {
                 throw error
             } catch {
-                report(&failure, "cannot open the event log's cursor; retrying", error)
                 if isStopping || Task.isCancelled { return }
-                try? await Task.sleep(for: Self.retryInterval)
+                report(&failure, "cannot open the event log's cursor; retrying", error)
+                guard await Task.pauseBeforeRetry(for: Self.retryInterval) else { return }
             }
         }
     }
@@ -194,7 +194,7 @@ public final class EventLogOutput: Sendable {
                 report(&failure, "cannot write the event log; the batch waits in the journal and is written when the disk has room", error)
                 guard !isStopping else { return false }
                 await journal.markInUse()
-                try? await Task.sleep(for: Self.retryInterval)
+                guard await Task.pauseBeforeRetry(for: Self.retryInterval) else { return false }
             }
         }
     }
@@ -208,9 +208,9 @@ public final class EventLogOutput: Sendable {
                 try await journal.commit(batch)
                 return
             } catch {
+                if isStopping || Task.isCancelled { return }
                 report(&failure, "cannot record the event log's position; retrying", error)
-                if isStopping { return }
-                try? await Task.sleep(for: Self.retryInterval)
+                guard await Task.pauseBeforeRetry(for: Self.retryInterval) else { return }
             }
         }
     }

@@ -44,6 +44,6 @@ public struct MetricsServer: Service {
             onServerRunning: { [logger, address] _ in logger.info("serving metrics over TCP", metadata: ["address": "\(address)"]) },
             logger: logger
         )
-        try await application.run()
+        try await ListeningApplication(application: application, key: "metrics.listen", address: address).run()
     }
 }

@@ -73,11 +73,14 @@ public final class NATSOutput: Service, Sendable {
         let ringing = Task { await journal.ringOnEvents(kind: "nats") }
         defer { ringing.cancel() }
         var rotation = NATSServerRotation(servers: configuration.servers, backoff: Self.backoff)
-        while !isStopping {
+        var firstRound = NATSFirstRound(servers: configuration.servers.count)
+        while !isStopping, !Task.isCancelled {
             let address = rotation.current
             let publishedBefore = statistics.published
+            let connected = Mutex(false)
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: connectOptions, tls: configuration.tls) { connection in
+                    connected.withLock { $0 = true }
                     let jetStream = JetStream(connection: connection, timeout: self.configuration.acknowledgementTimeout)
                     try await self.prepareStream(jetStream)
                     // Connected with the stream in place: an idle output is healthy again before its next event.
@@ -86,12 +89,21 @@ public final class NATSOutput: Service, Sendable {
                     try await self.publishBatches(jetStream)
                 }
             } catch {
+                // Stopping, not failing: the connection ended because the daemon stops.
+                if isStopping || Task.isCancelled { return }
                 counters.withLock { $0.failures += 1 }
-                report("cannot publish to \(address); events wait in the journal", error)
+                if let refusals = firstRound.failed(connected: connected.withLock { $0 }, error) {
+                    throw NATSStartFailure(key: "nats.servers", client: "the NATS output", refusals: refusals)
+                }
+                if firstRound.isOpen {
+                    logger.notice("nothing listens at this NATS server; trying the next", metadata: ["server": "\(address)", "error": "\(error)"])
+                } else {
+                    report("cannot publish to \(address); events wait in the journal", error)
+                }
             }
-            if isStopping { return }
+            if connected.withLock({ $0 }) { firstRound.connected() }
             // A connection that published goes back to the first, short delay.
-            try? await Task.sleep(for: rotation.ended(afterProgress: statistics.published > publishedBefore))
+            guard await Task.pauseBeforeRetry(for: rotation.ended(afterProgress: statistics.published > publishedBefore)) else { return }
         }
     }
 
@@ -118,8 +130,8 @@ public final class NATSOutput: Service, Sendable {
             do {
                 batch = try await journal.next(limit: Self.batchRows, waiting: !isStopping)
             } catch {
+                if isStopping || Task.isCancelled { return }
                 report("cannot read the journal; NATS publishing waits and resumes where it stopped", error)
-                if isStopping { return }
                 try await Task.sleep(for: .seconds(1))
                 continue
             }
@@ -177,15 +189,18 @@ public final class NATSOutput: Service, Sendable {
 
     /// Opens the cursor, retrying while PostgreSQL is away; false when stopping came first.
     private func openCursor() async throws -> Bool {
-        while !isStopping {
+        while !isStopping, !Task.isCancelled {
             do {
                 try await journal.open()
                 return true
             } catch where error.code == .queryFailed {
                 throw error
+            } catch where error.code == .stopped {
+                // The listener did not connect: its error is the daemon's.
+                return false
             } catch {
                 report("cannot open the NATS output's cursor; retrying", error)
-                try? await Task.sleep(for: .seconds(1))
+                guard await Task.pauseBeforeRetry(for: .seconds(1)) else { return false }
             }
         }
         return false
@@ -199,9 +214,9 @@ public final class NATSOutput: Service, Sendable {
                 try await journal.commit(batch)
                 return
             } catch {
+                if isStopping || Task.isCancelled { return }
                 report("cannot record the NATS output's position; retrying", error)
-                if isStopping { return }
-                try? await Task.sleep(for: .seconds(1))
+                guard await Task.pauseBeforeRetry(for: .seconds(1)) else { return }
             }
         }
     }

@@ -48,6 +48,9 @@ final class CertificateStore: Sendable {
         configuration.applicationProtocols = ["h2", "http/1.1"]
         do {
             return try NIOSSLContext(configuration: configuration)
+        } catch NIOSSLError.failedToLoadPrivateKey {
+            // BoringSSL's words for a key that is valid but not the certificate's.
+            throw Failure(description: "\(files.keyPath) is not the key of the certificate in \(files.certificatePath): give tls.key_file the key the certificate was made with")
         } catch {
             throw Failure(description: "\(files.keyPath) is not the key of the certificate in \(files.certificatePath), or either is unusable: \(error)")
         }

@@ -36,6 +36,6 @@ public struct RealtimeServer: Service {
             onServerRunning: { [logger, address] _ in logger.info("serving Supabase Realtime over TCP", metadata: ["address": "\(address)"]) },
             logger: logger
         )
-        try await application.run()
+        try await ListeningApplication(application: application, key: "realtime.listen", address: address).run()
     }
 }

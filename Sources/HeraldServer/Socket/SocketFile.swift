@@ -29,7 +29,7 @@ enum SocketFile {
         }
         switch UnixSocketProbe.connectError(path) {
         case 0:
-            throw SocketFileError(description: "another process is serving \(path) (is pgherald already running?); not taking it over")
+            throw SocketFileError(description: "socket.path \(path): another process serves it (is pgherald already running?); stop it, or choose another socket.path")
         case ECONNREFUSED:
             guard unlink(path) == 0 || errno == ENOENT else {
                 throw SocketFileError(description: "cannot remove stale socket \(path): \(String(cString: strerror(errno)))")

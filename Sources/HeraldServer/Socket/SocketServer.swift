@@ -169,32 +169,34 @@ public final class SocketServer: Service, Sendable {
             },
             logger: logger
         )
+        // A socket that cannot be secured ends the server, and the daemon with it, as an
+        // error: exit() from the server's own callback would tear down threads still running.
+        var listeners: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: application, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: SecuringWatch(failures: securing), successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+        if let address = configuration.console?.listen {
+            listeners.append(.init(
+                service: ListeningApplication(application: consoleApplication(at: address), key: "console.listen", address: address),
+                successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup
+            ))
+        }
+        if let network = configuration.network {
+            let store = try network.tls.map { files throws(CertificateStore.Failure) in try CertificateStore(files: files) }
+            certificates.withLock { $0 = store }
+            for address in network.listen {
+                listeners.append(.init(
+                    service: ListeningApplication(application: networkApplication(network, at: address, certificates: store), key: "http.listen", address: address),
+                    successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup
+                ))
+            }
+        }
+        // One listener that cannot bind stops the others gracefully: cancelled, a server
+        // that is already serving logs errors of its own ("Waiting on child channel").
+        let group = ServiceGroup(configuration: .init(services: listeners, logger: logger))
         // Streams have no task for the server's shutdown to wait for: they are ended here.
         try await withGracefulShutdownHandler {
-            // A socket that cannot be secured ends the server, and the daemon with it, as an
-            // error: exit() from the server's own callback would tear down threads still running.
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    defer { secured.finish() }
-                    try await application.run()
-                }
-                group.addTask {
-                    for await error in securing { throw error }
-                }
-                if let address = configuration.console?.listen {
-                    let console = consoleApplication(at: address)
-                    group.addTask { try await console.run() }
-                }
-                if let network = configuration.network {
-                    let store = try network.tls.map { files throws(CertificateStore.Failure) in try CertificateStore(files: files) }
-                    certificates.withLock { $0 = store }
-                    for address in network.listen {
-                        let application = networkApplication(network, at: address, certificates: store)
-                        group.addTask { try await application.run() }
-                    }
-                }
-                while try await group.next() != nil {}
-            }
+            try await group.run()
         } onGracefulShutdown: { [self] in
             let (streams, queries) = trackedStreams.withLock { tracked in
                 tracked.isShuttingDown = true
@@ -306,6 +308,21 @@ public final class SocketServer: Service, Sendable {
         var byID: [ObjectIdentifier: OpenStream] = [:]
         var queries: [ObjectIdentifier: QueryStream] = [:]
         var isShuttingDown = false
+    }
+}
+
+/// Throws the error the socket's `onServerRunning` could not throw (a
+/// socket it cannot secure); otherwise returns at the graceful stop, which
+/// may come before the socket is secured (another listener cannot bind).
+private struct SecuringWatch: Service {
+    let failures: AsyncStream<any Error>
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            for await error in failures { throw error }
+            // Secured. A service that ends while its group stops for another reason makes the group cancel the servers.
+            try? await gracefulShutdown()
+        }
     }
 }
 

@@ -271,8 +271,17 @@ struct Serve: AsyncParsableCommand {
         )))
 
         services.append(.init(service: HeapTrimmer(broker: broker), successTerminationBehavior: .ignore))
+        let failures = FirstFailure()
         // Last of all, so that it hears the stop first and bounds it.
-        services.append(.init(service: StopDeadline(grace: settings.stopGrace, logger: lifecycle), successTerminationBehavior: .ignore))
+        services.append(.init(service: StopDeadline(grace: settings.stopGrace, failures: failures, logger: lifecycle), successTerminationBehavior: .ignore))
+        // A failure stops the others as SIGTERM does, within stop_grace: cancelled, servers log
+        // errors of their own, and a service that ignored cancellation would hold the daemon.
+        services = services.map { service in
+            var service = service
+            service.service = failures.watching(service.service)
+            service.failureTerminationBehavior = .gracefullyShutdownGroup
+            return service
+        }
         var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
         configuration.maximumGracefulShutdownDuration = StopDeadline.cancellation(grace: settings.stopGrace)
         let group = ServiceGroup(configuration: configuration)
@@ -281,7 +290,13 @@ struct Serve: AsyncParsableCommand {
             "config": "\(sources.file.map { FileManager.default.fileExists(atPath: $0) ? $0 : "none" } ?? "none")",
         ])
         for warning in settings.warnings { lifecycle.warning("\(warning)") }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            // The one line that says why, first of all; StopDeadline prints it instead if the stop overruns.
+            failures.print(error)
+            throw ExitCode.failure
+        }
         lifecycle.info("stopped", metadata: ["events": "\(broker.statistics.changeCount)"])
     }
 }

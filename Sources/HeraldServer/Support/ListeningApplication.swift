@@ -1,0 +1,23 @@
+import Hummingbird
+import ServiceLifecycle
+
+/// A Hummingbird application on the TCP address a setting names, whose
+/// bind failure says which setting and address (``ListenFailure``) rather
+/// than NIO's system call.
+struct ListeningApplication<Application: ApplicationProtocol>: Service {
+    let application: Application
+    /// The setting that names ``address``, such as `http.listen`.
+    let key: String
+    let address: ListenAddress
+
+    func run() async throws {
+        do {
+            try await application.run()
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            // Once bound, an application logs its errors and returns: what it throws is a failed start.
+            throw ListenFailure(key: key, address: address, error: error)
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import ServiceLifecycle
+import Synchronization
+
+/// The first error a service of `serve`'s group threw: why a failed run
+/// stops. It is printed once, as the one line that names the cause, whether
+/// the group ends in time (``Serve``) or ``StopDeadline`` ends the process.
+final class FirstFailure: Sendable {
+    private struct State {
+        var cause: (any Error)?
+        var printed = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether a service has failed.
+    var hasFailed: Bool { state.withLock { $0.cause != nil } }
+
+    /// Remembers `error` when it is the first.
+    func record(_ error: any Error) {
+        state.withLock { state in
+            if state.cause == nil { state.cause = error }
+        }
+    }
+
+    /// Prints `Error: <cause>` to stderr, once whoever asks first: `error`
+    /// when given (the group's own answer), else the first recorded.
+    func print(_ error: (any Error)? = nil) {
+        let line = state.withLock { state -> String? in
+            guard !state.printed, let cause = error ?? state.cause else { return nil }
+            state.printed = true
+            return "Error: \(Self.words(cause))\n"
+        }
+        if let line { FileHandle.standardError.write(Data(line.utf8)) }
+    }
+
+    /// An error in the words ArgumentParser would print it with.
+    static func words(_ error: any Error) -> String {
+        (error as? any LocalizedError)?.errorDescription ?? String(describing: error)
+    }
+
+    /// `service`, with what it throws recorded here.
+    func watching(_ service: any Service) -> any Service {
+        Watched(service: service, failures: self)
+    }
+
+    /// A service whose error is recorded as it is thrown, before the group has heard it.
+    struct Watched: Service {
+        let service: any Service
+        let failures: FirstFailure
+
+        func run() async throws {
+            do {
+                try await service.run()
+            } catch {
+                // One that ends because the group cancels it is not the cause.
+                if !(error is CancellationError) { failures.record(error) }
+                throw error
+            }
+        }
+    }
+}
