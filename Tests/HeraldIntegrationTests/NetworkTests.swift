@@ -34,10 +34,11 @@ extension IntegrationTests {
 
         /// The configuration: the key `app` sees `course` and the live query
         /// `courses`; tokens of `role` are granted `roleGrant`, by default
-        /// everything their row-level security lets them see.
+        /// everything their row-level security lets them see; `listener`
+        /// adds `http.` settings, a `key: value` a line.
         static func configuration(
             port: Int, certificates: TestCertificates, role: String = "authenticated", roleGrant: String = "rls: true", queries: String = courseQuery,
-            origins: [String] = [], plaintext: Bool = false, extra: String = ""
+            origins: [String] = [], plaintext: Bool = false, listener: [String] = [], extra: String = ""
         ) throws -> String {
             let directory = certificates.directory
             let secretFile = directory.appending(path: "jwt").path
@@ -47,6 +48,7 @@ extension IntegrationTests {
                 http:
                   listen: 127.0.0.1:\(port)
                 \(origins.isEmpty ? "" : "  cors:\n    origins: [\(origins.joined(separator: ", "))]")
+                \(listener.map { "  \($0)" }.joined(separator: "\n"))
                 \(tls)
                 console:
                   key: \(consoleKey)
@@ -73,13 +75,14 @@ extension IntegrationTests {
 
         static func start(
             _ database: TestDatabase, role: String = "authenticated", roleGrant: String = "rls: true", queries: String = courseQuery,
-            origins: [String] = [], plaintext: Bool = false, extra: String = "", port: Int? = nil, certificates: TestCertificates? = nil
+            origins: [String] = [], plaintext: Bool = false, listener: [String] = [], extra: String = "", port: Int? = nil,
+            certificates: TestCertificates? = nil
         ) async throws -> Served {
             let certificates = if let certificates { certificates } else { try await TestCertificates() }
             let port = port ?? freeLoopbackPort()
             let config = try configuration(
                 port: port, certificates: certificates, role: role, roleGrant: roleGrant, queries: queries, origins: origins,
-                plaintext: plaintext, extra: extra
+                plaintext: plaintext, listener: listener, extra: extra
             )
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             return Served(daemon: daemon, port: port, certificates: certificates, config: config)

@@ -36,6 +36,18 @@ extension ConfigurationTests {
         #expect(off.key == "http.listen" && off.reason.contains("socket.enabled is false"))
     }
 
+    /// `http.handshake_timeout`, `http.request_timeout` and `http.idle_timeout`: their defaults, units, and what is refused.
+    @Test func theListenerDeadlinesHaveDefaultsAndTakeDurations() async throws {
+        let defaults = try #require(try await load("http:\n  listen: 127.0.0.1:8443\n")[SocketServer.self]?.network)
+        #expect(defaults.timeouts == .init(handshake: .seconds(10), request: .seconds(10), idle: .seconds(60)))
+        let set = try await load("http:\n  listen: 127.0.0.1:8443\n  handshake_timeout: 1500ms\n  request_timeout: 5s\n  idle_timeout: 2m\n")
+        #expect(set[SocketServer.self]?.network?.timeouts == .init(handshake: .milliseconds(1500), request: .seconds(5), idle: .seconds(120)))
+        let zero = try await rejection("http:\n  listen: 127.0.0.1:8443\n  handshake_timeout: 0s\n")
+        #expect(zero.key == "http.handshake_timeout" && zero.reason.contains("a duration such as 10s"), "\(zero.reason)")
+        let orphan = try await rejection("http:\n  idle_timeout: 30s\n")
+        #expect(orphan.key == "http.idle_timeout" && orphan.reason.contains("http.listen is not set"), "\(orphan.reason)")
+    }
+
     /// A certificate and key that belong together are read; a key of another certificate is refused naming both files.
     @Test func theCertificateAndKeyMustBelongTogether() async throws {
         func openssl(_ arguments: [String]) throws {

@@ -46,6 +46,9 @@ final class CertificateStore: Sendable {
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
         configuration.applicationProtocols = ["h2", "http/1.1"]
+        // A connection we close waits this long for the client's close_notify, NIO's 5 s by default:
+        // a client that never answers would hold its descriptor that much past every deadline.
+        configuration.shutdownTimeout = .seconds(1)
         do {
             return try NIOSSLContext(configuration: configuration)
         } catch NIOSSLError.failedToLoadPrivateKey {

@@ -13,6 +13,10 @@ import NIOTLS
 /// Hummingbird's own HTTP/2 channel fixes its TLS context when it is made;
 /// here each connection asks the ``CertificateStore``, so that a reload
 /// reaches new connections while open ones keep streaming.
+///
+/// Each step has a deadline (``NetworkConfiguration/Timeouts``): the TLS
+/// handshake here, an HTTP/2 connection without streams by an
+/// ``HTTP2IdleDeadline``, request heads by Hummingbird's idle timeout.
 struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         let channel: any Channel
@@ -24,6 +28,7 @@ struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     let http1: HTTP1
     let http2: HTTP2Channel
     let connections: SocketLimitsHandler.Counter
+    let timeouts: NetworkConfiguration.Timeouts
     let logger: Logger
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -50,7 +55,10 @@ struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
                     } catch {
                         return channel.eventLoop.makeFailedFuture(error)
                     }
-                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                    return http2.setup(channel: channel, logger: logger).flatMapThrowing { connection in
+                        try channel.pipeline.syncOperations.addHandler(HTTP2IdleDeadline(timeout: TimeAmount(timeouts.idle)))
+                        return .http2(connection)
+                    }
                 case .negotiated("http/1.1"), .fallback:
                     return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
                 case .negotiated:
@@ -58,6 +66,12 @@ struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
                 }
             }
             try sync.addHandler(negotiation)
+            // A client that never finishes its hello, or sends it a byte at a time, would hold its connection for good.
+            let deadline = channel.eventLoop.scheduleTask(in: TimeAmount(timeouts.handshake)) { [logger = self.logger] in
+                logger.debug("closed a connection whose TLS handshake took longer than http.handshake_timeout")
+                channel.close(promise: nil)
+            }
+            negotiation.protocolNegotiationResult.whenComplete { _ in deadline.cancel() }
             return Value(channel: channel, negotiated: negotiation.protocolNegotiationResult)
         }
     }

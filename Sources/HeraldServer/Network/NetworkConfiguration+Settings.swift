@@ -4,7 +4,10 @@ extension NetworkConfiguration {
     /// The `http:` and `tls:` sections; nil without `http.listen`.
     public static func read(from settings: SettingsReader) throws(ConfigurationError) -> NetworkConfiguration? {
         guard let texts = settings.list("http.listen"), !texts.isEmpty else {
-            for key in ["http.cors.origins", "http.plaintext", "http.max_connections", "tls.cert_file", "tls.key_file"] where settings.fileContains(key) {
+            for key in [
+                "http.cors.origins", "http.plaintext", "http.max_connections", "http.handshake_timeout", "http.request_timeout", "http.idle_timeout",
+                "tls.cert_file", "tls.key_file",
+            ] where settings.fileContains(key) {
                 throw settings.fail(key, "is for the network listener, and http.listen is not set: name an address such as 0.0.0.0:8443")
             }
             settings.record("http.listen", "(none: the socket only)")
@@ -33,7 +36,17 @@ extension NetworkConfiguration {
             throw settings.fail("http.cors.origins", "'\(origin)' is not an origin: scheme, host and port only, such as https://app.example.com")
         }
         let connections = try settings.int("http.max_connections", default: 10_000, in: 1...Int.max)
-        return NetworkConfiguration(listen: listen, tls: tls, allowsPlaintext: plaintext, corsOrigins: origins, maximumConnections: connections)
+        return NetworkConfiguration(
+            listen: listen, tls: tls, allowsPlaintext: plaintext, corsOrigins: origins, maximumConnections: connections, timeouts: try timeouts(settings)
+        )
+    }
+
+    /// `http.handshake_timeout`, `http.request_timeout` and `http.idle_timeout`.
+    private static func timeouts(_ settings: SettingsReader) throws(ConfigurationError) -> Timeouts {
+        let handshake = try settings.value("http.handshake_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
+        let request = try settings.value("http.request_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
+        let idle = try settings.value("http.idle_timeout", default: "60s" as HumanDuration, expected: "a duration such as 60s")
+        return Timeouts(handshake: handshake.duration, request: request.duration, idle: idle.duration)
     }
 
     /// `tls.cert_file` and `tls.key_file`, both or neither, each a path or a systemd credential's name.

@@ -16,15 +16,42 @@ public struct NetworkConfiguration: Sendable, Equatable {
     /// `http.max_connections`: open connections allowed; one beyond is
     /// closed at once. Default 10,000.
     public var maximumConnections: Int
+    /// How long each step of a connection may take before it is closed.
+    public var timeouts: Timeouts
 
     public init(
-        listen: [ListenAddress], tls: TLSFiles? = nil, allowsPlaintext: Bool = false, corsOrigins: [String] = [], maximumConnections: Int = 10_000
+        listen: [ListenAddress], tls: TLSFiles? = nil, allowsPlaintext: Bool = false, corsOrigins: [String] = [], maximumConnections: Int = 10_000,
+        timeouts: Timeouts = Timeouts()
     ) {
         self.listen = listen
         self.tls = tls
         self.allowsPlaintext = allowsPlaintext
         self.corsOrigins = corsOrigins
         self.maximumConnections = maximumConnections
+        self.timeouts = timeouts
+    }
+
+    /// The time a connection may hold one of `http.max_connections` without
+    /// doing its part: each is a deadline, which a client sending a byte at a
+    /// time does not push back.
+    public struct Timeouts: Sendable, Equatable {
+        /// `http.handshake_timeout`: from the accept to the end of the TLS
+        /// handshake. Default 10 s.
+        public var handshake: Duration
+        /// `http.request_timeout`: for a request's head to arrive whole, from
+        /// the handshake's end or the previous answer's; an HTTP/1.1
+        /// connection that sends nothing is closed after it. On HTTP/2, for
+        /// each stream's request. Default 10 s.
+        public var request: Duration
+        /// `http.idle_timeout`: how long an HTTP/2 connection may stay with no
+        /// open stream; it then gets a GOAWAY and is closed. Default 60 s.
+        public var idle: Duration
+
+        public init(handshake: Duration = .seconds(10), request: Duration = .seconds(10), idle: Duration = .seconds(60)) {
+            self.handshake = handshake
+            self.request = request
+            self.idle = idle
+        }
     }
 
     /// The PEM files of the certificate chain and its private key.

@@ -19,11 +19,13 @@ extension SocketServer {
         if configuration.console != nil { addConsoleRoutes(to: router, onTCP: true) }
         if let realtime { realtime.addRoutes(to: router, transport: .tcp) }
         let connections = SocketLimitsHandler.Counter(limit: network.maximumConnections)
-        let requestTimeout = TimeAmount.nanoseconds(Int64(configuration.idleTimeout / .nanoseconds(1)))
+        let requestTimeout = TimeAmount(network.timeouts.request)
+        // No idle timeout of Hummingbird's: an HTTP2IdleDeadline on each connection closes it.
         let http2 = HTTP2ChannelConfiguration(
-            idleTimeout: .seconds(60),
             streamConfiguration: .init(
-                additionalChannelHandlers: [HTTP2HeadTrimmer(), SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil)],
+                additionalChannelHandlers: [
+                    HTTP2HeadTrimmer(), HTTP2IdleDeadline.Stream(), SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil),
+                ],
                 idleTimeout: requestTimeout
             )
         )
@@ -33,10 +35,11 @@ extension SocketServer {
                 NetworkChildChannel(
                     certificates: certificates,
                     http1: realtime.childChannel(
-                        responder: responder, connections: nil, idleTimeout: configuration.idleTimeout, transport: .tcp,
+                        responder: responder, connections: nil, idleTimeout: network.timeouts.request, transport: .tcp,
                         additionalChannelHandlers: [EventStreamHandler(server: self, headTimeout: nil)]
                     ),
-                    http2: HTTP2Channel(responder: responder, configuration: http2), connections: connections, logger: logger
+                    http2: HTTP2Channel(responder: responder, configuration: http2), connections: connections, timeouts: network.timeouts,
+                    logger: logger
                 )
             }
         } else {
@@ -46,7 +49,8 @@ extension SocketServer {
             server = HTTPServerBuilder { [self] responder in
                 NetworkChildChannel(
                     certificates: certificates, http1: HTTP1Channel(responder: responder, configuration: http1),
-                    http2: HTTP2Channel(responder: responder, configuration: http2), connections: connections, logger: logger
+                    http2: HTTP2Channel(responder: responder, configuration: http2), connections: connections, timeouts: network.timeouts,
+                    logger: logger
                 )
             }
         }
