@@ -261,6 +261,34 @@ extension IntegrationTests {
             _ = try await target.daemon.stop()
         }
 
+        /// A resume after the user's last stream had closed got nothing of what
+        /// happened meanwhile: the cohort's memory held only what its streams followed.
+        @Test func aResumeGetsWhatHappenedWhileTheUserHadNoStream() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            let token = target.token(sub: "alice")
+            let first = try target.stream("/events?table=todo&format=ndjson", token: token)
+            try await target.daemon.waitForSubscribers(1, kind: "ndjson")
+            try database.execute("INSERT INTO todo VALUES (1, 'alice', 'seen', 's1')")
+            let seen = try #require(try Target.events(try await first.wait { $0.contains("seen") }).first)
+            first.process.signal(SIGTERM)
+            _ = try? await first.process.finish(within: 10)
+            try await waitFor { (try await target.daemon.statistics().subscribers["ndjson"] ?? 0) == 0 } failure: { "the stream did not close" }
+            // While alice has no stream, her cohort lives on (it is kept a while for her return) but follows nothing.
+            try database.execute("INSERT INTO todo VALUES (2, 'alice', 'missed', 's2'), (3, 'bob', 'not hers', 's3')")
+            try await waitFor { (try? await target.daemon.statistics().changeCount) == 3 } failure: { "the writes" }
+            try await Task.sleep(for: .milliseconds(300))
+            for path in ["/events?table=todo&format=ndjson&since=\(seen.id)", "/events?format=ndjson&since=\(seen.id)"] {
+                let resumed = try target.stream(path, token: token)
+                let text = try await resumed.wait(within: 15) { $0.contains("missed") }
+                #expect(try Target.events(text).map { $0.new?["title"]?.stringValue } == ["missed"], "\(path): \(text)")
+                #expect(!text.contains("not hers") && !text.contains("secret"))
+            }
+            _ = try await target.daemon.stop()
+        }
+
         /// A signed token whose `exp` is a date in a string was accepted.
         @Test func aTokenWhoseDatesAreNotNumbersIsRefused() async throws {
             let database = try TestDatabase.create()

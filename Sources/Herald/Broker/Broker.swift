@@ -188,6 +188,16 @@ public final class Broker: Sendable {
         }
     }
 
+    /// The change count this broker gave the event `eventID`, while its history holds it.
+    public func deliveredCount(of eventID: String) -> UInt64? {
+        state.withLock { $0.history.changeCount(of: eventID) }
+    }
+
+    /// The count of the last event published.
+    public var lastCount: UInt64 {
+        state.withLock { $0.changeCount }
+    }
+
     func unsubscribe(id: UInt64) {
         let removed = state.withLock { state in state.remove(id: id) }
         removed?.mailbox.finish()

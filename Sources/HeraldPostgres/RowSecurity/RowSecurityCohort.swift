@@ -17,6 +17,9 @@ public final class RowSecurityCohort: Sendable {
         var nextWatcher: UInt64 = 1
         var failure: String?
         var idleSince: ContinuousClock.Instant?
+        /// Per table, the cohort's count when it last missed an event of it: an event not judged for the
+        /// cohort because none of its subscribers followed the table then came after that count.
+        var missedAfter: [TableName: UInt64] = [:]
     }
 
     private static let serials = Atomic<UInt64>(0)
@@ -43,6 +46,22 @@ public final class RowSecurityCohort: Sendable {
 
     public func unwatch(_ id: UInt64) {
         _ = state.withLock { $0.watchers.removeValue(forKey: id) }
+    }
+
+    /// Records that `event` was not judged for the cohort.
+    func missed(_ event: Event) {
+        let count = broker.lastCount
+        state.withLock { $0.missedAfter[event.table] = count }
+    }
+
+    /// Whether the cohort's history lacks an event of one of `tables` (any
+    /// table when nil) after its event `eventID`: a stream resuming there
+    /// must read the journal, as a stream new to the cohort does.
+    public func hasMissed(after eventID: String, of tables: Set<TableName>?) -> Bool {
+        guard let resumed = broker.deliveredCount(of: eventID) else { return true }
+        return state.withLock { state in
+            state.missedAfter.contains { table, count in count >= resumed && (tables?.contains(table) ?? true) }
+        }
     }
 
     /// Why the cohort ended, if its checks failed.

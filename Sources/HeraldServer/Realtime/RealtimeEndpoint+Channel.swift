@@ -45,8 +45,13 @@ extension RealtimeEndpoint {
             }
             defer { source.release() }
             let key = ResumeBook.Key(caller: channel.caller.name, topic: join.topic, bindings: join.bindings)
-            let resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
             let filter = Self.coarseFilter(join.bindings, topic: join.channelName)
+            var resumeFrom = resumeBook.withLock { $0.take(key, at: .now) }
+            // A cohort's memory lacks what none of its streams followed when it happened: such a channel
+            // starts from its join, as after a restart, rather than resume with a gap.
+            if let position = resumeFrom, let cohort = source.cohort, cohort.hasMissed(after: position, of: filter.tables) {
+                resumeFrom = nil
+            }
             let newest = source.broker.lastResumableEventID
             var (subscription, replay) = source.broker.subscribe(
                 filter, resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"

@@ -169,7 +169,11 @@ extension SocketServer {
         ])
         // Subscribed first, then the journal is read: whatever commits in between is in one or the other.
         let backlog: Backlog
-        if let history {
+        // A cohort's memory lacks what none of its streams followed when it happened: such a resume reads the journal.
+        let memoryIsWhole = cohort.map { cohort in
+            parsed.resumeFrom.map { !cohort.hasMissed(after: String($0), of: filter.tables) } ?? true
+        } ?? true
+        if let history, memoryIsWhole {
             backlog = .history(history)
         } else if let resumeFrom = parsed.resumeFrom {
             backlog = await journalBacklog(after: resumeFrom)
