@@ -88,6 +88,11 @@ extension DaemonConfiguration {
            let taken = cluster.subjects.first(where: subject.captures) {
             mistakes.append(settings.fail("nats.subject", "its stream would take the cluster's own messages (\(taken)): begin it with a token other than pgherald-cluster"))
         }
+        // The console key's holder is the operator: no realtime key may be the same secret under a narrower grant.
+        if let consoleKey = outputs[SocketServer.section]?.as(SocketConfiguration.self)?.console?.key,
+           let twin = outputs[RealtimeEndpoint.section]?.as(RealtimeConfiguration.self)?.credentials.keys.first(where: { $0.sharesSecret(with: consoleKey) }) {
+            mistakes.append(settings.fail("realtime.keys.\(twin.name)", "is the console's key (console.key), whose holder is the operator: give each its own key"))
+        }
         let source = attempt { () throws(ConfigurationError) in try settings.choice("source", default: Source.database) } ?? .database
         if source == .nats { _ = attempt { () throws(ConfigurationError) in try checkEdge(&outputs, settings) } }
         // A section that stopped at a mistake did not read its later keys: they are not unknown.

@@ -23,6 +23,9 @@ public struct RealtimeCredentials: Sendable, Hashable {
             self.grant = grant
         }
 
+        /// Whether `other` has the same secret.
+        public func sharesSecret(with other: Key) -> Bool { digest == other.digest }
+
         /// Whether `presented` is this key, by its digest: by the secret alone, never by a name.
         public func admits(_ presented: String) -> Bool {
             SHA256.hash(data: Data(presented.utf8)) == digest

@@ -144,12 +144,20 @@ extension IntegrationTests {
         @Test func onTCPOnlyTheConsoleIsServedAndEachKeySeesItsGrant() async throws {
             let database = try TestDatabase.create()
             let port = freeLoopbackPort()
+            let secretFile = FileManager.default.temporaryDirectory.appending(path: "pgherald-console-jwt-\(UUID().uuidString.prefix(8))").path
+            let secret = "console-test-jwt-secret-with-32-characters"
+            try secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
             let config = try Self.configuration(port: port, hook: "http://127.0.0.1:9/never", extra: """
                 realtime:
                   keys:
                     viewer:
                       key: \(Self.realtimeKey)
                       tables: [course]
+                  jwt:
+                    secret_file: \(secretFile)
+                    roles:
+                      anon:
+                        tables: [course]
                 """)
             let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
             try database.execute("INSERT INTO course (short_code, name) VALUES ('A', 'a'); INSERT INTO student (first_name, last_name) VALUES ('S', 's')")
@@ -174,6 +182,10 @@ extension IntegrationTests {
             #expect(!viewer.body.contains("deadLetters"), "dead letters are for viewers that see every table")
             #expect(try await Self.tcp(port, "/console/dead-letters/1/replay", method: .POST, key: Self.realtimeKey).status == 403)
             #expect(try await Self.tcp(port, "/events?table=student&key=\(Self.realtimeKey)").status == 403)
+            // A user's token reads its rows through /events, never the daemon's figures.
+            let userToken = makeToken(#"{"role":"anon","sub":"u1","exp":\#(Int(Date().timeIntervalSince1970) + 600)}"#, secret: secret)
+            let asUser = try await Self.tcp(port, "/console/state", key: userToken)
+            #expect(asUser.status == 403 && asUser.body.contains("console_needs_a_key"), "\(asUser)")
             let stopped = try await daemon.stop()
             #expect(stopped.stderr.contains("refused a replay from the console"), "a refused control is logged")
         }

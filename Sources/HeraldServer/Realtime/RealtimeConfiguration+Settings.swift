@@ -40,7 +40,7 @@ extension RealtimeConfiguration {
 
     private static func key(named name: String, _ settings: SettingsReader) throws(ConfigurationError) -> RealtimeCredentials.Key {
         let prefix = "realtime.keys.\(name)"
-        guard name != "console" else {
+        guard name.lowercased() != "console" else {
             throw settings.fail(prefix, "console names the operator's key (console.key) in logs and refusals: give this realtime key another name")
         }
         for key in settings.fileKeys(under: prefix) where !keySettings.contains(where: { key == "\(prefix).\($0)" }) {

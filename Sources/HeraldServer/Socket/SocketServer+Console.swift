@@ -93,6 +93,22 @@ extension SocketServer {
         ))
     }
 
+    /// The console's viewer: over the network, the console key or one of
+    /// `realtime.keys`, as docs/console.md says; a user's token
+    /// (`realtime.jwt`) reads its rows through `/events`, never the
+    /// daemon's figures (journal, outputs, other users' live queries).
+    func consoleViewer(of head: HTTPRequest, channel: any Channel) async -> Result<Viewer, StreamRefusal> {
+        let found = await viewer(of: head, channel: channel)
+        guard case .success = found, Self.isNetworkListener(channel), let token = Self.presentedToken(head) else { return found }
+        let isKey = configuration.console?.key?.admits(token) == true
+            || (realtime?.credentials.withLock { $0.keys.contains { $0.admits(token) } } ?? false)
+        guard !isKey else { return found }
+        metrics?.recordRefusal(status: 403)
+        return .failure(StreamRefusal(status: .forbidden, body: ErrorBody(
+            code: "console_needs_a_key", message: "the console over the network takes console.key or one of realtime.keys, not a user's token"
+        )))
+    }
+
     /// `/console`, its assets, its state and its controls. On the TCP
     /// listener, `GET /` leads to the console too.
     func addConsoleRoutes(to router: Router<SocketRequestContext>, onTCP: Bool) {
@@ -104,7 +120,7 @@ extension SocketServer {
         router.get("console/app.css") { _, _ in ConsolePage.response(ConsolePage.style, contentType: "text/css; charset=utf-8") }
         router.get("console/state") { request, context in
             let viewer: Viewer
-            switch await self.viewer(of: request.head, channel: context.channel) {
+            switch await self.consoleViewer(of: request.head, channel: context.channel) {
             case .success(let found): viewer = found
             case .failure(let refusal): return Response.json(refusal.status, refusal.body)
             }
@@ -116,7 +132,7 @@ extension SocketServer {
         }
         router.post("console/dead-letters/:id/replay") { request, context in
             let viewer: Viewer
-            switch await self.viewer(of: request.head, channel: context.channel) {
+            switch await self.consoleViewer(of: request.head, channel: context.channel) {
             case .success(let found): viewer = found
             case .failure(let refusal): return Response.json(refusal.status, refusal.body)
             }
