@@ -29,8 +29,10 @@ public struct RealtimeSession: Sendable {
     public static let maximumTopicBytes = 1024
     /// A presence key (`config.presence.key`): sent in every presence state of its topic.
     public static let maximumPresenceKeyBytes = 256
-    /// Filter conditions over all of a socket's bindings: each is evaluated
-    /// on every change of its table, so this bounds one socket's work an event.
+    /// Filter conditions over all of a socket's bindings, each counted at
+    /// its ``ColumnPredicate/cost`` (1, or for a `like` pattern 1 for each
+    /// 64 characters): each is evaluated on every change of its table,
+    /// so this bounds one socket's work an event.
     public static let maximumConditions = 512
     static let topicPrefix = "realtime:"
 
@@ -154,11 +156,11 @@ public struct RealtimeSession: Sendable {
             return actions + [.send(.errorReply(to: message, reason: error.message))]
         }
         // A filter that does not parse is refused later, in Supabase's words; it costs nothing meanwhile.
-        let joining = bindings.reduce(0) { $0 + ((try? $1.eventFilter().predicates.count) ?? 0) }
+        let joining = bindings.reduce(0) { $0 + ((try? $1.eventFilter().predicates.reduce(0) { $0 + $1.cost }) ?? 0) }
         let held = conditions.values.reduce(0, +)
         guard held + joining <= Self.maximumConditions else {
             return actions + [.send(.errorReply(
-                to: message, reason: "a socket's bindings hold at most \(Self.maximumConditions) filter conditions in all; it holds \(held), and this join adds \(joining)"
+                to: message, reason: "a socket's bindings hold at most \(Self.maximumConditions) filter conditions in all (a like pattern counts 1 for each 64 characters); it holds \(held), and this join adds \(joining)"
             ))]
         }
         conditions[message.topic] = joining

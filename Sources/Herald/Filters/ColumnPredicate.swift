@@ -42,6 +42,11 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What the condition costs a character of the value, in units of a
+    /// plain comparison: a `like` pattern one for each 64 characters it
+    /// names (a machine word each), so budgets count long patterns for what they cost.
+    public var cost: Int { pattern?.wordsPerCharacter ?? 1 }
+
     public func matches(_ row: JSONObject?) -> Bool {
         guard let row, let value = row[column] else { return false }
         guard negated else { return holds(on: value) }

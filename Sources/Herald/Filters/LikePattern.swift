@@ -73,6 +73,9 @@ struct LikePattern: Sendable, Hashable {
         finalBit = 1 << UInt64(state % 64)
     }
 
+    /// Machine words a character of text costs: a pattern's length over 64.
+    var wordsPerCharacter: Int { words }
+
     /// Strings match by their text and numbers by their digits; other JSON values never match.
     func matches(_ value: JSONValue) -> Bool {
         switch value {
