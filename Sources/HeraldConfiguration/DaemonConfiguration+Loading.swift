@@ -91,7 +91,7 @@ extension DaemonConfiguration {
         // The console key's holder is the operator: no realtime key may be the same secret under a narrower grant.
         if let consoleKey = outputs[SocketServer.section]?.as(SocketConfiguration.self)?.console?.key,
            let twin = outputs[RealtimeEndpoint.section]?.as(RealtimeConfiguration.self)?.credentials.keys.first(where: { $0.sharesSecret(with: consoleKey) }) {
-            mistakes.append(settings.fail("realtime.keys.\(twin.name)", "is the console's key (console.key), whose holder is the operator: give each its own key"))
+            mistakes.append(settings.fail("realtime.keys.\(twin.name).key", "is the console's key (console.key), whose holder is the operator: give each its own key"))
         }
         let source = attempt { () throws(ConfigurationError) in try settings.choice("source", default: Source.database) } ?? .database
         if source == .nats { _ = attempt { () throws(ConfigurationError) in try checkEdge(&outputs, settings) } }

@@ -134,7 +134,9 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let nats = try await NATSCluster()
             let consolePort = freeLoopbackPort()
-            let members = try await daemons(database, nats, count: 2, first: "console:\n  listen: 127.0.0.1:\(consolePort)\n  key: \(Self.key)")
+            // The operator's key is its own: a realtime key may not be the console's.
+            let consoleKey = "cluster-console-key-0123456789"
+            let members = try await daemons(database, nats, count: 2, first: "console:\n  listen: 127.0.0.1:\(consolePort)\n  key: \(consoleKey)")
             let join = #"{"config":{"broadcast":{"self":false},"presence":{"key":"KEY","enabled":true},"private":false,"postgres_changes":[]}}"#
             let alice = try await RealtimeTestClient(port: members[0].port, apikey: Self.key)
             try await alice.send(joinRef: "1", ref: "1", topic: "realtime:office", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "alice"))
@@ -161,7 +163,7 @@ extension IntegrationTests {
 
             // The console lists the members, this daemon first, with the node it moved to.
             let browser = try HeadlessBrowser()
-            let page = try await browser.open("http://127.0.0.1:\(consolePort)/console?key=\(Self.key)")
+            let page = try await browser.open("http://127.0.0.1:\(consolePort)/console?key=\(consoleKey)")
             try await page.waitUntil("document.querySelector('#cluster table')?.rows.length === 3")
             let cluster = try await page.text("#cluster")
             #expect(cluster.contains("Cluster test (nats://127.0.0.1:"), "\(cluster)")
