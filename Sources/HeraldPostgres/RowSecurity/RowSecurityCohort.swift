@@ -48,10 +48,12 @@ public final class RowSecurityCohort: Sendable {
         _ = state.withLock { $0.watchers.removeValue(forKey: id) }
     }
 
-    /// Records that `event` was not judged for the cohort.
-    func missed(_ event: Event) {
+    /// Records that events of `tables` in the batch being judged were not judged for the cohort.
+    func missed(_ tables: Set<TableName>) {
         let count = broker.lastCount
-        state.withLock { $0.missedAfter[event.table] = count }
+        state.withLock { state in
+            for table in tables { state.missedAfter[table] = count }
+        }
     }
 
     /// Whether the cohort's history lacks an event of one of `tables` (any

@@ -30,9 +30,8 @@ extension RowSecurityGate {
         var judgement = Judgement()
         for (index, cohort) in cohorts.enumerated() {
             // What nobody of the cohort followed was not judged for it: its history lacks those events.
-            for event in events where event.operation != .broadcast && !following[index].contains(event.table) {
-                cohort.missed(event)
-            }
+            let missed = tables.subtracting(following[index])
+            if !missed.isEmpty { cohort.missed(missed) }
             if let reason = failures[index] {
                 judgement.failures.append((cohort, reason))
                 continue
