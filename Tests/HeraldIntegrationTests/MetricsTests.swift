@@ -102,7 +102,12 @@ extension IntegrationTests {
             try await Task.sleep(for: .milliseconds(300))
             try await agree("the realtime and network clients left")
             _ = ndjson
-            _ = try await daemon.stop()
+            // Every listener says once that it serves, in its own words; Hummingbird's line would repeat it.
+            let stopped = try await daemon.stop()
+            #expect(!stopped.stderr.contains("Server started"), "\(stopped.stderr)")
+            for line in ["serving", "serving over the network", "serving Supabase Realtime over TCP", "serving metrics over TCP"].map({ #""msg":"\#($0)""# }) {
+                #expect(stopped.stderr.components(separatedBy: line).count == 2, "\(line) once: \(stopped.stderr)")
+            }
         }
 
         @Test func metricsParseAndAgreeWithStats() async throws {

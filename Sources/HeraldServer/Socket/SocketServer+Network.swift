@@ -70,7 +70,7 @@ extension SocketServer {
                     ])
                 }
             },
-            logger: logger
+            logger: logger.forHummingbird
         )
     }
 

@@ -167,7 +167,7 @@ public final class SocketServer: Service, Sendable {
                 }
                 secured.finish()
             },
-            logger: logger
+            logger: logger.forHummingbird
         )
         // A socket that cannot be secured ends the server, and the daemon with it, as an
         // error: exit() from the server's own callback would tear down threads still running.
@@ -232,7 +232,7 @@ public final class SocketServer: Service, Sendable {
             onServerRunning: { [logger] _ in
                 logger.info("console listening", metadata: ["address": "http://\(address)/console"])
             },
-            logger: logger
+            logger: logger.forHummingbird
         )
     }
 
