@@ -23,7 +23,9 @@ struct CheckConfig: AsyncParsableCommand {
             database: it parses as one read-only query, uses exactly the params it declares, has its key \
             columns, and (without params) its key is unique in its result now; it prints the tables \
             each one reads. A query that fails exits 78, and so does a webhook filter that names a table or \
-            column the database does not have.
+            column the database does not have. The daemon's role must be able to do in the pgherald \
+            schema what serve does there (own it, or be granted it by install --daemon-role), and to \
+            SET ROLE to each role that rls: true checks as.
             """
     )
 
@@ -71,6 +73,9 @@ struct CheckConfig: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: listener: \(SessionRoute.sharedSessionMessage(endpoint: "\(listenerDatabase)", serverPID: serverPID))\n".utf8))
             throw ExitCode(ConfigurationError.exitCode)
         }
+        if configuration.source == .database {
+            try checkDaemonRole(on: configuration.database, timeout: configuration.connectTimeout)
+        }
         if let queries = configuration[LiveQueryOutput.self] {
             try checkQueries(queries.definitions, on: configuration.database, timeout: configuration.connectTimeout)
         }
@@ -81,6 +86,23 @@ struct CheckConfig: AsyncParsableCommand {
         if !roles.isEmpty {
             try checkRowSecurityRoles(roles, on: configuration.database, timeout: configuration.connectTimeout)
         }
+    }
+
+    /// Checks that the daemon's role may do in the pgherald schema what serve does there.
+    private func checkDaemonRole(on database: ConnectionString, timeout: Duration) throws {
+        let problem: String?
+        do {
+            let connection = try LibpqConnection.connect(database, timeout: timeout, applicationName: "pgherald check-config")
+            problem = try Installer.daemonRoleProblem(on: connection)
+        } catch {
+            FileHandle.standardError.write(Data("Error: database: cannot check the daemon's role: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        if let problem {
+            FileHandle.standardError.write(Data("Error: database: \(problem)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        print("# database: the daemon's role may read the journal and keep its cursors in the pgherald schema")
     }
 
     /// Checks that the daemon's role may SET ROLE to each role `rls: true` checks as.
