@@ -47,6 +47,7 @@ enum SocketFile {
             throw SocketFileError(description: "socket path \(path) is \(length) bytes, longer than the \(UnixSocketProbe.maximumPathLength) a Unix socket allows; choose a shorter --socket")
         }
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        if directory == SocketConfiguration.privateDirectory() { try makePrivateDirectory(directory) }
         var status = stat()
         guard stat(directory.isEmpty ? "/" : directory, &status) == 0 else {
             let reason = errno == ENOENT ? "does not exist; create it or choose another --socket" : String(cString: strerror(errno))
@@ -54,6 +55,19 @@ enum SocketFile {
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
             throw SocketFileError(description: "cannot create socket \(path): \(directory) is not a directory")
+        }
+    }
+
+    /// Makes the default socket's folder, readable by its user alone, or checks that the one there is
+    /// theirs and closed to others: in /tmp, anyone could have made it first.
+    static func makePrivateDirectory(_ directory: String) throws(SocketFileError) {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw SocketFileError(description: "cannot create \(directory) for the socket: \(String(cString: strerror(errno))); choose a --socket")
+        }
+        var status = stat()
+        guard lstat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(),
+              status.st_mode & 0o077 == 0 else {
+            throw SocketFileError(description: "\(directory) is not a folder of this user's alone (mode 0700); remove it, or choose a --socket")
         }
     }
 
