@@ -22,6 +22,13 @@ extension RealtimeConfiguration {
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
         let broadcastBytes = try settings.int("realtime.broadcast.max_bytes", default: 65_536, in: 1...(1 << 20))
         let broadcastRate = try settings.int("realtime.broadcast.max_per_second", default: 100, in: 1...100_000)
+        let defaults = ConsumerLedger.Limits()
+        let consumerLimits = ConsumerLedger.Limits(
+            connectionsPerKey: try settings.int("realtime.max_connections_per_key", default: defaults.connectionsPerKey, in: 0...Int.max),
+            connectionsPerUser: try settings.int("realtime.max_connections_per_user", default: defaults.connectionsPerUser, in: 0...Int.max),
+            channelsPerKey: try settings.int("realtime.max_channels_per_key", default: defaults.channelsPerKey, in: 0...Int.max),
+            channelsPerUser: try settings.int("realtime.max_channels_per_user", default: defaults.channelsPerUser, in: 0...Int.max)
+        )
 
         var keys: [RealtimeCredentials.Key] = []
         for (name, _) in settings.fileSections(under: "realtime.keys") {
@@ -34,7 +41,8 @@ extension RealtimeConfiguration {
         }
         self.init(
             listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration,
-            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate
+            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate, consumerLimits: consumerLimits,
+            addressLimit: try AddressLimit(under: "realtime", settings)
         )
     }
 

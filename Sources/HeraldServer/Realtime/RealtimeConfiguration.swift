@@ -27,6 +27,12 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public var broadcastMaximumBytes: Int
     /// Key `realtime.broadcast.max_per_second`: broadcasts one socket (or one REST caller) may send a second. Default 100.
     public var broadcastMaximumPerSecond: Int
+    /// Connections and channels per key and per token subject, so that no one of them takes
+    /// ``maximumConnections`` or ``maximumChannels`` from the rest (see ``ConsumerLedger/Limits``).
+    public var consumerLimits: ConsumerLedger.Limits
+    /// `realtime.max_connections_per_address` and `realtime.proxies`: one client's share of the TCP
+    /// listener's ``maximumConnections``.
+    public var addressLimit: AddressLimit
 
     public init(
         listen: String? = nil,
@@ -37,8 +43,11 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         maximumConnections: Int = 10_128,
         resumeWindow: Duration = .seconds(120),
         broadcastMaximumBytes: Int = 65_536,
-        broadcastMaximumPerSecond: Int = 100
+        broadcastMaximumPerSecond: Int = 100,
+        consumerLimits: ConsumerLedger.Limits = .init(),
+        addressLimit: AddressLimit = .init()
     ) {
+        self.addressLimit = addressLimit
         self.listen = listen
         self.credentials = credentials
         self.mailboxCapacity = mailboxCapacity
@@ -48,5 +57,6 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         self.resumeWindow = resumeWindow
         self.broadcastMaximumBytes = broadcastMaximumBytes
         self.broadcastMaximumPerSecond = broadcastMaximumPerSecond
+        self.consumerLimits = consumerLimits
     }
 }

@@ -18,7 +18,7 @@ extension SocketServer {
         addQueryRoutes(to: router)
         if configuration.console != nil { addConsoleRoutes(to: router, onTCP: true) }
         if let realtime { realtime.addRoutes(to: router, transport: .tcp) }
-        let connections = SocketLimitsHandler.Counter(limit: network.maximumConnections)
+        let connections = network.addressLimit.counter(limit: network.maximumConnections, key: "http")
         let requestTimeout = TimeAmount(network.timeouts.request)
         // No idle timeout of Hummingbird's: an HTTP2IdleDeadline on each connection closes it.
         let http2 = HTTP2ChannelConfiguration(
