@@ -51,6 +51,34 @@ extension IntegrationTests {
             _ = try await daemon.stop()
         }
 
+        /// A body sent a byte at a time restarted the read timeout with each byte and held its
+        /// connection for good; it now has as long as a head, from its head. A message larger than the
+        /// largest broadcast with its envelope ends the socket, so that unfinished fragments cannot
+        /// each hold a MiB.
+        @Test func aTrickledBodyAndAnOversizedMessageAreCutOff() async throws {
+            let database = try TestDatabase.create()
+            let (daemon, port, _) = try await RealtimeTests.start(database)
+            let trickle = try RawConnection(port: port)
+            let head = "POST /realtime/v1/api/broadcast HTTP/1.1\r\nHost: x\r\napikey: \(RealtimeTests.allKey)\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
+            #expect(trickle.send(Array(head.utf8)))
+            let started = ContinuousClock.now
+            var cut: Duration?
+            // A byte every 500 ms: 200 bytes would take 100 s.
+            for _ in 0..<60 {
+                guard trickle.send([UInt8(ascii: " ")]) else { break }
+                if let closed = try await trickle.closed(within: 0.5) {
+                    cut = closed
+                    break
+                }
+            }
+            #expect(cut != nil && ContinuousClock.now - started < .seconds(20), "the trickled body held its connection for \(ContinuousClock.now - started)")
+
+            let client = try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
+            try await client.sendRaw(String(repeating: "x", count: 200_000))
+            try await waitFor { client.endedBecause != nil } failure: { "a 200 KB message left the socket open" }
+            _ = try await daemon.stop()
+        }
+
         /// A realtime upgrade's answer: the status and body of a refusal, or 101.
         static func upgrade(port: Int, apikey: String) async throws -> (status: Int, body: String) {
             let result = try await DaemonProcess([

@@ -11,6 +11,9 @@ extension RealtimeConfiguration {
     /// Keys a `realtime.jwt.roles.ROLE` entry may have.
     static let roleSettings = ["schemas", "tables", "ops", "where", "topics", "queries", "rls", "role", "claims"]
 
+    /// What a client message may hold beside a broadcast's payload: the topic, a token, presence, bindings.
+    static let messageEnvelopeBytes = 65_536
+
     /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
     public init(settings: SettingsReader) throws(ConfigurationError) {
         let listen = settings.string("realtime.listen")
@@ -40,7 +43,10 @@ extension RealtimeConfiguration {
             throw settings.fail("realtime.listen", "TCP clients must present a key, and none is configured: add realtime.keys or realtime.jwt (listen: \(listen))")
         }
         self.init(
-            listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration,
+            listen: listen, credentials: credentials, mailboxCapacity: buffer,
+            // A fragmented message is held whole until its last frame: no larger than the largest broadcast with its envelope,
+            // so that 10,000 connections each holding an unfinished one do not hold 10 GiB.
+            maximumMessageSize: broadcastBytes + Self.messageEnvelopeBytes, maximumChannels: maximumChannels, resumeWindow: window.duration,
             broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate, consumerLimits: consumerLimits,
             addressLimit: try AddressLimit(under: "realtime", settings)
         )

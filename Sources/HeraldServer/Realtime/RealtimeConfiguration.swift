@@ -13,7 +13,8 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     /// Events a channel may fall behind before it is ended with `phx_error`
     /// (clients then rejoin). Default 4096.
     public var mailboxCapacity: Int
-    /// Largest message a client may send. Default 1 MiB.
+    /// Largest message a client may send, fragmented or not. Default 1 MiB here; from a file,
+    /// `realtime.broadcast.max_bytes` and 64 KiB for the rest of the message (128 KiB in all).
     public var maximumMessageSize: Int
     /// Channels open at once across all sockets; a join beyond gets an error reply. Default 10,000.
     public var maximumChannels: Int

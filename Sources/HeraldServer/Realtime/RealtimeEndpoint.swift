@@ -236,7 +236,9 @@ public final class RealtimeEndpoint: Sendable {
         additionalChannelHandlers: @autoclosure @escaping @Sendable () -> [any RemovableChannelHandler] = []
     ) -> RealtimeUpgradeGuard.Channel {
         let timeout = TimeAmount.nanoseconds(Int64(idleTimeout / .nanoseconds(1)))
-        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [SocketLimitsHandler()] + additionalChannelHandlers(), idleTimeout: timeout)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [SocketLimitsHandler(bodyTimeout: timeout)] + additionalChannelHandlers(), idleTimeout: timeout
+        )
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocketConfiguration)
         let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade(transport))
         return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head in

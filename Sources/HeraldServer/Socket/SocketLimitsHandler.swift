@@ -131,18 +131,37 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A refusal was sent: the rest of the request is dropped until the channel closes.
     private var refused = false
+    /// How long a request's body may take to arrive whole, from its head: the read timeout restarts
+    /// with every byte, so a body sent a byte at a time would hold the connection for good.
+    private let bodyTimeout: TimeAmount
+    private var bodyDeadline: Scheduled<Void>?
+
+    init(bodyTimeout: TimeAmount = .seconds(10)) {
+        self.bodyTimeout = bodyTimeout
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        bodyDeadline?.cancel()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
-        guard case .head(let request) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        let part = unwrapInboundIn(data)
+        if case .end = part {
+            bodyDeadline?.cancel()
+            bodyDeadline = nil
+        }
+        guard case .head(let request) = part else { return context.fireChannelRead(data) }
         var headerBytes = 0
         for field in request.headerFields { headerBytes += field.name.rawName.utf8.count + field.value.utf8.count }
         let refusal = Self.refusal(targetBytes: request.path?.utf8.count ?? 0, headerBytes: headerBytes, headerFields: request.headerFields.count)
         if let refusal {
             refuse(context, refusal)
-        } else {
-            context.fireChannelRead(data)
+            return
         }
+        let channel = context.channel
+        bodyDeadline = context.eventLoop.scheduleTask(in: bodyTimeout) { channel.close(promise: nil) }
+        context.fireChannelRead(data)
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ refusal: Refusal) {

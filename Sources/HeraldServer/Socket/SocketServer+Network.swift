@@ -24,7 +24,7 @@ extension SocketServer {
         let http2 = HTTP2ChannelConfiguration(
             streamConfiguration: .init(
                 additionalChannelHandlers: [
-                    HTTP2HeadTrimmer(), HTTP2IdleDeadline.Stream(), SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil),
+                    HTTP2HeadTrimmer(), HTTP2IdleDeadline.Stream(), SocketLimitsHandler(bodyTimeout: TimeAmount(network.timeouts.request)), EventStreamHandler(server: self, headTimeout: nil),
                 ],
                 idleTimeout: requestTimeout
             )
@@ -44,7 +44,7 @@ extension SocketServer {
             }
         } else {
             let http1 = HTTP1Channel.Configuration(
-                additionalChannelHandlers: [SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil)], idleTimeout: requestTimeout
+                additionalChannelHandlers: [SocketLimitsHandler(bodyTimeout: TimeAmount(network.timeouts.request)), EventStreamHandler(server: self, headTimeout: nil)], idleTimeout: requestTimeout
             )
             server = HTTPServerBuilder { [self] responder in
                 NetworkChildChannel(
