@@ -27,6 +27,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
 
     /// The most batches written in one turn of the event loop before the other channels get theirs.
     private static let batchesPerTurn = 16
+    /// The longest a stream's turn on its event loop may run: a stream whose conditions are costly
+    /// (a `like` over long rows) must let the other streams on its loop have theirs.
+    private static let turnBudget = TimeAmount.milliseconds(2)
 
     private let server: SocketServer
     private let headTimeout: TimeAmount?
@@ -193,6 +196,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
         // Read once a turn: with a write rate, it takes the open-streams lock.
         let ceiling = server.writeCeiling()
         for _ in 0..<Self.batchesPerTurn {
+            if NIODeadline.now() - pumpStarted > Self.turnBudget { break }
             // Unwritable: events wait in the mailbox until the client reads, or it overflows.
             guard channel.isActive, channel.isWritable else { return }
             guard let subscription else {
