@@ -1,4 +1,5 @@
 public import HeraldNATS
+public import HeraldNATSOutput
 
 /// The `cluster:` section: daemons with the same `cluster.name` and NATS
 /// servers share client broadcasts and presence.

@@ -1,8 +1,9 @@
 import Foundation
 public import Herald
 import HeraldNATS
+import HeraldNATSOutput
 public import HeraldPostgres
-import HeraldRealtime
+package import HeraldRealtime
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -87,19 +88,19 @@ public final class ClusterLink: Service, Sendable {
     var role: String { listener.configuration.fedElsewhere ? "edge" : "database" }
 
     /// The hub whose clients this link serves; set once, before `run()`.
-    func attach(_ hub: BroadcastHub) {
+    package func attach(_ hub: BroadcastHub) {
         self.hub.withLock { $0 = hub }
     }
 
     var hubReference: BroadcastHub? { hub.withLock { $0 } }
 
     /// Where positions that other members' Supabase channels stopped at go; set once, before `run()`.
-    func onResumePosition(_ remember: @escaping @Sendable (ResumeBook.Key, String) -> Void) {
+    package func onResumePosition(_ remember: @escaping @Sendable (ResumeBook.Key, String) -> Void) {
         resumePositions.withLock { $0 = remember }
     }
 
     /// Tells the other members where a channel stopped, so that its client may rejoin on any of them.
-    func share(_ key: ResumeBook.Key, after eventID: String) {
+    package func share(_ key: ResumeBook.Key, after eventID: String) {
         relay.outbound.yield(.resumePosition(key, eventID: eventID))
     }
 

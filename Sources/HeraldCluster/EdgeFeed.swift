@@ -1,5 +1,6 @@
 public import Herald
 import HeraldNATS
+import HeraldNATSOutput
 public import HeraldPostgres
 public import Logging
 public import ServiceLifecycle

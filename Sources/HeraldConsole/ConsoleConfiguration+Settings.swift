@@ -1,4 +1,5 @@
 import Herald
+import HeraldHTTP
 import HeraldRealtime
 public import HeraldSettings
 

@@ -1,3 +1,4 @@
+public import HeraldHTTP
 public import HeraldRealtime
 
 /// The live console in the browser (`console:`). Off by default: on once the

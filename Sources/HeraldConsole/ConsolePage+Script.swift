@@ -1,6 +1,6 @@
 extension ConsolePage {
     /// The page's behaviour.
-    static let script = #"""
+    package static let script = #"""
     'use strict';
     // The console reads what any client reads: GET /console/state once a second
     // (counters, outputs, health) and one /events stream for the tail.

@@ -1,6 +1,6 @@
 extension ConsolePage {
     /// Readable from a phone's width up: cards stack, tables scroll inside their card.
-    static let style = #"""
+    package static let style = #"""
     :root { color-scheme: light dark; --accent: #2f6fdf; --bad: #c0392b; --good: #1e8e3e; --line: #8884; }
     * { box-sizing: border-box; }
     body { margin: 0; font: 14px/1.4 system-ui, sans-serif; }

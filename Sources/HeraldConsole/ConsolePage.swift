@@ -1,13 +1,13 @@
 import HTTPTypes
-import Hummingbird
+package import Hummingbird
 import NIOCore
 
 /// The console's page and assets, compiled into the binary: nothing is
 /// fetched from anywhere else, and it works offline. Plain HTML, CSS and
 /// JavaScript, so that no build tool is needed.
-enum ConsolePage {
+package enum ConsolePage {
     /// The page: the key form, then the counters, the tail, the outputs and health.
-    static let html = #"""
+    package static let html = #"""
     <!doctype html>
     <html lang="en">
     <head>
@@ -78,7 +78,7 @@ enum ConsolePage {
     """#
 
     /// An asset with headers that keep the page to its own origin.
-    static func response(_ text: String, contentType: String) -> Response {
+    package static func response(_ text: String, contentType: String) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = contentType
         headers[.cacheControl] = "no-cache"

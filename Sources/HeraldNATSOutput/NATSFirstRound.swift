@@ -1,4 +1,4 @@
-import HeraldNATS
+package import HeraldNATS
 
 /// The first attempt at each NATS server a client is configured with,
 /// before any has taken a connection. If nothing listens at any of them,
@@ -8,12 +8,12 @@ import HeraldNATS
 /// a connection, and for a server that refuses the credentials, lacks the
 /// stream or is slow to answer (it may be starting), failures are waited
 /// out with backoff.
-struct NATSFirstRound {
+package struct NATSFirstRound {
     let servers: Int
     /// Each server's refusal so far; nil once the round no longer decides.
     private(set) var refusals: [NATSError]? = []
 
-    init(servers: Int) {
+    package init(servers: Int) {
         self.servers = servers
     }
 
@@ -22,7 +22,7 @@ struct NATSFirstRound {
 
     /// A connection ended with `error`; returns every server's refusal
     /// once each has refused: the start has failed.
-    mutating func failed(connected: Bool, _ error: any Error) -> [NATSError]? {
+    package mutating func failed(connected: Bool, _ error: any Error) -> [NATSError]? {
         guard var seen = refusals else { return nil }
         guard !connected, let refusal = error as? NATSError, refusal.code == .notListening else {
             refusals = nil
@@ -34,7 +34,7 @@ struct NATSFirstRound {
     }
 
     /// A server took the connection: from now on, failures are waited out.
-    mutating func connected() {
+    package mutating func connected() {
         refusals = nil
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-import HeraldSupport
 import Herald
+import HeraldCluster
 import HeraldPostgres
 import HeraldRealtime
+import HeraldSupport
 import NIOCore
 import Synchronization
 

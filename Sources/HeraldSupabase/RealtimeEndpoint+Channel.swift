@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldHTTP
 import HeraldPostgres
 import HeraldRealtime
 import HummingbirdWebSocket

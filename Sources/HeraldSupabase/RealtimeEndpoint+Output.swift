@@ -1,4 +1,6 @@
 public import Herald
+import HeraldCluster
+import HeraldHTTP
 public import HeraldOutput
 public import HeraldSettings
 import ServiceLifecycle

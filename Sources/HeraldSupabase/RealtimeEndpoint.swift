@@ -1,15 +1,17 @@
 import Foundation
 public import Herald
+public import HeraldCluster
+package import HeraldHTTP
 public import HeraldOutput
 public import HeraldPostgres
 public import HeraldRealtime
 import HTTPTypes
-import Hummingbird
-import HummingbirdCore
+package import Hummingbird
+package import HummingbirdCore
 import HummingbirdWebSocket
 public import Logging
-import NIOCore
-import Synchronization
+package import NIOCore
+package import Synchronization
 
 /// Supabase Realtime's `postgres_changes` protocol at `/realtime/v1/websocket`:
 /// existing Supabase clients subscribe to pgherald with their realtime URL
@@ -31,7 +33,7 @@ public final class RealtimeEndpoint: Sendable {
     let logger: Logger
     let cache: ChangeDataCache
     /// Replaced on reload; joins and token pushes after it see the new keys.
-    let credentials: Mutex<RealtimeCredentials>
+    package let credentials: Mutex<RealtimeCredentials>
     /// The channels delivering now, for a reload of the access rules.
     let openChannels = Mutex<[ObjectIdentifier: RealtimeChannel]>([:])
     let resumeBook: Mutex<ResumeBook>
@@ -84,7 +86,7 @@ public final class RealtimeEndpoint: Sendable {
     }
 
     /// Calls `observer` with the credentials of every later reload.
-    func onCredentialsChange(_ observer: @escaping @Sendable (RealtimeCredentials) -> Void) {
+    package func onCredentialsChange(_ observer: @escaping @Sendable (RealtimeCredentials) -> Void) {
         credentialObservers.withLock { $0.append(observer) }
     }
 
@@ -110,7 +112,7 @@ public final class RealtimeEndpoint: Sendable {
     }
 
     /// Where a connection came from, which decides how it may authenticate.
-    enum Transport: Sendable {
+    package enum Transport: Sendable {
         /// The Unix socket: without keys configured, the peer's `access:` grant applies.
         case unixSocket(peer: @Sendable (any Channel) async -> RealtimeCaller)
         /// The TCP listener: a key or token is always required.
@@ -185,7 +187,7 @@ public final class RealtimeEndpoint: Sendable {
 
     /// `GET /realtime/v1/websocket` without an upgrade: the refusal's status
     /// (401 for a missing or wrong key), or 426 Upgrade Required.
-    func addRoutes(to router: Router<SocketRequestContext>, transport: Transport) {
+    package func addRoutes(to router: Router<SocketRequestContext>, transport: Transport) {
         addBroadcastRoutes(to: router, transport: transport)
         router.get(RouterPath(stringLiteral: String(Self.path.dropFirst()))) { request, _ in
             switch self.admit(uri: request.uri.description, apiKeyHeader: request.headers[Self.apiKeyField], transport: transport) {
@@ -211,7 +213,7 @@ public final class RealtimeEndpoint: Sendable {
     /// `connections` nil where they are counted before the guard, and
     /// `additionalChannelHandlers` behind the socket's limits for requests
     /// that are not upgraded.
-    func childChannel(
+    package func childChannel(
         responder: @escaping HTTPChannelHandler.Responder, connections: SocketLimitsHandler.Counter?, idleTimeout: Duration, transport: Transport,
         additionalChannelHandlers: @autoclosure @escaping @Sendable () -> [any RemovableChannelHandler] = []
     ) -> RealtimeUpgradeGuard.Channel {
@@ -246,7 +248,7 @@ public final class RealtimeEndpoint: Sendable {
     /// were admitted by who they are: each channel's bindings are narrowed to
     /// the peer's new grant, and a channel that a binding of falls outside it
     /// is ended with a `system` error and `phx_close`. Returns how many ended.
-    func apply(access grant: (PeerCredentials) -> (scope: AccessScope, identity: PeerIdentity?)) -> Int {
+    package func apply(access grant: (PeerCredentials) -> (scope: AccessScope, identity: PeerIdentity?)) -> Int {
         var ended = 0
         for channel in openChannels.withLock({ Array($0.values) }) {
             var caller = channel.caller
@@ -265,7 +267,7 @@ public final class RealtimeEndpoint: Sendable {
 }
 
 /// Who is on the other end of a realtime socket or channel, and what it may see.
-struct RealtimeCaller: Sendable {
+package struct RealtimeCaller: Sendable {
     var name: String
     var scope: AccessScope
     /// A token's expiry, in seconds since 1970.
@@ -276,7 +278,7 @@ struct RealtimeCaller: Sendable {
     /// grant comes from the access rules and follows their reloads.
     var peer: PeerCredentials?
 
-    init(name: String, scope: AccessScope, expiresAt: Double?, presentedKey: String?, peer: PeerCredentials? = nil) {
+    package init(name: String, scope: AccessScope, expiresAt: Double?, presentedKey: String?, peer: PeerCredentials? = nil) {
         self.name = name
         self.scope = scope
         self.expiresAt = expiresAt

@@ -1,3 +1,4 @@
+public import HeraldHTTP
 public import HeraldPostgres
 import Hummingbird
 import HummingbirdCore

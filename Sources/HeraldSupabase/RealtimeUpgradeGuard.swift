@@ -1,9 +1,10 @@
-import HTTPTypes
+package import HTTPTypes
+package import HeraldHTTP
 import HummingbirdCore
-import HummingbirdWebSocket
-import Logging
-import NIOCore
-import NIOHTTP1
+package import HummingbirdWebSocket
+package import Logging
+package import NIOCore
+package import NIOHTTP1
 
 /// Stands in front of the WebSocket upgrade handler on each connection's
 /// first request, which Hummingbird's upgrade pipeline leaves unguarded:
@@ -20,13 +21,13 @@ import NIOHTTP1
 /// It takes itself out of the pipeline once the first head has passed:
 /// after an upgrade the channel carries WebSocket frames, and later
 /// requests meet the ``SocketLimitsHandler`` Hummingbird adds.
-final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+package final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPServerRequestPart
+    package typealias InboundOut = HTTPServerRequestPart
+    package typealias OutboundOut = HTTPServerResponsePart
 
     /// The refusal for a request head, or nil to let it through.
-    typealias Check = @Sendable (HTTPRequestHead) -> (HTTPResponse.Status, ErrorBody)?
+    package typealias Check = @Sendable (HTTPRequestHead) -> (HTTPResponse.Status, ErrorBody)?
 
     private let check: Check
     /// Where connections are counted here: the limit, and whether this one is within it.
@@ -38,7 +39,7 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     private var deadline: Scheduled<Void>?
     private var refused = false
 
-    init(
+    package init(
         check: @escaping Check, admission: (limit: Int, admitted: Bool)?, firstRequestTimeout: TimeAmount, passed: EventLoopPromise<Bool>
     ) {
         self.check = check
@@ -47,17 +48,17 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
         self.passed = passed
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel
         deadline = context.eventLoop.scheduleTask(in: firstRequestTimeout) { channel.close(promise: nil) }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
         passed.succeed(false)
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
         deadline?.cancel()
@@ -81,7 +82,7 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     /// passes the request's end on without its head (swift-nio issue 2632),
     /// and the request went unanswered. `curl --http2` over plain HTTP sends
     /// `Upgrade: h2c` with every request.
-    static func withoutOtherUpgrades(_ head: HTTPRequestHead) -> HTTPRequestHead {
+    package static func withoutOtherUpgrades(_ head: HTTPRequestHead) -> HTTPRequestHead {
         guard head.headers.contains(name: "upgrade") else { return head }
         let isRealtime = URI(head.uri).path == RealtimeEndpoint.path
             && head.headers["upgrade"].contains { $0.lowercased().contains("websocket") }
@@ -91,7 +92,7 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
         return plain
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard error is HTTPParserError, !refused else { return context.fireErrorCaught(error) }
         deadline?.cancel()
         refuse(context, version: .http1_1, status: .badRequest, ErrorBody(code: "bad_request", message: "the request is not valid HTTP/1.1"))
@@ -112,20 +113,20 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     }
 
     /// Hummingbird's WebSocket upgrade channel with the guard in front of its upgrade handler.
-    struct Channel: ServerChildChannel {
-        struct Value: ServerChildChannelValue {
+    package struct Channel: ServerChildChannel {
+        package struct Value: ServerChildChannelValue {
             let upgrade: HTTP1WebSocketUpgradeChannel.Value
             let passed: EventLoopFuture<Bool>
-            var channel: any NIOCore.Channel { upgrade.channel }
+            package var channel: any NIOCore.Channel { upgrade.channel }
         }
 
-        let inner: HTTP1WebSocketUpgradeChannel
+        package let inner: HTTP1WebSocketUpgradeChannel
         /// Counts each connection; nil where they are counted before the guard (``SocketChildChannel``).
-        let connections: SocketLimitsHandler.Counter?
-        let firstRequestTimeout: TimeAmount
-        let check: Check
+        package let connections: SocketLimitsHandler.Counter?
+        package let firstRequestTimeout: TimeAmount
+        package let check: Check
 
-        func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
+        package func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
             // Counted for the connection's whole life, whatever it turns into.
             let admission = connections.map { connections in
                 channel.closeFuture.whenComplete { _ in connections.release() }
@@ -142,7 +143,7 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
             }
         }
 
-        func handle(value: Value, logger: Logger) async {
+        package func handle(value: Value, logger: Logger) async {
             // A connection the guard answered, or that ended before its first
             // request, never gets an upgrade decision; Hummingbird would log
             // each as an error, and a flood of bad requests as a flood of errors.

@@ -1,6 +1,7 @@
 import Herald
+@testable import HeraldCluster
+@testable import HeraldNATSOutput
 @testable import HeraldRealtime
-@testable import HeraldServer
 import Testing
 
 /// The receiving half of cluster presence, without NATS: versions, gaps, restarts and silence.

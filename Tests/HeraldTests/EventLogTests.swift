@@ -1,5 +1,6 @@
 import Foundation
-@testable import HeraldServer
+@testable import HeraldEventLog
+@testable import HeraldService
 import Testing
 
 @Suite struct EventLogTests {

@@ -1,6 +1,6 @@
+@testable import HeraldService
 import Logging
 import Testing
-@testable import HeraldServer
 
 @Suite struct LogLevelsTests {
     @Test func parsesDefaultAndOverrides() throws {

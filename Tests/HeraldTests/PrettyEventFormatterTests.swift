@@ -1,6 +1,6 @@
 import Herald
+@testable import HeraldService
 import Testing
-@testable import HeraldServer
 
 @Suite struct PrettyEventFormatterTests {
     let formatter = PrettyEventFormatter(colour: false)

@@ -1,4 +1,5 @@
 import Herald
+import HeraldHTTP
 import NIOCore
 
 /// How `GET /queries/NAME` frames a live query's updates.

@@ -1,6 +1,7 @@
-import HeraldSupport
 import HTTPTypes
 import Herald
+import HeraldHTTP
+import HeraldSupport
 import HummingbirdCore
 import NIOCore
 import NIOHTTPTypes

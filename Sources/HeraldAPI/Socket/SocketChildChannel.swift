@@ -1,3 +1,4 @@
+import HeraldHTTP
 import HummingbirdCore
 import Logging
 import NIOCore

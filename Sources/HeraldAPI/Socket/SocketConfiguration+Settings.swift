@@ -1,8 +1,10 @@
 #if canImport(Glibc)
 import Glibc
-#endif
+import HeraldConsole
+import HeraldHTTP
 import HeraldPostgres
 public import HeraldSettings
+#endif
 
 extension SocketConfiguration {
     /// The `socket:` section; nil with `socket.enabled: false`.

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 public import Glibc
+public import HeraldConsole
+public import HeraldHTTP
 #endif
 
 /// Settings of the Unix-socket server.

@@ -1,4 +1,6 @@
 public import Herald
+import HeraldHTTP
+import HeraldSupabase
 import Hummingbird
 import NIOCore
 import Synchronization

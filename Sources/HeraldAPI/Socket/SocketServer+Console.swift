@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Herald
+import HeraldConsole
+import HeraldHTTP
 import HeraldOutput
 import HeraldRealtime
 import Hummingbird

@@ -1,4 +1,5 @@
 import HTTPTypes
+import HeraldHTTP
 import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2

@@ -1,10 +1,11 @@
 #if canImport(Glibc)
 import Glibc
-#endif
 public import Herald
 public import HeraldOutput
 public import HeraldSettings
+import HeraldSupabase
 import Logging
+#endif
 
 extension SocketServer: Output {
     /// Section `socket`: on by default; `socket.enabled: false` turns it off.

@@ -1,4 +1,5 @@
 import Herald
+import HeraldHTTP
 import HeraldPostgres
 import Hummingbird
 import NIOCore

@@ -1,7 +1,9 @@
 import Foundation
 import Herald
-import HeraldPostgres
+import HeraldHTTP
 import HeraldOutput
+import HeraldPostgres
+import HeraldService
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
@@ -110,39 +112,5 @@ extension SocketServer {
 
     func jsonResponse(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
         Response.json(status, body)
-    }
-}
-
-extension Response {
-    /// `body` as JSON with sorted keys and a final newline.
-    static func json(_ status: HTTPResponse.Status, _ body: some Encodable) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: jsonBuffer(body)))
-    }
-
-    static func jsonBuffer(_ body: some Encodable) -> ByteBuffer {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(body)) ?? Data("{}".utf8)
-        return ByteBuffer(bytes: data + [UInt8(ascii: "\n")])
-    }
-}
-
-/// The JSON body of a refused request.
-struct ErrorBody: Encodable {
-    var error: String
-    var parameter: String?
-    var message: String
-
-    init(_ filterError: FilterError) {
-        error = filterError.code.rawValue
-        parameter = filterError.parameter
-        message = filterError.message
-    }
-
-    init(code: String, message: String) {
-        error = code
-        self.message = message
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Herald
+import HeraldHTTP
 import HeraldPostgres
 import Hummingbird
 import HummingbirdCore

@@ -1,7 +1,9 @@
 import Foundation
 public import Herald
-public import HeraldPostgres
+import HeraldHTTP
 public import HeraldOutput
+public import HeraldPostgres
+public import HeraldSupabase
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket

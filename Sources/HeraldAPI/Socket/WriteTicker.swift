@@ -1,3 +1,4 @@
+import HeraldHTTP
 import Logging
 import NIOCore
 

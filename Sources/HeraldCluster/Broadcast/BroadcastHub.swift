@@ -1,6 +1,6 @@
 import Foundation
-import Herald
-import HeraldRealtime
+package import Herald
+package import HeraldRealtime
 import Synchronization
 
 /// The members of each broadcast topic on this daemon, their presence, and
@@ -12,13 +12,18 @@ import Synchronization
 /// In a cluster (``ClusterLink``) the hub also hands its clients' broadcasts
 /// and presence changes to the link, and takes the other members' in:
 /// presence a client sees is the union of every member's.
-final class BroadcastHub: Sendable {
+package final class BroadcastHub: Sendable {
     /// A topic as clients join it (`realtime:NAME`): a private topic and a
     /// public one of the same name are apart, so that joining the public one
     /// never reaches what only callers granted the private one may see.
-    struct Topic: Sendable, Hashable {
+    package struct Topic: Sendable, Hashable {
         var name: String
         var isPrivate: Bool
+
+        package init(name: String, isPrivate: Bool) {
+            self.name = name
+            self.isPrivate = isPrivate
+        }
     }
 
     struct Member: Sendable {
@@ -43,13 +48,13 @@ final class BroadcastHub: Sendable {
     private let relay: ClusterLink.Relay?
 
     /// - Parameter relay: where this daemon's broadcasts and presence changes go for the other members; nil outside a cluster.
-    init(relay: ClusterLink.Relay? = nil) {
+    package init(relay: ClusterLink.Relay? = nil) {
         self.relay = relay
         state = Mutex(State(cluster: ClusterPresenceBook(memberTimeout: relay?.memberTimeout ?? .seconds(5))))
     }
 
     /// Adds `channel` to `topic`; its frames, until ``leave(_:channel:)``.
-    func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool) -> AsyncStream<[UInt8]> {
+    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool) -> AsyncStream<[UInt8]> {
         let (frames, inbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlog))
         let replaced = state.withLock { state in
             state.topics[topic, default: [:]].updateValue(Member(framing: framing, echo: echo, inbox: inbox), forKey: channel)
@@ -59,7 +64,7 @@ final class BroadcastHub: Sendable {
     }
 
     /// Removes `channel` from `topic`; what it tracked leaves, as a client that vanishes does.
-    func leave(_ topic: Topic, channel: ObjectIdentifier) {
+    package func leave(_ topic: Topic, channel: ObjectIdentifier) {
         let (member, others) = state.withLock { state -> (Member?, [Member]) in
             let member = state.topics[topic]?.removeValue(forKey: channel)
             if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
@@ -74,7 +79,7 @@ final class BroadcastHub: Sendable {
 
     /// Hands `message` to every member of `topic` but `sender` (unless that one
     /// asked for `self`), and to the topic's members on the other cluster members.
-    func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) {
+    package func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) {
         let members = state.withLock { $0.topics[topic] ?? [:] }
         send(message, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
         relay?.outbound.yield(.broadcast(topic, message))
@@ -82,7 +87,7 @@ final class BroadcastHub: Sendable {
 
     /// Tracks `meta` for `channel` under `key`, replacing what it tracked, or untracks it (nil);
     /// every member, the channel's own included, gets the difference.
-    func track(_ topic: Topic, channel: ObjectIdentifier, key: String, meta: JSONValue?) {
+    package func track(_ topic: Topic, channel: ObjectIdentifier, key: String, meta: JSONValue?) {
         let tracked = meta.map { PresenceEntry(key: key, meta: $0) }
         let (previous, members) = state.withLock { state -> (PresenceEntry?, [Member]) in
             guard var member = state.topics[topic]?[channel] else { return (nil, []) }
@@ -100,7 +105,7 @@ final class BroadcastHub: Sendable {
 
     /// Everyone tracked on `topic`, here and on the other cluster members, as
     /// `presence_state` carries it: each key with its metas.
-    func presenceState(_ topic: Topic) -> PhoenixMessage {
+    package func presenceState(_ topic: Topic) -> PhoenixMessage {
         let tracked = state.withLock { ($0.topics[topic] ?? [:]).values.compactMap(\.presence) + $0.cluster.entries(on: topic) }
         var entries: [String: [JSONValue]] = [:]
         for presence in tracked { entries[presence.key, default: []].append(presence.phoenixMeta) }

@@ -11,13 +11,13 @@ import NIOCore
 /// stop what listens there, or choose another port`.
 struct ListenFailure: Error, Sendable, CustomStringConvertible {
     /// The setting that names the address: `http.listen`, `realtime.listen`, `metrics.listen`, `console.listen`.
-    var key: String
-    var address: ListenAddress
+    package var key: String
+    package var address: ListenAddress
     /// What went wrong, and what to do about it.
-    var reason: String
+    package var reason: String
 
     /// NIO's bind error, translated.
-    init(key: String, address: ListenAddress, error: any Error) {
+    package init(key: String, address: ListenAddress, error: any Error) {
         self.key = key
         self.address = address
         reason = Self.reason(for: error, key: key)
@@ -36,5 +36,5 @@ struct ListenFailure: Error, Sendable, CustomStringConvertible {
         return "\(error)"
     }
 
-    var description: String { "\(key) \(address): \(reason)" }
+    package var description: String { "\(key) \(address): \(reason)" }
 }

@@ -1,16 +1,22 @@
-import Hummingbird
+package import Hummingbird
 import ServiceLifecycle
 
 /// A Hummingbird application on the TCP address a setting names, whose
 /// bind failure says which setting and address (``ListenFailure``) rather
 /// than NIO's system call.
-struct ListeningApplication<Application: ApplicationProtocol>: Service {
-    let application: Application
+package struct ListeningApplication<Application: ApplicationProtocol>: Service {
+    package let application: Application
     /// The setting that names ``address``, such as `http.listen`.
-    let key: String
-    let address: ListenAddress
+    package let key: String
+    package let address: ListenAddress
 
-    func run() async throws {
+    package init(application: Application, key: String, address: ListenAddress) {
+        self.application = application
+        self.key = key
+        self.address = address
+    }
+
+    package func run() async throws {
         do {
             try await application.run()
         } catch is CancellationError {

@@ -1,5 +1,5 @@
-import HTTPTypes
-import Hummingbird
+package import HTTPTypes
+package import Hummingbird
 
 /// Which browser origins may read the network listener's answers
 /// (`http.cors.origins`), and the headers that tell a browser so.
@@ -8,21 +8,21 @@ import Hummingbird
 /// never `*`, and `Vary: Origin` keeps caches from mixing answers. Tokens
 /// travel in `Authorization` or `?access_token=`, never in cookies, so
 /// credentials are not allowed.
-struct CORSPolicy: Sendable {
-    let origins: Set<String>
+package struct CORSPolicy: Sendable {
+    package let origins: Set<String>
 
     /// What a browser may send besides the simple headers.
-    static let allowedRequestHeaders = "authorization, content-type, last-event-id, accept, apikey, x-api-key, x-client-info"
+    package static let allowedRequestHeaders = "authorization, content-type, last-event-id, accept, apikey, x-api-key, x-client-info"
     /// Preflight answers are cached this long by the browser.
-    static let maximumAge = "600"
+    package static let maximumAge = "600"
 
-    init(origins: [String]) {
+    package init(origins: [String]) {
         self.origins = Set(origins)
     }
 
     /// The headers an answer to a request from `origin` gets: none for a
     /// request without an origin, or from one not listed.
-    func headers(forOrigin origin: String?) -> HTTPFields {
+    package func headers(forOrigin origin: String?) -> HTTPFields {
         var fields = HTTPFields()
         guard let origin, origins.contains(origin) else { return fields }
         fields[.accessControlAllowOrigin] = origin
@@ -32,7 +32,7 @@ struct CORSPolicy: Sendable {
 
     /// The answer to a preflight (`OPTIONS` with `Access-Control-Request-Method`),
     /// or nil when `request` is not one.
-    func preflight(_ request: Request) -> Response? {
+    package func preflight(_ request: Request) -> Response? {
         guard request.method == .options, request.headers[.accessControlRequestMethod] != nil else { return nil }
         let origin = request.headers[.origin]
         guard let origin, origins.contains(origin) else {
@@ -50,10 +50,14 @@ struct CORSPolicy: Sendable {
 
 /// Answers preflights and adds the CORS headers to the router's answers.
 /// `/events`, which does not pass the router, gets them where its head is written.
-struct CORSMiddleware<Context: RequestContext>: RouterMiddleware {
-    let policy: CORSPolicy
+package struct CORSMiddleware<Context: RequestContext>: RouterMiddleware {
+    package let policy: CORSPolicy
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package init(policy: CORSPolicy) {
+        self.policy = policy
+    }
+
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let answer = policy.preflight(request) { return answer }
         var response = try await next(request, context)
         response.headers.append(contentsOf: policy.headers(forOrigin: request.headers[.origin]))

@@ -1,35 +1,35 @@
-import NIOSSL
+package import NIOSSL
 import Synchronization
 
 /// The TLS context new connections get, read from `tls.cert_file` and
 /// `tls.key_file`. A reload (SIGHUP) reads the files again: connections
 /// made after it get the new certificate, and open ones keep theirs, so no
 /// stream is dropped. A pair that cannot be read leaves the old one in force.
-final class CertificateStore: Sendable {
+package final class CertificateStore: Sendable {
     /// Why a certificate and key cannot be used, naming the file.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    let files: NetworkConfiguration.TLSFiles
+    package let files: NetworkConfiguration.TLSFiles
     private let current: Mutex<NIOSSLContext>
 
-    init(files: NetworkConfiguration.TLSFiles) throws(Failure) {
+    package init(files: NetworkConfiguration.TLSFiles) throws(Failure) {
         self.files = files
         current = Mutex(try Self.context(reading: files))
     }
 
     /// The context for a connection accepted now.
-    var context: NIOSSLContext { current.withLock { $0 } }
+    package var context: NIOSSLContext { current.withLock { $0 } }
 
     /// Reads the files again and uses them for new connections.
-    func reload() throws(Failure) {
+    package func reload() throws(Failure) {
         let context = try Self.context(reading: files)
         current.withLock { $0 = context }
     }
 
     /// A server context for `files`, offering HTTP/2 and HTTP/1.1 by ALPN, TLS 1.2 at least.
-    static func context(reading files: NetworkConfiguration.TLSFiles) throws(Failure) -> NIOSSLContext {
+    package static func context(reading files: NetworkConfiguration.TLSFiles) throws(Failure) -> NIOSSLContext {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMFile(files.certificatePath)

@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import NIOHTTP2
 
 /// Closes an HTTP/2 connection that has had no open stream for `timeout`
@@ -12,8 +12,8 @@ import NIOHTTP2
 ///
 /// NIO tells stream openings and closings only to its multiplexer, so each
 /// stream carries a ``Stream`` handler that counts itself here.
-final class HTTP2IdleDeadline: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
+package final class HTTP2IdleDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = NIOAny
 
     private let timeout: TimeAmount
     private var openStreams = 0
@@ -21,16 +21,16 @@ final class HTTP2IdleDeadline: ChannelInboundHandler, RemovableChannelHandler {
     private var deadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
 
-    init(timeout: TimeAmount) {
+    package init(timeout: TimeAmount) {
         self.timeout = timeout
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         arm()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
         self.context = nil
@@ -67,12 +67,14 @@ final class HTTP2IdleDeadline: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Counts its stream on the connection's ``HTTP2IdleDeadline``, from
     /// the stream's first handler to its close.
-    final class Stream: ChannelInboundHandler, RemovableChannelHandler {
-        typealias InboundIn = NIOAny
+    package final class Stream: ChannelInboundHandler, RemovableChannelHandler {
+        package typealias InboundIn = NIOAny
 
         private var connection: HTTP2IdleDeadline?
 
-        func handlerAdded(context: ChannelHandlerContext) {
+        package init() {}
+
+        package func handlerAdded(context: ChannelHandlerContext) {
             // A stream runs on its connection's event loop, so the connection's pipeline can be used at once.
             guard let parent = context.channel.parent, let connection = try? parent.pipeline.syncOperations.handler(type: HTTP2IdleDeadline.self)
             else { return }
@@ -80,7 +82,7 @@ final class HTTP2IdleDeadline: ChannelInboundHandler, RemovableChannelHandler {
             self.connection = connection
         }
 
-        func handlerRemoved(context: ChannelHandlerContext) {
+        package func handlerRemoved(context: ChannelHandlerContext) {
             connection?.streamClosed()
             connection = nil
         }

@@ -1,8 +1,8 @@
-import HummingbirdCore
-import HummingbirdHTTP2
-import Logging
-import NIOCore
-import NIOHTTP2
+package import HummingbirdCore
+package import HummingbirdHTTP2
+package import Logging
+package import NIOCore
+package import NIOHTTP2
 import NIOSSL
 import NIOTLS
 
@@ -17,21 +17,33 @@ import NIOTLS
 /// Each step has a deadline (``NetworkConfiguration/Timeouts``): the TLS
 /// handshake here, an HTTP/2 connection without streams by an
 /// ``HTTP2IdleDeadline``, request heads by Hummingbird's idle timeout.
-struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
-    struct Value: ServerChildChannelValue {
-        let channel: any Channel
+package struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
+    package struct Value: ServerChildChannelValue {
+        package let channel: any Channel
         /// What the connection turned into; nil when it was refused.
-        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>?>
+        package let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<HTTP1.Value, HTTP2Channel.Value>?>
     }
 
-    let certificates: CertificateStore?
-    let http1: HTTP1
-    let http2: HTTP2Channel
-    let connections: SocketLimitsHandler.Counter
-    let timeouts: NetworkConfiguration.Timeouts
-    let logger: Logger
+    package let certificates: CertificateStore?
+    package let http1: HTTP1
+    package let http2: HTTP2Channel
+    package let connections: SocketLimitsHandler.Counter
+    package let timeouts: NetworkConfiguration.Timeouts
+    package let logger: Logger
 
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    package init(
+        certificates: CertificateStore?, http1: HTTP1, http2: HTTP2Channel, connections: SocketLimitsHandler.Counter,
+        timeouts: NetworkConfiguration.Timeouts, logger: Logger
+    ) {
+        self.certificates = certificates
+        self.http1 = http1
+        self.http2 = http2
+        self.connections = connections
+        self.timeouts = timeouts
+        self.logger = logger
+    }
+
+    package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let admitted = connections.admit()
         channel.closeFuture.whenComplete { [connections] _ in connections.release() }
         guard admitted else {
@@ -76,7 +88,7 @@ struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
         }
     }
 
-    func handle(value: Value, logger: Logger) async {
+    package func handle(value: Value, logger: Logger) async {
         do {
             switch try await value.negotiated.get() {
             case .http1_1(let connection)?: await http1.handle(value: connection, logger: logger)

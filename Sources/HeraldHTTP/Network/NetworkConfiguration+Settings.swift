@@ -83,7 +83,7 @@ extension NetworkConfiguration {
     }
 
     /// Whether `text` is a bare origin, as browsers send it in `Origin`.
-    static func isOrigin(_ text: String) -> Bool {
+    package static func isOrigin(_ text: String) -> Bool {
         guard let schemeEnd = text.range(of: "://") else { return false }
         let scheme = text[..<schemeEnd.lowerBound]
         let rest = text[schemeEnd.upperBound...]

@@ -1,6 +1,6 @@
-import NIOCore
-import NIOHTTP1
-import NIOWebSocket
+package import NIOCore
+package import NIOHTTP1
+package import NIOWebSocket
 
 /// Writes bytes the caller has already framed straight to the socket, under
 /// the pipeline's `Encoder`.
@@ -14,12 +14,12 @@ import NIOWebSocket
 /// goes through the handlers. While the channel is not writable the caller
 /// must wait (``EventStreamHandler``) or use its async writer, which waits;
 /// either way a reader that stops reading fills its mailbox.
-struct DirectWriter<Encoder: ChannelHandler>: Sendable {
+package struct DirectWriter<Encoder: ChannelHandler>: Sendable {
     private let encoderContext: NIOLoopBound<ChannelHandlerContext>
     private let channel: any Channel
 
     /// `nil` unless called on the channel's event loop with an `Encoder` in its pipeline.
-    init?(channel: any Channel) {
+    package init?(channel: any Channel) {
         guard channel.eventLoop.inEventLoop,
               let context = try? channel.pipeline.syncOperations.context(handlerType: Encoder.self)
         else { return nil }
@@ -29,27 +29,27 @@ struct DirectWriter<Encoder: ChannelHandler>: Sendable {
 
     /// Whether ``write(_:)`` may be used now: when the channel is closed or
     /// not writable, the async writer must take the batch.
-    var canWrite: Bool {
+    package var canWrite: Bool {
         channel.eventLoop.inEventLoop && channel.isActive && channel.isWritable
     }
 
     /// Writes bytes framed for the wire beneath `Encoder`.
-    func write(_ bytes: ByteBuffer) {
+    package func write(_ bytes: ByteBuffer) {
         encoderContext.value.writeAndFlush(NIOAny(IOData.byteBuffer(bytes)), promise: nil)
     }
 }
 
 /// A stream's batches as HTTP/1.1 chunks framed by
 /// ``StreamFormat/frames(_:allocator:asHTTPChunk:)``, under the response encoder.
-typealias DirectChunkWriter = DirectWriter<HTTPResponseEncoder>
+package typealias DirectChunkWriter = DirectWriter<HTTPResponseEncoder>
 
 /// A realtime channel's change events as WebSocket text frames built by
 /// ``DirectWriter/appendTextFrame(_:to:)``, under the frame encoder.
-typealias DirectFrameWriter = DirectWriter<WebSocketFrameEncoder>
+package typealias DirectFrameWriter = DirectWriter<WebSocketFrameEncoder>
 
 extension DirectWriter where Encoder == WebSocketFrameEncoder {
     /// Appends one unmasked text frame holding `message`, as a server sends it.
-    static func appendTextFrame(_ message: [UInt8], to buffer: inout ByteBuffer) {
+    package static func appendTextFrame(_ message: [UInt8], to buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(0x81))
         switch message.count {
         case ..<126:

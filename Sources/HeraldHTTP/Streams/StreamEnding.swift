@@ -1,5 +1,5 @@
 /// Why the daemon ended a stream before its client did, and the last frame that says so.
-enum StreamEnding: Sendable, Equatable {
+package enum StreamEnding: Sendable, Equatable {
     /// Its access grant changed on a reload, or the daemon can no longer
     /// check what it may see: reconnecting gets the new grant, or 403.
     case revoked(String)
@@ -7,7 +7,7 @@ enum StreamEnding: Sendable, Equatable {
     case tokenExpired(String)
 
     /// The stream's last frame, `event: revoked` or `event: token_expired`.
-    func frame(in format: StreamFormat) -> String {
+    package func frame(in format: StreamFormat) -> String {
         switch self {
         case .revoked(let reason): format.revokedFrame(reason: reason)
         case .tokenExpired(let reason): format.tokenExpiredFrame(reason: reason)

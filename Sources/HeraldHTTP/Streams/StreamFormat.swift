@@ -1,5 +1,5 @@
-import Herald
-import NIOCore
+package import Herald
+package import NIOCore
 
 /// How `/events` frames events.
 public enum StreamFormat: String, Sendable, CaseIterable {
@@ -21,7 +21,7 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     ///
     /// With `asHTTPChunk`, the buffer is also one HTTP/1.1 chunk (size, data,
     /// CRLF), for ``DirectChunkWriter``.
-    func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
+    package func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
         // Each event's JSON is looked up once: one replayed from the journal is encoded here.
         let encoded = events.map(\.jsonBytes)
         var size = 0
@@ -58,7 +58,7 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     private static let serverSentEventLines = 21
 
     /// Whole transactions (`group=transaction`), one frame each.
-    func frames(_ groups: [TransactionGroup], allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
+    package func frames(_ groups: [TransactionGroup], allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
         let encoded = groups.map { self == .sse ? $0.serverSentEventFrame : $0.jsonBytes }
         let size = encoded.reduce(self == .ndjson ? encoded.count : 0) { $0 + $1.count }
         var buffer = Self.chunk(of: size, allocator: allocator, asHTTPChunk: asHTTPChunk)
@@ -91,7 +91,7 @@ public enum StreamFormat: String, Sendable, CaseIterable {
 
     /// Keeps an idle stream (and proxies in between) alive. SSE clients
     /// ignore comments; NDJSON readers skip blank lines.
-    var heartbeat: StaticString {
+    package var heartbeat: StaticString {
         switch self {
         case .sse: return ": heartbeat\n\n"
         case .ndjson: return "\n"
@@ -99,18 +99,18 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     }
 
     /// The first frame for a client whose resume position is unknown: it must refetch everything.
-    func resetFrame(reason: String) -> String {
+    package func resetFrame(reason: String) -> String {
         errorFrame("reset", message: reason + "; refetch everything")
     }
 
     /// The last frame of a stream whose access grant changed on a reload:
     /// reconnecting (with `Last-Event-ID`) gets the new grant, or 403.
-    func revokedFrame(reason: String) -> String {
+    package func revokedFrame(reason: String) -> String {
         errorFrame("revoked", message: reason + "; reconnect to continue under the new grant")
     }
 
     /// The last frame of a stream whose token expired.
-    func tokenExpiredFrame(reason: String) -> String {
+    package func tokenExpiredFrame(reason: String) -> String {
         errorFrame("token_expired", message: reason + "; reconnect with a fresh token (with Last-Event-ID) to go on")
     }
 
@@ -127,7 +127,7 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     /// The last frame of a stream whose subscriber fell too far behind: more
     /// than its mailbox's `capacity` while a journal replay was still
     /// covering it, or, with `history`, behind the broker's history of that many events.
-    func overflowFrame(capacity: Int, history: Bool = false) -> String {
+    package func overflowFrame(capacity: Int, history: Bool = false) -> String {
         let data = history
             ? #"{"error":"overflow","capacity":\#(capacity),"message":"fell behind the daemon's history of \#(capacity) events; reconnect with Last-Event-ID to resume from the journal, or refetch"}"#
             : #"{"error":"overflow","capacity":\#(capacity),"message":"fell more than \#(capacity) events behind; reconnect and refetch"}"#

@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// How long the streams on one event loop wait between their writes, chosen
 /// from how busy writing keeps the loop: pure, no I/O.
@@ -12,43 +12,45 @@ import NIOCore
 /// streams then wait ``spacing`` between writes, and what arrives meanwhile
 /// goes out together. The spacing doubles for each busy window and halves for
 /// each window under ``Policy/idleShare``, down to writing at once again.
-struct WritePacing: Sendable {
-    struct Policy: Sendable {
+package struct WritePacing: Sendable {
+    package struct Policy: Sendable {
         /// How long the loop's work is summed before the spacing is revised.
-        var window: TimeAmount = .milliseconds(20)
+        package var window: TimeAmount = .milliseconds(20)
         /// Above this share of a window spent writing, streams wait longer.
-        var busyShare = 0.5
+        package var busyShare = 0.5
         /// Below this share, streams wait half as long, or not at all.
-        var idleShare = 0.2
+        package var idleShare = 0.2
         /// The spacing a loop starts at once it is busy.
-        var firstSpacing: TimeAmount = .milliseconds(1)
+        package var firstSpacing: TimeAmount = .milliseconds(1)
         /// The longest spacing: the latency pacing may add at most. A loop
         /// can stay busy for the events' own work, which no spacing saves:
         /// at 1,000 streams and 1,000 events/s, a 256 ms cap took the median
         /// latency from 20 ms to 40–110 ms for no less CPU.
-        var maximumSpacing: TimeAmount = .milliseconds(32)
+        package var maximumSpacing: TimeAmount = .milliseconds(32)
+
+        package init() {}
     }
 
     /// Whether a revision changed between writing at once and spacing writes, for the log.
-    enum Change: Equatable {
+    package enum Change: Equatable {
         case started(spacing: TimeAmount)
         case stopped
     }
 
-    let policy: Policy
+    package let policy: Policy
     /// The wait between a stream's writes; nil: write each batch at once.
-    private(set) var spacing: TimeAmount?
+    package private(set) var spacing: TimeAmount?
     private var windowStart: NIODeadline
     private var busy: TimeAmount = .zero
 
-    init(policy: Policy = Policy(), now: NIODeadline) {
+    package init(policy: Policy = Policy(), now: NIODeadline) {
         self.policy = policy
         windowStart = now
     }
 
     /// Counts work that ran from `start` to `end` on the loop, and revises
     /// the spacing once a window has passed.
-    mutating func recordWork(from start: NIODeadline, to end: NIODeadline) -> Change? {
+    package mutating func recordWork(from start: NIODeadline, to end: NIODeadline) -> Change? {
         busy = busy + (end - start)
         let elapsed = end - windowStart
         guard elapsed >= policy.window else { return nil }

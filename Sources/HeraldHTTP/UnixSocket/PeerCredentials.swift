@@ -2,7 +2,7 @@
 import Glibc
 #endif
 public import Herald
-import NIOCore
+package import NIOCore
 
 /// The process on the other end of a Unix-socket connection, as the kernel
 /// recorded it when the peer connected (`SO_PEERCRED`): it cannot be forged.
@@ -13,9 +13,9 @@ public struct PeerCredentials: Sendable, Hashable {
 
     /// `struct ucred` of <sys/socket.h>, laid out as the kernel writes it.
     private struct KernelCredentials: Sendable {
-        var pid: Int32 = 0
-        var uid: UInt32 = 0
-        var gid: UInt32 = 0
+        package var pid: Int32 = 0
+        package var uid: UInt32 = 0
+        package var gid: UInt32 = 0
     }
 
     public init(processID: Int32, userID: UInt32, groupID: UInt32) {
@@ -25,7 +25,7 @@ public struct PeerCredentials: Sendable, Hashable {
     }
 
     /// The credentials of `channel`'s peer; nil when the channel is not a socket that has them.
-    static func of(_ channel: any Channel) async -> PeerCredentials? {
+    package static func of(_ channel: any Channel) async -> PeerCredentials? {
         guard let provider = channel as? any SocketOptionProvider else { return nil }
         let future: EventLoopFuture<KernelCredentials> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)

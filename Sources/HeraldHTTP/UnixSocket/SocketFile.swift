@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 import HeraldSupport
 
@@ -10,14 +10,14 @@ public struct SocketFileError: Error, Hashable, CustomStringConvertible {
 
 /// The socket file's life cycle: refuse a live one, replace a stale one,
 /// set its permissions, and remove it only if it is still ours.
-enum SocketFile {
+package enum SocketFile {
     /// Makes `path` free for binding.
     ///
     /// A socket that accepts connections belongs to a running daemon and is
     /// never taken over. One that refuses them was left by a crash and is
     /// removed. Anything that is not a socket is left alone.
     /// - Returns: whether a stale socket was removed.
-    static func prepare(_ path: String) throws(SocketFileError) -> Bool {
+    package static func prepare(_ path: String) throws(SocketFileError) -> Bool {
         try checkBindable(path)
         var status = stat()
         guard lstat(path, &status) == 0 else {
@@ -41,7 +41,7 @@ enum SocketFile {
     }
 
     /// Fails with the path and what to change when bind(2) could not succeed.
-    static func checkBindable(_ path: String) throws(SocketFileError) {
+    package static func checkBindable(_ path: String) throws(SocketFileError) {
         let length = path.utf8.count
         guard length <= UnixSocketProbe.maximumPathLength else {
             throw SocketFileError(description: "socket path \(path) is \(length) bytes, longer than the \(UnixSocketProbe.maximumPathLength) a Unix socket allows; choose a shorter --socket")
@@ -58,7 +58,7 @@ enum SocketFile {
     }
 
     /// The id of the group that should own the socket.
-    static func groupID(_ group: String) throws(SocketFileError) -> gid_t {
+    package static func groupID(_ group: String) throws(SocketFileError) -> gid_t {
         guard let entry = getgrnam(group) else {
             throw SocketFileError(description: "unknown group '\(group)' for the socket")
         }
@@ -66,7 +66,7 @@ enum SocketFile {
     }
 
     /// Sets mode and, if given, group; returns the file's inode for ``remove(_:inode:)``.
-    static func applyPermissions(_ path: String, mode: mode_t, group: String?) throws(SocketFileError) -> ino_t {
+    package static func applyPermissions(_ path: String, mode: mode_t, group: String?) throws(SocketFileError) -> ino_t {
         if let group {
             guard chown(path, uid_t.max, try groupID(group)) == 0 else {
                 throw SocketFileError(description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
@@ -83,7 +83,7 @@ enum SocketFile {
     }
 
     /// Removes the socket file if it is the one this process created.
-    static func remove(_ path: String, inode: ino_t) {
+    package static func remove(_ path: String, inode: ino_t) {
         var status = stat()
         if lstat(path, &status) == 0, status.st_ino == inode {
             unlink(path)

@@ -1,7 +1,7 @@
-import HTTPTypes
+package import HTTPTypes
 import Hummingbird
-import NIOCore
-import NIOHTTPTypes
+package import NIOCore
+package import NIOHTTPTypes
 import Synchronization
 
 /// The socket's limits against broken or hostile clients, enforced on each
@@ -19,51 +19,53 @@ import Synchronization
 /// A channel handler rather than a router middleware: every stream's task
 /// keeps the deepest async stack it ever reached for its whole life, and a
 /// middleware frame on the way in cost each idle stream about 1 KiB.
-final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+package final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPRequestPart
+    package typealias InboundOut = HTTPRequestPart
+    package typealias OutboundIn = HTTPResponsePart
+    package typealias OutboundOut = HTTPResponsePart
 
     /// The longest request target: a filter at its documented limits fits.
-    static let maximumTargetBytes = 8192
+    package static let maximumTargetBytes = 8192
     /// The most header bytes (names and values) and header fields.
-    static let maximumHeaderBytes = 16_384
-    static let maximumHeaderFields = 100
+    package static let maximumHeaderBytes = 16_384
+    package static let maximumHeaderFields = 100
+
+    package init() {}
 
     /// The count of open connections, shared by every connection's handler.
-    final class Counter: Sendable {
-        let limit: Int
+    package final class Counter: Sendable {
+        package let limit: Int
         private let open = Atomic(0)
 
-        init(limit: Int) {
+        package init(limit: Int) {
             self.limit = limit
         }
 
         /// Counts a connection; whether it is within the limit.
-        func admit() -> Bool {
+        package func admit() -> Bool {
             open.add(1, ordering: .relaxed).newValue <= limit
         }
 
-        func release() {
+        package func release() {
             open.subtract(1, ordering: .relaxed)
         }
     }
 
     /// A refused request: its status, error code and message.
-    struct Refusal {
-        let status: HTTPResponse.Status
-        let code: String
-        let message: String
+    package struct Refusal {
+        package let status: HTTPResponse.Status
+        package let code: String
+        package let message: String
     }
 
     /// The refusal for a connection past the limit of `limit` connections.
-    static func tooManyConnections(limit: Int) -> Refusal {
+    package static func tooManyConnections(limit: Int) -> Refusal {
         Refusal(status: .serviceUnavailable, code: "too_many_connections", message: "the socket serves at most \(limit) connections")
     }
 
     /// The refusal for a request, or nil when it is within the limits.
-    static func refusal(targetBytes: Int, headerBytes: Int, headerFields: Int) -> Refusal? {
+    package static func refusal(targetBytes: Int, headerBytes: Int, headerFields: Int) -> Refusal? {
         if targetBytes > maximumTargetBytes {
             return Refusal(
                 status: .uriTooLong, code: "request_target_too_long", message: "the request target is longer than \(maximumTargetBytes) bytes"
@@ -81,7 +83,7 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// A refusal was sent: the rest of the request is dropped until the channel closes.
     private var refused = false
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         guard case .head(let request) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
         var headerBytes = 0
@@ -102,7 +104,7 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Answers a request with a JSON error from a handler that writes
     /// `HTTPResponsePart`s, then closes the connection.
     /// - Parameter headers: added to the answer's head (CORS, over the network).
-    static func answer(_ context: ChannelHandlerContext, status: HTTPResponse.Status, _ body: ErrorBody, headers: HTTPFields = HTTPFields()) {
+    package static func answer(_ context: ChannelHandlerContext, status: HTTPResponse.Status, _ body: ErrorBody, headers: HTTPFields = HTTPFields()) {
         let bytes = Response.jsonBuffer(body)
         var fields = headers
         fields[.contentType] = "application/json"

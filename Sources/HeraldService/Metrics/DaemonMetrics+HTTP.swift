@@ -1,12 +1,12 @@
-import Herald
+package import Herald
 public import HeraldOutput
-import Hummingbird
+package import Hummingbird
 import NIOCore
 
 extension DaemonMetrics {
     /// `GET /metrics`: the Prometheus text format, version 0.0.4.
     /// - Parameter scope: series labelled with a table it does not cover are left out.
-    func response(journal: DaemonStatistics.Journal?, visibleTo scope: AccessScope = .everything) -> Response {
+    package func response(journal: DaemonStatistics.Journal?, visibleTo scope: AccessScope = .everything) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         var text = render(journal: journal)

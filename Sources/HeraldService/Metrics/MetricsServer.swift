@@ -1,4 +1,5 @@
 public import Herald
+import HeraldHTTP
 public import HeraldOutput
 public import HeraldPostgres
 import Hummingbird

@@ -1,9 +1,10 @@
 public import ArgumentParser
 import Foundation
-public import HeraldConfiguration
 import Herald
+import HeraldAPI
+public import HeraldConfiguration
 import HeraldPostgres
-import HeraldServer
+import HeraldService
 import HeraldSettings
 import HeraldWebhooks
 import Logging

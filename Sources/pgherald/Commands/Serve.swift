@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
 import Herald
+import HeraldCluster
 import HeraldConfiguration
 import HeraldOutput
 import HeraldPostgres
-import HeraldServer
+import HeraldService
 import HeraldSettings
 import Logging
 import Metrics
