@@ -2,6 +2,7 @@ import Foundation
 public import Herald
 import HeraldNATS
 import HeraldNATSOutput
+public import HeraldOutput
 public import HeraldPostgres
 package import HeraldRealtime
 public import Logging
@@ -63,6 +64,8 @@ public final class ClusterLink: Service, Sendable {
     let broker: Broker
     /// Says how far an edge's stream has been read.
     let listener: PostgresListener
+    /// What the daemon's event source offers: a member with the journal is a database daemon, one without an edge.
+    let sourceOffers: EventSourceOffers
     let version: String
     let logger: Logger
     public let relay: Relay
@@ -72,11 +75,12 @@ public final class ClusterLink: Service, Sendable {
     private let connection = Mutex<NATSConnection?>(nil)
     let counters = Mutex(Counters())
 
-    public init(configuration: ClusterConfiguration, member: String, broker: Broker, listener: PostgresListener, version: String, logger: Logger) {
+    public init(configuration: ClusterConfiguration, member: String, broker: Broker, listener: PostgresListener, sourceOffers: EventSourceOffers, version: String, logger: Logger) {
         self.configuration = configuration
         self.member = member
         self.broker = broker
         self.listener = listener
+        self.sourceOffers = sourceOffers
         self.version = version
         self.logger = logger
         let (outbound, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundBacklog))
@@ -85,7 +89,7 @@ public final class ClusterLink: Service, Sendable {
     }
 
     /// `edge` for a daemon fed by the stream, `database` for one that reads the journal.
-    var role: String { listener.configuration.fedElsewhere ? "edge" : "database" }
+    var role: String { sourceOffers.contains(.journal) ? "database" : "edge" }
 
     /// The hub whose clients this link serves; set once, before `run()`.
     package func attach(_ hub: BroadcastHub) {

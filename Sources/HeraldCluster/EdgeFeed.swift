@@ -51,6 +51,7 @@ public final class EdgeFeed: Service, Sendable {
     }
 
     public func run() async throws {
+        listener.beginFeed()
         defer { listener.reportFeed(.stopped, freshness: freshness) }
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await cancelWhenGracefulShutdown { try await self.readUntilStopped() } }

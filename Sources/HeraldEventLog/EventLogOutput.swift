@@ -42,6 +42,8 @@ public final class EventLogOutput: Sendable {
 
     let broker: Broker
     let listener: PostgresListener
+    /// What the event source offers: without durable feeds (an edge), the log is live.
+    let sourceOffers: EventSourceOffers
     let logger: Logger
     let wantedFeed: OutputStatistics.Feed
     let feedIsSet: Bool
@@ -58,9 +60,10 @@ public final class EventLogOutput: Sendable {
     let counters = Mutex(Statistics())
 
     /// Opens (or creates) the file; a live log subscribes here.
-    public init(configuration: EventLogConfiguration, broker: Broker, listener: PostgresListener, journal: JournalFeed, logger: Logger) throws(EventLogError) {
+    public init(configuration: EventLogConfiguration, broker: Broker, listener: PostgresListener, sourceOffers: EventSourceOffers, journal: JournalFeed, logger: Logger) throws(EventLogError) {
         self.broker = broker
         self.listener = listener
+        self.sourceOffers = sourceOffers
         self.logger = logger
         self.journal = journal
         wantedFeed = configuration.feed
@@ -121,7 +124,7 @@ public final class EventLogOutput: Sendable {
     /// live where it was asked for, or where the default cannot be durable.
     private func chooseFeed() async throws -> OutputStatistics.Feed {
         // An edge reads no journal; its configuration refuses a durable log that was asked for.
-        guard wantedFeed == .durable, !listener.configuration.fedElsewhere, await listener.waitUntilConnected() else { return .live }
+        guard wantedFeed == .durable, sourceOffers.contains(.durableFeeds), await listener.waitUntilConnected() else { return .live }
         do {
             guard listener.durability != .notifyOnly else {
                 throw EventLogError(description: "event_log.feed is durable, but the database was installed notify-only and keeps no journal; use feed: live, or install durable")

@@ -198,15 +198,22 @@ struct Serve: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
-        var listening = PostgresListener.Configuration(
+        let listening = PostgresListener.Configuration(
             connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
             durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval,
             backstopInterval: settings.backstopInterval
         )
-        // An edge: its events come from the cluster's stream, and nothing reads the journal here.
-        let edge = settings.source == .nats ? settings[ClusterLink.self] : nil
-        listening.fedElsewhere = edge != nil
         let listener = PostgresListener(configuration: listening, broker: broker, logger: LogCategory.database.logger)
+        // An edge: its events come from the cluster's stream, and the listener only holds the state its feed reports.
+        let source: any EventSource
+        if settings.source == .nats, let edge = settings[ClusterLink.self], let stream = edge.stream {
+            source = EdgeFeed(
+                configuration: edge, stream: stream, broker: broker, listener: listener, history: settings.history,
+                version: PGHerald.configuration.version, logger: LogCategory.cluster.logger
+            )
+        } else {
+            source = listener
+        }
         let notifier = SystemdNotifier(environment: environment)
         let maintenance = JournalMaintenance(
             configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
@@ -216,7 +223,7 @@ struct Serve: AsyncParsableCommand {
             logger: LogCategory.database.logger
         )
         // Idle in notify-only mode; an edge has no journal to maintain.
-        if edge == nil { services.append(.init(service: maintenance, successTerminationBehavior: .ignore)) }
+        if source.offers.contains(.journal) { services.append(.init(service: maintenance, successTerminationBehavior: .ignore)) }
         let rowSecurity = RowSecurityGate(
             configuration: .init(mailboxCapacity: settings.mailboxCapacity), broker: broker, database: connection, logger: LogCategory.broker.logger
         )
@@ -232,7 +239,7 @@ struct Serve: AsyncParsableCommand {
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let context = OutputContext(
-            broker: broker, listener: listener, database: connection, daemonName: settings.name, version: PGHerald.configuration.version,
+            broker: broker, listener: listener, source: source, database: connection, daemonName: settings.name, version: PGHerald.configuration.version,
             catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
             journal: JournalReader(connection: connection, daemon: settings.name), maintenance: maintenance, metrics: metrics,
             access: settings.access, rowSecurity: rowSecurity, outputs: outputs, logger: lifecycle
@@ -255,13 +262,7 @@ struct Serve: AsyncParsableCommand {
             sources: sources, current: settings, registry: .standard, outputs: outputs, notifier: notifier, logger: LogCategory.config.logger
         )))
         // Near the end, so that on shutdown the listener (or an edge's feed) stops before the outputs drain.
-        if let edge, let stream = edge.stream {
-            services.append(.init(service: EdgeFeed(
-                configuration: edge, stream: stream, broker: broker, listener: listener, history: settings.history,
-                version: PGHerald.configuration.version, logger: LogCategory.cluster.logger
-            ), successTerminationBehavior: .gracefullyShutdownGroup))
-        }
-        services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
+        services.append(.init(service: source, successTerminationBehavior: .gracefullyShutdownGroup))
         // Late, so that STOPPING=1 goes out first.
         services.append(.init(service: SystemdService(
             configuration: .init(
