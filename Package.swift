@@ -421,8 +421,10 @@ let package = Package(
             name: "HeraldTests",
             dependencies: [
                 "Herald", "HeraldPostgres", "HeraldAPI", "HeraldSupabase", "HeraldCluster", "HeraldEventLog", "HeraldNATSOutput", "HeraldService", "HeraldHTTP", "HeraldConsole", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks", "HeraldRealtime",
-                "HeraldSettings", "HeraldOutput", "HeraldNATS",
+                "HeraldSettings", "HeraldOutput", "HeraldNATS", "pgherald",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Crypto", package: "swift-crypto"),
