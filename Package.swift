@@ -340,7 +340,7 @@ let package = Package(
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
-                "HeraldService", "HeraldAPI", "HeraldCluster", "HeraldEventLog",
+                "HeraldService", "HeraldAPI", "HeraldCluster", "HeraldEventLog", "HeraldNATSOutput",
                 "HeraldClient",
                 "HeraldConfiguration",
                 "HeraldSettings",

@@ -44,13 +44,15 @@ public enum Installer {
     ///     durable on a first install, else what was installed before.
     ///   - triggers: which functions the statement triggers call; default:
     ///     ``Triggers/auto`` on a first install, else what was asked before.
+    ///   - daemonRoles: roles to grant what serve needs, kept for later installs too.
     /// - Returns: the tables that publish now.
     @discardableResult
     public static func install(
         on connection: LibpqConnection,
         schemas: [String] = [],
         durability: Durability? = nil,
-        triggers: Triggers? = nil
+        triggers: Triggers? = nil,
+        daemonRoles: [String] = []
     ) throws(LibpqError) -> [WatchedTable] {
         try explainingPrivileges(installPrivilegeHint) { () throws(LibpqError) in
             try connection.inTransaction { () throws(LibpqError) in
@@ -60,16 +62,22 @@ public enum Installer {
                 if let triggers {
                     try connection.execute("SELECT set_config('pgherald.triggers', $1, true)", parameters: [triggers.rawValue])
                 }
-                if !schemas.isEmpty {
+                for (setting, names) in [("pgherald.schemas", schemas), ("pgherald.daemon_roles", daemonRoles)] where !names.isEmpty {
                     var writer = JSONWriter()
-                    writer.write(.array(schemas.map(JSONValue.string)))
-                    let list = String(decoding: writer.bytes, as: UTF8.self)
-                    try connection.execute("SELECT set_config('pgherald.schemas', $1, true)", parameters: [list])
+                    writer.write(.array(names.map(JSONValue.string)))
+                    try connection.execute("SELECT set_config($1, $2, true)", parameters: [setting, String(decoding: writer.bytes, as: UTF8.self)])
                 }
                 try connection.execute(installScript)
             }
         }
         return try watchedTables(on: connection)
+    }
+
+    /// The roles granted what serve needs (`install --daemon-role`) that still exist, by name.
+    public static func daemonRoles(on connection: LibpqConnection) throws(LibpqError) -> [String] {
+        try connection.execute("""
+            SELECT role_name FROM pgherald.daemon_role WHERE EXISTS (SELECT 1 FROM pg_roles WHERE rolname = role_name) ORDER BY 1
+            """).rows.compactMap { $0[0] }
     }
 
     /// Removes every pgherald trigger and the `pgherald` schema; user data is untouched.

@@ -81,7 +81,12 @@ public struct RealtimeCredentials: Sendable, Hashable {
             return RealtimeIdentity(name: "key \(found.name)", scope: Self.scope(found.grant, rule: found.name), expiresAt: nil)
         }
         guard let tokens, presented.utf8.count(where: { $0 == UInt8(ascii: ".") }) == 2 else {
-            throw RealtimeAuthError(.unknownKey, "the key is not one of realtime.keys")
+            // Name only what this daemon takes, so that a client is not sent looking for keys that do not exist.
+            switch (keys.isEmpty, tokens == nil) {
+            case (true, false): throw RealtimeAuthError(.malformedToken, "the token is not a JWT (three base64url parts, signed with realtime.jwt's secret)")
+            case (false, false): throw RealtimeAuthError(.unknownKey, "the key is neither one of realtime.keys nor a JWT (three base64url parts)")
+            default: throw RealtimeAuthError(.unknownKey, "the key is not one of realtime.keys")
+            }
         }
         return try tokens.identify(presented, now: now)
     }

@@ -17,7 +17,7 @@ struct ConfigurationFile {
         do {
             root = try Yams.compose(yaml: text)
         } catch {
-            throw ConfigurationError(key: "(file)", source: path, reason: "not valid YAML: \(Self.oneLine("\(error)"))")
+            throw ConfigurationError(key: "(file)", source: path, reason: "not valid YAML: \(Self.describe(error))")
         }
         guard let root else { return }
         guard case .mapping = root else {
@@ -44,13 +44,31 @@ struct ConfigurationFile {
         lines[key].map { "\(path) line \($0)" }
     }
 
-    /// Yams's message on one line, without the excerpt of the file it quotes (it may hold a secret).
-    private static func oneLine(_ text: String) -> String {
-        var lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        // libyaml's form quotes the offending line above a caret.
-        if let caret = lines.firstIndex(of: "^"), caret > 0 { lines.removeSubrange((caret - 1)...caret) }
-        let message = lines.prefix { !$0.hasPrefix("Context:") }
-        let position = lines.last { $0.hasPrefix("in line ") }
-        return (message + (position.map { [$0] } ?? [])).joined(separator: "; ")
+    /// Yams's error as one sentence that names the line and says what to do; never the file's text,
+    /// which may hold a secret.
+    static func describe(_ error: any Error) -> String {
+        let context: YamlError.Context?
+        let problem: String
+        let mark: Mark
+        switch error as? YamlError {
+        case .scanner(let found, let text, let at, _)?, .parser(let found, let text, let at, _)?, .composer(let found, let text, let at, _)?:
+            (context, problem, mark) = (found, text, at)
+        case .duplicatedKeysInMapping(let duplicates, let found)?:
+            return "line \(found.mark.line): the key \(duplicates.joined(separator: ", ")) is given twice in one section; keep one"
+        default:
+            return "\(error)".split(whereSeparator: \.isNewline).first.map(String.init) ?? "\(error)"
+        }
+        var sentence = "line \(mark.line), column \(mark.column): \(problem)"
+        if let context { sentence += " (\(context.text) that began on line \(context.mark.line))" }
+        if let hint = hints.first(where: { problem.contains($0.problem) })?.hint { sentence += "; \(hint)" }
+        return sentence
     }
+
+    private static let hints: [(problem: String, hint: String)] = [
+        ("mapping values are not allowed", "indent each key under its section by the same number of spaces, and quote a value that holds ': '"),
+        ("cannot start any token", "YAML indents with spaces, never tabs"),
+        ("did not find expected key", "indent each key under its section by the same number of spaces"),
+        ("found unexpected end of stream", "close the quote or bracket"),
+        ("did not find expected node content", "close the bracket, or give the value"),
+    ]
 }

@@ -9,10 +9,31 @@ extension SettingsReader {
         do {
             contents = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw fail(key, "cannot read \(path): \((error as NSError).localizedDescription)")
+            throw fail(key, "cannot read \(path): \(Self.readFailure(error))")
         }
         let lines = contents.split(whereSeparator: \.isNewline).map(String.init)
         return (path, lines)
+    }
+}
+
+extension SettingsReader {
+    /// Why a file could not be read, in words that say what to do, where Foundation would say
+    /// "The operation could not be completed".
+    static func readFailure(_ error: any Error) -> String {
+        switch (error as? CocoaError)?.code {
+        case .fileReadNoSuchFile?:
+            "no such file; create it, or correct the path"
+        case .fileReadNoPermission?:
+            "permission denied to user \(NSUserName()); let that user read it (chown or chmod)"
+        case .fileReadInapplicableStringEncoding?, .fileReadCorruptFile?:
+            "it is not UTF-8 text"
+        default:
+            if let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+                String(cString: strerror(Int32(posix.code)))
+            } else {
+                "\(error)"
+            }
+        }
     }
 }
 

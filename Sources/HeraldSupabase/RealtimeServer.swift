@@ -35,7 +35,7 @@ public struct RealtimeServer: Service {
             server: endpoint.server(connections: connections, idleTimeout: .seconds(10), transport: .tcp),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "pgherald"),
             onServerRunning: { [logger, address] _ in logger.info("serving Supabase Realtime over TCP", metadata: ["address": "\(address)"]) },
-            logger: logger
+            logger: logger.forHummingbird
         )
         try await ListeningApplication(application: application, key: "realtime.listen", address: address).run()
     }

@@ -32,6 +32,65 @@ extension IntegrationTests {
             #expect(uninstall.stderr.contains("must be run by the role that installed pgherald"), "\(uninstall.stderr)")
         }
 
+        /// As README.md says: the database's owner installs with `--daemon-role`, and serve runs as that
+        /// role. Before the grant, check-config --connect and serve say what to run; after it, both
+        /// work, and a later install keeps the grant.
+        @Test func aDaemonRoleThatInstallGrantsServesAndCheckConfigSaysSo() async throws {
+            let database = try TestDatabase.create(enrolment: false, install: false)
+            let (owner, daemonRole) = ("\(database.name)_owner", "\(database.name)_daemon")
+            try database.execute("""
+                CREATE ROLE \(owner) LOGIN NOSUPERUSER; ALTER DATABASE \(database.name) OWNER TO \(owner);
+                ALTER SCHEMA public OWNER TO \(owner); CREATE ROLE \(daemonRole) LOGIN NOSUPERUSER
+                """)
+            let asOwner = "\(database.connInfo) user=\(owner)"
+            let asDaemon = "\(database.connInfo) user=\(daemonRole)"
+            try LibpqConnection.connect(ConnectionString(asOwner))
+                .execute(String(contentsOf: TestDatabase.repositoryRoot.appending(path: "sql/examples/enrolment.sql"), encoding: .utf8))
+            func checkConfig() async throws -> (status: Int32, stdout: String, stderr: String) {
+                try await DaemonProcess(["check-config", "--connect", "/dev/null"], environment: ["PGHERALD_DATABASE": asDaemon]).finish(within: 30)
+            }
+
+            let notInstalled = try await checkConfig()
+            #expect(notInstalled.status == 78 && notInstalled.stderr.contains("pgherald is not installed in this database"), "\(notInstalled.stderr)")
+            let plain = try await DaemonProcess(["install", "--triggers", "plpgsql", "--db", asOwner]).finish(within: 30)
+            #expect(plain.status == 0, "\(plain.stderr)")
+            let refused = try await checkConfig()
+            #expect(refused.status == 78, "\(refused.stdout)\(refused.stderr)")
+            #expect(refused.stderr.contains(
+                "database role \(daemonRole) lacks what serve needs in the pgherald schema (USAGE ON SCHEMA pgherald and "
+            ), "\(refused.stderr)")
+            #expect(refused.stderr.contains("run pgherald install --daemon-role \(daemonRole) as \(owner)"), "\(refused.stderr)")
+
+            let missingRole = try await DaemonProcess(["install", "--db", asOwner, "--daemon-role", "\(daemonRole)_missing"]).finish(within: 30)
+            #expect(missingRole.status != 0 && missingRole.stderr.contains("no role \(daemonRole)_missing"), "\(missingRole.stderr)")
+            let granting = try await DaemonProcess(["install", "--db", asOwner, "--daemon-role", daemonRole]).finish(within: 30)
+            #expect(granting.status == 0 && granting.stdout.contains("serve may run as \(daemonRole) (--daemon-role)"), "\(granting.stdout)\(granting.stderr)")
+            // A later install without the flag keeps the grant, and grants what it adds.
+            let again = try await DaemonProcess(["install", "--db", asOwner]).finish(within: 30)
+            #expect(again.stdout.contains("serve may run as \(daemonRole)"), "\(again.stdout)")
+            let passed = try await checkConfig()
+            #expect(passed.status == 0, "\(passed.stderr)")
+            #expect(passed.stdout.contains("# database: the daemon's role may read the journal"), "\(passed.stdout)")
+
+            // serve as that role: events flow, a durable output keeps its cursor, maintenance empties a part.
+            let eventLog = FileManager.default.temporaryDirectory.appending(path: "pgherald-daemon-role-\(UUID().uuidString.prefix(8)).jsonl").path
+            defer { try? FileManager.default.removeItem(atPath: eventLog) }
+            let daemon = try await SocketDaemon(
+                database: TestDatabase(name: database.name, connInfo: asDaemon),
+                arguments: ["--event-log", eventLog, "--retention", "1ms", "--prune-interval", "200ms"]
+            )
+            let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course&format=ndjson")
+            for code in ["R1", "R2", "R3"] {
+                try LibpqConnection.connect(ConnectionString(asOwner))
+                    .execute("INSERT INTO course (short_code, name) VALUES ($1, 'by the owner')", parameters: [code])
+                try await Task.sleep(for: .milliseconds(400))
+            }
+            try await stream.waitForLines(3)
+            try await waitFor { ((try? String(contentsOfFile: eventLog, encoding: .utf8)) ?? "").split(separator: "\n").count == 3 }
+            let stopped = try await daemon.stop()
+            #expect(!stopped.stderr.contains("permission denied") && !stopped.stderr.contains("level=error"), "\(stopped.stderr)")
+        }
+
         @Test(arguments: [Durability.durable, .notifyOnly])
         func anApplicationRoleWritesWithNoGrantAndReachesNothingOfPgherald(_ durability: Durability) throws {
             let database = try TestDatabase.create(durability: durability)

@@ -28,7 +28,7 @@ extension IntegrationTests {
 
         @Test(arguments: Fault.allCases)
         func aJournalResumeAfterTheCutReplaysInsteadOfResetting(_ fault: Fault) async throws {
-            let database = try TestDatabase.create()
+            let database = try TestDatabase.create(on: PostgresAdmin.restartable)
             // No in-memory history: every resume reads the journal.
             let daemon = try await SocketDaemon(database: database, arguments: ["--history", "0"])
             let live = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
@@ -52,7 +52,7 @@ extension IntegrationTests {
 
         @Test(arguments: Fault.allCases)
         func theCatalogFindsANewTableAfterTheCut(_ fault: Fault) async throws {
-            let database = try TestDatabase.create()
+            let database = try TestDatabase.create(on: PostgresAdmin.restartable)
             let catalog = SchemaCatalog(connection: try ConnectionString(database.connInfo), minimumRefreshInterval: .zero, logger: logger)
             #expect(try await catalog.validate(EventFilter(tables: [TableName(name: "course")])) == nil)
 
@@ -63,7 +63,7 @@ extension IntegrationTests {
 
         @Test(arguments: Fault.allCases)
         func maintenanceTurnsAndEmptiesTheJournalFromItsFirstRunAfterTheCut(_ fault: Fault) async throws {
-            let database = try TestDatabase.create()
+            let database = try TestDatabase.create(on: PostgresAdmin.restartable)
             let connection = try ConnectionString(database.connInfo)
             let listener = PostgresListener(configuration: .init(connection: connection, name: "pruner"), broker: Broker(), logger: logger)
             let maintenance = JournalMaintenance(

@@ -59,9 +59,9 @@ extension IntegrationTests {
             return rows
         }
 
-        @Test(.enabled(if: ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"] != nil))
+        @Test(.enabled(if: PostgresAdmin.canRestartCluster))
         func nothingMissingNothingExtraUnderFaults() async throws {
-            let database = try TestDatabase.create(enrolment: false, install: false)
+            let database = try TestDatabase.create(enrolment: false, install: false, on: PostgresAdmin.restartable)
             try database.execute(SteadyWriter.schema)
             try Installer.install(on: database.connect())
             // The durable event log must come through the same faults with nothing lost.

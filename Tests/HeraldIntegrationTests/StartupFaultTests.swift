@@ -168,6 +168,36 @@ extension IntegrationTests {
             if let first { #expect(try await first.get("/healthz").status == 200) }
         }
 
+        /// `check-config --connect` finds what would stop serve's NATS clients: nothing listening, and an
+        /// edge's stream that no database daemon made yet; once both are there, it names what it found.
+        @Test func checkConfigConnectFindsWhatWouldStopTheNATSClients() async throws {
+            let database = try TestDatabase.create()
+            let nats = try await NATSServer()
+            func check(_ config: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+                try await DaemonProcess(["check-config", "--connect", config], environment: ["PGHERALD_DATABASE": database.connInfo]).finish(within: 30)
+            }
+            let down = "nats://127.0.0.1:\(freeLoopbackPort())"
+            let nothingListens = try await check(try Self.configuration(nats: down, cluster: nats.url, ports: Ports()))
+            #expect(nothingListens.status == 78, "\(nothingListens.stderr)")
+            #expect(nothingListens.stderr.contains("\nError: nats.servers: no NATS server takes the NATS output's connection (\(down): connection refused)"), "\(nothingListens.stderr)")
+
+            let edge = try Self.configuration(nats: nats.url, ports: Ports(), edge: true)
+            let noStream = try await check(edge)
+            #expect(noStream.status == 78, "\(noStream.stderr)")
+            #expect(noStream.stderr.contains("\nError: cluster.nats: \(nats.url): JetStream has no stream PGHERALD"), "\(noStream.stderr)")
+
+            let databaseDaemon = try Self.configuration(nats: nats.url, ports: Ports())
+            let beforeTheStream = try await check(databaseDaemon)
+            #expect(beforeTheStream.status == 0, "\(beforeTheStream.stderr)")
+            #expect(beforeTheStream.stdout.contains("# nats.servers: \(nats.url) takes the NATS output's connection, and has JetStream; the output creates stream PGHERALD"), "\(beforeTheStream.stdout)")
+            let filling = try await SocketDaemon(database: database, arguments: ["--config", databaseDaemon])
+            let found = try await check(edge)
+            #expect(found.status == 0, "\(found.stderr)")
+            #expect(found.stdout.contains("# cluster.nats: \(nats.url) takes the edge's connection, and has JetStream stream PGHERALD"), "\(found.stdout)")
+            #expect(found.stdout.contains("# cluster.nats: \(nats.url) takes the cluster's connection"), "\(found.stdout)")
+            _ = try await filling.stop()
+        }
+
         /// A Unix socket at `path` that accepts connections, as another daemon's would.
         static func unixListener(at path: String) throws -> Int32 {
             let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

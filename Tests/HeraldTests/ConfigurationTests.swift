@@ -188,7 +188,15 @@ import Testing
 
         error = try await rejection("password_file: /nonexistent/secret\n")
         #expect(error.key == "password_file")
-        #expect(error.reason.contains("cannot read /nonexistent/secret"))
+        #expect(error.reason.contains("cannot read /nonexistent/secret: no such file; create it, or correct the path"), "\(error.reason)")
+        #expect(!error.reason.contains("could not be completed"))
+
+        let secretDirectory = FileManager.default.temporaryDirectory.appending(path: "pgherald-secret-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: secretDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: secretDirectory) }
+        error = try await rejection("password_file: \(secretDirectory)\n")
+        #expect(error.reason.contains("cannot read \(secretDirectory): "), "\(error.reason)")
+        #expect(!error.reason.contains("could not be completed"), "\(error.reason)")
 
         error = try await rejection("password_file: db-password\n")
         #expect(error.reason.contains("CREDENTIALS_DIRECTORY is not set"))
@@ -197,7 +205,14 @@ import Testing
         #expect(error.key == "event_log.path")
 
         error = try await rejection("a: [\n")
-        #expect(error.reason.hasPrefix("not valid YAML"))
+        #expect(error.reason.hasPrefix("not valid YAML: line 2, column 1: did not find expected node content"), "\(error.reason)")
+
+        error = try await rejection("realtime:\n listen: a\n  keys: 1\n")
+        #expect(error.reason.hasPrefix("not valid YAML: line 3, column 7: mapping values are not allowed in this context; indent"), "\(error.reason)")
+        #expect(!error.reason.hasSuffix(":"))
+
+        error = try await rejection("x:\n\ty: 1\n")
+        #expect(error.reason.hasSuffix("YAML indents with spaces, never tabs"), "\(error.reason)")
 
         let missing = ConfigurationSources(file: directory.appending(path: "missing.yaml").path, fileRequired: true, environment: [:])
         await #expect(throws: ConfigurationError.self) { try await DaemonConfiguration.load(from: missing) }

@@ -71,6 +71,21 @@ func makeToken(_ claims: String, secret: String, header: String) -> String {
         }
     }
 
+    /// A refusal names only what the daemon takes: with no realtime.keys, garbage is a malformed token.
+    @Test func aRefusalNamesOnlyTheCredentialsConfigured() throws {
+        let tokensOnly = RealtimeCredentials(keys: [], tokens: credentials.tokens)
+        let keysOnly = RealtimeCredentials(keys: credentials.keys, tokens: nil)
+        func refusal(_ credentials: RealtimeCredentials) -> RealtimeAuthError? {
+            do { _ = try credentials.identify("garbage", now: 0) } catch { return error }
+            return nil
+        }
+        #expect(refusal(tokensOnly)?.code == .malformedToken)
+        #expect(refusal(tokensOnly)?.message.contains("realtime.keys") == false)
+        #expect(refusal(tokensOnly)?.message.contains("realtime.jwt") == true)
+        #expect(refusal(keysOnly)?.message == "the key is not one of realtime.keys")
+        #expect(refusal(credentials)?.message.contains("nor a JWT") == true)
+    }
+
     @Test func aTokenWithItsSignatureStrippedIsRefused() {
         let token = makeToken(#"{"role":"service_role"}"#, secret: secret)
         let unsigned = token.split(separator: ".").prefix(2).joined(separator: ".") + "."

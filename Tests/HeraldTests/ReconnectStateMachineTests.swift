@@ -17,7 +17,7 @@ import Testing
         var machine = ReconnectStateMachine(backoff: backoff)
         _ = machine.start()
         #expect(machine.connected() == .listen)
-        #expect(machine.connectionLost(random: 0) == .waitBeforeReconnect(.milliseconds(100), attempt: 1))
+        #expect(machine.connectionLost(heldFor: .seconds(60), random: 0) == .waitBeforeReconnect(.milliseconds(100), attempt: 1))
         #expect(machine.backoffElapsed() == .connect(attempt: 1))
         #expect(machine.connectFailed(random: 0) == .waitBeforeReconnect(.milliseconds(200), attempt: 2))
         #expect(machine.backoffElapsed() == .connect(attempt: 2))
@@ -30,8 +30,27 @@ import Testing
         #expect(machine.connectFailed(random: 0) == .waitBeforeReconnect(.seconds(1), attempt: 6))
         _ = machine.backoffElapsed()
         #expect(machine.connected() == .listen)
-        // A success resets the schedule.
-        #expect(machine.connectionLost(random: 0) == .waitBeforeReconnect(.milliseconds(100), attempt: 1))
+        // A connection that held resets the schedule.
+        #expect(machine.connectionLost(heldFor: .seconds(60), random: 0) == .waitBeforeReconnect(.milliseconds(100), attempt: 1))
+    }
+
+    /// A server that accepts each session and drops it at once (one shutting down, or a pooler before a
+    /// dead server) is retried with growing delays: the schedule restarts only after a connection held.
+    @Test func connectionsLostAtOnceKeepTheDelaysGrowing() {
+        var machine = ReconnectStateMachine(backoff: backoff)
+        _ = machine.start()
+        _ = machine.connected()
+        #expect(machine.connectionLost(heldFor: .milliseconds(5), random: 0) == .waitBeforeReconnect(.milliseconds(100), attempt: 1))
+        _ = machine.backoffElapsed()
+        #expect(machine.connected() == .listen)
+        #expect(machine.state == .listening(attempt: 1))
+        #expect(machine.connectionLost(heldFor: .milliseconds(5), random: 0) == .waitBeforeReconnect(.milliseconds(200), attempt: 2))
+        _ = machine.backoffElapsed()
+        _ = machine.connected()
+        #expect(machine.connectionLost(heldFor: .seconds(2), random: 0) == .waitBeforeReconnect(.milliseconds(400), attempt: 3))
+        _ = machine.backoffElapsed()
+        _ = machine.connected()
+        #expect(machine.connectionLost(heldFor: ReconnectStateMachine.stableConnection, random: 0) == .waitBeforeReconnect(.milliseconds(100), attempt: 1))
     }
 
     @Test func stopWorksFromEveryState() {
@@ -44,12 +63,12 @@ import Testing
         _ = listening.connected()
         #expect(listening.stop() == .close)
         #expect(listening.stop() == .none)
-        #expect(listening.connectionLost(random: 0) == .none)
+        #expect(listening.connectionLost(heldFor: .seconds(60), random: 0) == .none)
 
         var waiting = ReconnectStateMachine(backoff: backoff)
         _ = waiting.start()
         _ = waiting.connected()
-        _ = waiting.connectionLost(random: 0.3)
+        _ = waiting.connectionLost(heldFor: .seconds(60), random: 0.3)
         #expect(waiting.stop() == .close)
         #expect(waiting.backoffElapsed() == .none)
     }
@@ -57,10 +76,10 @@ import Testing
     @Test func eventsOutOfTurnAreIgnored() {
         var machine = ReconnectStateMachine(backoff: backoff)
         #expect(machine.connected() == .none)
-        #expect(machine.connectionLost(random: 0) == .none)
+        #expect(machine.connectionLost(heldFor: .seconds(60), random: 0) == .none)
         _ = machine.start()
         #expect(machine.start() == .none)
-        #expect(machine.connectionLost(random: 0) == .none)
+        #expect(machine.connectionLost(heldFor: .seconds(60), random: 0) == .none)
     }
 }
 

@@ -71,7 +71,7 @@ extension SocketServer {
                     ])
                 }
             },
-            logger: logger
+            logger: logger.forHummingbird
         )
     }
 

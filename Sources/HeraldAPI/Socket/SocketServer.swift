@@ -169,7 +169,7 @@ public final class SocketServer: Service, Sendable {
                 }
                 secured.finish()
             },
-            logger: logger
+            logger: logger.forHummingbird
         )
         // A socket that cannot be secured ends the server, and the daemon with it, as an
         // error: exit() from the server's own callback would tear down threads still running.
@@ -234,7 +234,7 @@ public final class SocketServer: Service, Sendable {
             onServerRunning: { [logger] _ in
                 logger.info("console listening", metadata: ["address": "http://\(address)/console"])
             },
-            logger: logger
+            logger: logger.forHummingbird
         )
     }
 

@@ -36,6 +36,7 @@ extension PostgresListener {
                     action = machine.connectFailed(random: Double.random(in: 0..<1))
                 }
             case .listen:
+                let opened = ContinuousClock.now
                 let error = listen(on: connection!, cursor: &cursor, firstConnection: firstConnection)
                 firstConnection = false
                 connection = nil
@@ -45,7 +46,7 @@ extension PostgresListener {
                 } else {
                     lastError = error
                     logger.warning("connection lost", metadata: ["error": "\(error)"])
-                    action = machine.connectionLost(random: Double.random(in: 0..<1))
+                    action = machine.connectionLost(heldFor: .now - opened, random: Double.random(in: 0..<1))
                 }
             case .waitBeforeReconnect(let delay, let attempt):
                 setStatus(.reconnecting(attempt: attempt, lastError: lastError.message))

@@ -9,7 +9,7 @@ extension PostgresListener {
         } catch where error.sqlState == "42501" {
             var explained = error
             explained.message = "database role \(connection.user) lacks a privilege serve needs (\(error.message)); "
-                + "run serve as the role that ran pgherald install, the owner of the pgherald schema, or as a superuser"
+                + "run pgherald install --daemon-role \(connection.user) as the owner of the pgherald schema, or run serve as that owner"
             throw explained
         }
     }

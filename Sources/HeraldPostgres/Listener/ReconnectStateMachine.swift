@@ -5,12 +5,17 @@ public import Herald
 /// The first connection must succeed: a wrong conninfo or password at start
 /// is reported once, and the daemon exits instead of retrying forever. Once
 /// the listener has been up, every loss is followed by reconnect attempts
-/// with capped exponential backoff, until it is stopped.
+/// with capped exponential backoff, until it is stopped. A connection that
+/// is lost within ``stableConnection`` of opening does not restart the
+/// schedule: a server that accepts and then drops every session (one that
+/// shuts down, or a pooler in front of a dead server) is retried with growing
+/// delays, not once every 250 ms.
 public struct ReconnectStateMachine: Sendable {
     public enum State: Sendable, Hashable {
         case idle
         case connecting(attempt: Int)
-        case listening
+        /// Connected by `attempt` (0 for the first connection).
+        case listening(attempt: Int)
         case waitingToReconnect(attempt: Int)
         case stopped
     }
@@ -29,6 +34,9 @@ public struct ReconnectStateMachine: Sendable {
         case none
     }
 
+    /// How long a connection must have held for its loss to start the backoff again from the first delay.
+    public static let stableConnection: Duration = .seconds(30)
+
     public let backoff: BackoffPolicy
     public private(set) var state: State = .idle
     /// Whether a connection has ever been established; decides startup failure vs. retry.
@@ -45,8 +53,8 @@ public struct ReconnectStateMachine: Sendable {
     }
 
     public mutating func connected() -> Action {
-        guard case .connecting = state else { return .none }
-        state = .listening
+        guard case .connecting(let attempt) = state else { return .none }
+        state = .listening(attempt: attempt)
         hasListened = true
         return .listen
     }
@@ -61,9 +69,12 @@ public struct ReconnectStateMachine: Sendable {
         return scheduleReconnect(attempt: attempt + 1, random: random)
     }
 
-    public mutating func connectionLost(random: Double) -> Action {
-        guard case .listening = state else { return .none }
-        return scheduleReconnect(attempt: 1, random: random)
+    /// - Parameters:
+    ///   - heldFor: how long the connection was open.
+    ///   - random: a sample from `0..<1` for the backoff jitter.
+    public mutating func connectionLost(heldFor: Duration, random: Double) -> Action {
+        guard case .listening(let attempt) = state else { return .none }
+        return scheduleReconnect(attempt: heldFor >= Self.stableConnection ? 1 : attempt + 1, random: random)
     }
 
     public mutating func backoffElapsed() -> Action {

@@ -31,15 +31,17 @@ public struct HeraldLogHandler: LogHandler {
     init(category: String, live: LiveLogSettings, journalPrefix: Bool, colour: Bool) {
         let current = live.current
         self.category = category
-        self.fixedLevel = current.levels.level(for: category)
+        self.fixedLevel = .trace
         self.fixedFormat = current.format
         self.live = live
         self.journalPrefix = journalPrefix
         self.colour = colour
     }
 
+    /// With live settings, a level set here is a floor under the live one: a reload still reaches the
+    /// logger, and a logger quieted for a library (`Logger.forHummingbird`) stays quieter.
     public var logLevel: Logger.Level {
-        get { live?.current.levels.level(for: category) ?? fixedLevel }
+        get { live.map { max($0.current.levels.level(for: category), fixedLevel) } ?? fixedLevel }
         set { fixedLevel = newValue }
     }
 

@@ -43,7 +43,7 @@ public struct MetricsServer: Service {
             router: router,
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "pgherald"),
             onServerRunning: { [logger, address] _ in logger.info("serving metrics over TCP", metadata: ["address": "\(address)"]) },
-            logger: logger
+            logger: logger.forHummingbird
         )
         try await ListeningApplication(application: application, key: "metrics.listen", address: address).run()
     }

@@ -2,7 +2,9 @@ public import ArgumentParser
 import Foundation
 import Herald
 import HeraldAPI
+import HeraldCluster
 public import HeraldConfiguration
+import HeraldNATSOutput
 import HeraldPostgres
 import HeraldService
 import HeraldSettings
@@ -24,14 +26,17 @@ struct CheckConfig: AsyncParsableCommand {
             database: it parses as one read-only query, uses exactly the params it declares, has its key \
             columns, and (without params) its key is unique in its result now; it prints the tables \
             each one reads. A query that fails exits 78, and so does a webhook filter that names a table or \
-            column the database does not have.
+            column the database does not have. The daemon's role must be able to do in the pgherald \
+            schema what serve does there (own it, or be granted it by install --daemon-role), and to \
+            SET ROLE to each role that rls: true checks as. Each NATS client (nats:, cluster:) must reach a \
+            server of its list with its credentials, and an edge's stream (cluster.stream) must exist.
             """
     )
 
     @Argument(help: ArgumentHelp("The configuration file.", valueName: "file"))
     var file: String?
 
-    @Flag(help: "Also connect to the listener's database and check that LISTEN can work there (no transaction-mode pooler), and check each live query against database. Default: no connection.")
+    @Flag(help: "Also connect to the listener's database and check that LISTEN can work there (no transaction-mode pooler), the daemon role's rights, each live query against database, and each NATS server list and stream. Default: no connection.")
     var connect = false
 
     @Flag(help: "List every setting, also those of sections where every key has its default. Default: such sections are named in one line.")
@@ -72,6 +77,9 @@ struct CheckConfig: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: listener: \(SessionRoute.sharedSessionMessage(endpoint: "\(listenerDatabase)", serverPID: serverPID))\n".utf8))
             throw ExitCode(ConfigurationError.exitCode)
         }
+        if configuration.source == .database {
+            try checkDaemonRole(on: configuration.database, timeout: configuration.connectTimeout)
+        }
         if let queries = configuration[LiveQueryOutput.self] {
             try checkQueries(queries.definitions, on: configuration.database, timeout: configuration.connectTimeout)
         }
@@ -82,6 +90,54 @@ struct CheckConfig: AsyncParsableCommand {
         if !roles.isEmpty {
             try checkRowSecurityRoles(roles, on: configuration.database, timeout: configuration.connectTimeout)
         }
+        for client in natsClients(of: configuration) {
+            do {
+                print("# \(client.key): \(try await client.check(version: PGHerald.configuration.version))")
+            } catch {
+                FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+                throw ExitCode(ConfigurationError.exitCode)
+            }
+        }
+    }
+
+    /// Each NATS client serve would start, with the stream it needs.
+    private func natsClients(of configuration: DaemonConfiguration) -> [NATSReachability] {
+        var clients: [NATSReachability] = []
+        if let nats = configuration[NATSOutput.self] {
+            clients.append(NATSReachability(
+                key: "nats.servers", client: "the NATS output", servers: nats.servers, authentication: nats.authentication, tls: nats.tls,
+                stream: (nats.stream, nats.createStream)
+            ))
+        }
+        if let cluster = configuration[ClusterLink.self] {
+            if configuration.source == .nats, let stream = cluster.stream {
+                clients.append(NATSReachability(
+                    key: "cluster.nats", client: "the edge", servers: cluster.servers, authentication: cluster.authentication, tls: cluster.tls,
+                    stream: (stream, false)
+                ))
+            }
+            clients.append(NATSReachability(
+                key: "cluster.nats", client: "the cluster", servers: cluster.servers, authentication: cluster.authentication, tls: cluster.tls
+            ))
+        }
+        return clients
+    }
+
+    /// Checks that the daemon's role may do in the pgherald schema what serve does there.
+    private func checkDaemonRole(on database: ConnectionString, timeout: Duration) throws {
+        let problem: String?
+        do {
+            let connection = try LibpqConnection.connect(database, timeout: timeout, applicationName: "pgherald check-config")
+            problem = try Installer.daemonRoleProblem(on: connection)
+        } catch {
+            FileHandle.standardError.write(Data("Error: database: cannot check the daemon's role: \(error)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        if let problem {
+            FileHandle.standardError.write(Data("Error: database: \(problem)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
+        }
+        print("# database: the daemon's role may read the journal and keep its cursors in the pgherald schema")
     }
 
     /// Checks that the daemon's role may SET ROLE to each role `rls: true` checks as.

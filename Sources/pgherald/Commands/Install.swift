@@ -35,15 +35,29 @@ struct Install: ParsableCommand {
     ))
     var triggers: Installer.Triggers?
 
+    @Option(
+        name: .customLong("daemon-role"),
+        help: ArgumentHelp(
+            "A database role that runs serve without owning the pgherald schema; repeat for several.",
+            discussion: "It gets what serve needs in the pgherald schema (reading the journal and emptying its parts, cursors, checkpoints, the functions), and every later install grants it what that install adds. Default: none; serve then runs as the role that installs, or as a superuser. The role must exist (CREATE ROLE pgherald LOGIN). Row-level security checks need more: check-config --connect says which.",
+            valueName: "role"
+        )
+    )
+    var daemonRoles: [String] = []
+
     func run() throws {
         let connection = try LibpqConnection.connect(database.connectionStringWarningOnStderr())
-        let tables = try Installer.install(on: connection, schemas: schemas, durability: durability, triggers: triggers)
+        let tables = try Installer.install(on: connection, schemas: schemas, durability: durability, triggers: triggers, daemonRoles: daemonRoles)
         for notice in connection.takeNotices() where notice.severity == "WARNING" {
             FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))
         }
         let installed = try Journal.installedDurability(on: connection)?.rawValue ?? "?"
         let kind = try Installer.usesNativeTriggers(on: connection) ? "native" : "plpgsql"
         print("pgherald publisher installed, \(installed), \(kind) triggers (\(connection.endpointDescription))")
+        let granted = try Installer.daemonRoles(on: connection)
+        if !granted.isEmpty {
+            print("serve may run as \(granted.joined(separator: ", ")) (--daemon-role), as well as the schema's owner")
+        }
         if installed == Durability.notifyOnly.rawValue {
             FileHandle.standardError.write(Data("warning: \(Durability.notifyOnlyCeiling)\n".utf8))
         }

@@ -10,12 +10,21 @@ enum PostgresAdmin {
         return try connection.execute(sql)
     }
 
-    /// Whether scripts/test told the tests where its cluster is, so they may restart it.
-    static var canRestartCluster: Bool { ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"] != nil }
+    /// The cluster that tests may restart, and its conninfo: scripts/test starts one of its own
+    /// (`PGHERALD_TEST_RESTARTABLE`, its directory, and `PGHERALD_TEST_RESTARTABLE_CLUSTER`,
+    /// `MAJOR=conninfo`), so that a restart cuts no other test's sessions while
+    /// suites run in parallel; without it, the default cluster.
+    static let restartableDirectory = ProcessInfo.processInfo.environment["PGHERALD_TEST_RESTARTABLE"]
+        ?? ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"]
+    static let restartable = TestCluster.parse(ProcessInfo.processInfo.environment["PGHERALD_TEST_RESTARTABLE_CLUSTER"] ?? "").first
 
-    /// `pg_ctl restart -m fast` through scripts/pg-cluster: every session is cut.
+    /// Whether scripts/test told the tests where a cluster is, so they may restart it.
+    static var canRestartCluster: Bool { restartableDirectory != nil }
+
+    /// `pg_ctl restart -m fast` of the restartable cluster through scripts/pg-cluster: every session
+    /// on it is cut. Databases that a test restarts come from `TestDatabase.create(on: PostgresAdmin.restartable)`.
     static func restartCluster() async throws {
-        let cluster = try #require(ProcessInfo.processInfo.environment["PGHERALD_TEST_CLUSTER"], "run through scripts/test")
+        let cluster = try #require(restartableDirectory, "run through scripts/test")
         let script = TestDatabase.repositoryRoot.appending(path: "scripts/pg-cluster").path
         // system() on a thread of its own: Foundation's Process does not reap this
         // child reliably here, and a blocking wait must not hold a cooperative thread.
@@ -28,9 +37,9 @@ enum PostgresAdmin {
     /// Ends the server sessions of `database` whose application_name is `application`; returns how many.
     @discardableResult
     static func terminateSessions(of application: String, in database: TestDatabase) throws -> Int {
-        let result = try execute("""
+        let result = try database.execute("""
             SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-             WHERE application_name = '\(application)' AND datname = '\(database.name)'
+             WHERE application_name = '\(application)' AND datname = current_database()
             """)
         return Int(result.rows.first?[0] ?? "0") ?? 0
     }

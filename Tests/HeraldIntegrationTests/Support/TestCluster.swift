@@ -12,13 +12,15 @@ struct TestCluster: Sendable, Hashable, CustomTestStringConvertible {
     var testDescription: String { "PostgreSQL \(major)" }
 
     /// Every cluster of the matrix, oldest major first; empty outside scripts/test.
-    static let matrix: [TestCluster] = {
-        let text = ProcessInfo.processInfo.environment["PGHERALD_TEST_MATRIX"] ?? ""
-        return text.split(separator: ";").compactMap { entry in
+    static let matrix = parse(ProcessInfo.processInfo.environment["PGHERALD_TEST_MATRIX"] ?? "")
+
+    /// Clusters named as `MAJOR=conninfo;...`, oldest major first.
+    static func parse(_ text: String) -> [TestCluster] {
+        text.split(separator: ";").compactMap { entry in
             guard let equals = entry.firstIndex(of: "="), let major = Int(entry[..<equals]) else { return nil }
             return TestCluster(major: major, connInfo: String(entry[entry.index(after: equals)...]))
         }.sorted { $0.major < $1.major }
-    }()
+    }
 
     /// The server's bin directory (pg_dump, pg_restore of its own major), which
     /// scripts/pg-cluster records beside the socket the conninfo names.
