@@ -431,6 +431,26 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
+        // Unit tests of the modules that have their own; the rest are in HeraldTests.
+        .testTarget(
+            name: "HeraldClusterTests",
+            dependencies: ["Herald", "HeraldCluster", "HeraldNATSOutput", "HeraldRealtime"],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldEventLogTests",
+            dependencies: ["HeraldEventLog"],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldServiceTests",
+            dependencies: [
+                "Herald",
+                "HeraldService",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
         .testTarget(
             name: "HeraldBenchTests",
             dependencies: [
