@@ -1,7 +1,9 @@
 /// What an ``EventSource`` offers the outputs and the daemon around it.
 public struct EventSourceOffers: OptionSet, Sendable, Hashable {
+    /// One bit for each offer below.
     public let rawValue: UInt8
 
+    /// The offers whose bits `rawValue` sets.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// The events are this database's journal: the daemon maintains it
