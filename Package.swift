@@ -155,8 +155,8 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
-        // The HTTP transports the socket and the Supabase endpoint share: the Unix socket's file and peer
-        // credentials, the network listener (TLS with a reloadable certificate, HTTP/2 by ALPN, CORS),
+        // The HTTP transports the socket and the Supabase endpoint share: peer credentials on the Unix
+        // socket, the network listener (TLS with a reloadable certificate, HTTP/2 by ALPN, CORS),
         // connection limits, JSON error bodies and event-stream framing.
         .target(
             name: "HeraldHTTP",
@@ -438,6 +438,14 @@ let package = Package(
         .testTarget(
             name: "HeraldEventLogTests",
             dependencies: ["HeraldEventLog"],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldHTTPTests",
+            dependencies: [
+                "HeraldHTTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: strictConcurrency
         ),
         .testTarget(

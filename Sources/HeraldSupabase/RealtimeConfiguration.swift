@@ -1,3 +1,4 @@
+public import HeraldHTTP
 public import HeraldRealtime
 
 /// The `realtime:` section: Supabase Realtime's `postgres_changes` protocol
@@ -13,7 +14,8 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     /// Events a channel may fall behind before it is ended with `phx_error`
     /// (clients then rejoin). Default 4096.
     public var mailboxCapacity: Int
-    /// Largest message a client may send. Default 1 MiB.
+    /// Largest message a client may send, fragmented or not. Default 1 MiB here; from a file,
+    /// `realtime.broadcast.max_bytes` and 64 KiB for the rest of the message (128 KiB in all).
     public var maximumMessageSize: Int
     /// Channels open at once across all sockets; a join beyond gets an error reply. Default 10,000.
     public var maximumChannels: Int
@@ -27,6 +29,12 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public var broadcastMaximumBytes: Int
     /// Key `realtime.broadcast.max_per_second`: broadcasts one socket (or one REST caller) may send a second. Default 100.
     public var broadcastMaximumPerSecond: Int
+    /// Connections and channels per key and per token subject, so that no one of them takes
+    /// ``maximumConnections`` or ``maximumChannels`` from the rest (see ``ConsumerLedger/Limits``).
+    public var consumerLimits: ConsumerLedger.Limits
+    /// `realtime.max_connections_per_address` and `realtime.proxies`: one client's share of the TCP
+    /// listener's ``maximumConnections``.
+    public var addressLimit: AddressLimit
 
     public init(
         listen: String? = nil,
@@ -37,8 +45,11 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         maximumConnections: Int = 10_128,
         resumeWindow: Duration = .seconds(120),
         broadcastMaximumBytes: Int = 65_536,
-        broadcastMaximumPerSecond: Int = 100
+        broadcastMaximumPerSecond: Int = 100,
+        consumerLimits: ConsumerLedger.Limits = .init(),
+        addressLimit: AddressLimit = .init()
     ) {
+        self.addressLimit = addressLimit
         self.listen = listen
         self.credentials = credentials
         self.mailboxCapacity = mailboxCapacity
@@ -48,5 +59,6 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         self.resumeWindow = resumeWindow
         self.broadcastMaximumBytes = broadcastMaximumBytes
         self.broadcastMaximumPerSecond = broadcastMaximumPerSecond
+        self.consumerLimits = consumerLimits
     }
 }

@@ -76,8 +76,10 @@ public struct SocketConfiguration: Sendable, Equatable {
     }
 
     /// `$RUNTIME_DIRECTORY/pgherald.sock` under systemd, else
-    /// `$XDG_RUNTIME_DIR/pgherald.sock`, else `./pgherald.sock`.
-    public static func defaultPath(environment: [String: String]) -> String {
+    /// `$XDG_RUNTIME_DIR/pgherald.sock`, else `/tmp/pgherald-UID/pgherald.sock`: one path for
+    /// serve, tail, status and curl whatever directory each runs in, for root (which often has
+    /// no `XDG_RUNTIME_DIR`) as for any other user.
+    public static func defaultPath(environment: [String: String], userID: uid_t = getuid()) -> String {
         // systemd may list several runtime directories, separated by colons.
         if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, !runtime.isEmpty {
             return "\(runtime)/pgherald.sock"
@@ -85,6 +87,12 @@ public struct SocketConfiguration: Sendable, Equatable {
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             return "\(runtime)/pgherald.sock"
         }
-        return "./pgherald.sock"
+        return "\(privateDirectory(userID: userID))/pgherald.sock"
+    }
+
+    /// The folder of the last default, which serve makes (mode 0700) when it is missing, as tmux does
+    /// for its own: only its user may reach the socket in it.
+    public static func privateDirectory(userID: uid_t = getuid()) -> String {
+        "/tmp/pgherald-\(userID)"
     }
 }

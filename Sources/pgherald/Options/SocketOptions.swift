@@ -11,7 +11,7 @@ struct SocketPathOption: ParsableArguments {
         name: .customLong("socket"),
         help: ArgumentHelp(
             "The daemon's Unix socket. Key: socket.path.",
-            discussion: "Default: socket.path from PGHERALD_SOCKET_PATH or the configuration file, else $RUNTIME_DIRECTORY/pgherald.sock, else $XDG_RUNTIME_DIR/pgherald.sock, else ./pgherald.sock.",
+            discussion: "Default: socket.path from PGHERALD_SOCKET_PATH or the configuration file, else $RUNTIME_DIRECTORY/pgherald.sock, else $XDG_RUNTIME_DIR/pgherald.sock, else /tmp/pgherald-UID/pgherald.sock (made mode 0700 for the user).",
             valueName: "path"
         )
     )

@@ -8,10 +8,11 @@ import Synchronization
 enum SharedWithOtherUsers {
     private static let copies = Mutex<[String: String]>([:])
 
-    /// The folder `scripts/test` made for this (`PGHERALD_TEST_SHARED`), or one of our own.
+    /// A folder of this test process's own, in the one `scripts/test` made for this
+    /// (`PGHERALD_TEST_SHARED`), which both halves of the suite share, or in the temporary directory.
     private static let directory: String = {
-        if let shared = ProcessInfo.processInfo.environment["PGHERALD_TEST_SHARED"] { return shared }
-        var template = Array("\(NSTemporaryDirectory())/pgherald-shared.XXXXXX".utf8CString)
+        let parent = ProcessInfo.processInfo.environment["PGHERALD_TEST_SHARED"] ?? NSTemporaryDirectory()
+        var template = Array("\(parent)/pgherald-shared.XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "cannot make a temporary folder: \(String(cString: strerror(errno)))")
         let path = String(cString: made!)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-package import Glibc
+import Glibc
 #endif
 import HeraldSupport
 
@@ -10,14 +10,14 @@ public struct SocketFileError: Error, Hashable, CustomStringConvertible {
 
 /// The socket file's life cycle: refuse a live one, replace a stale one,
 /// set its permissions, and remove it only if it is still ours.
-package enum SocketFile {
+enum SocketFile {
     /// Makes `path` free for binding.
     ///
     /// A socket that accepts connections belongs to a running daemon and is
     /// never taken over. One that refuses them was left by a crash and is
     /// removed. Anything that is not a socket is left alone.
     /// - Returns: whether a stale socket was removed.
-    package static func prepare(_ path: String) throws(SocketFileError) -> Bool {
+    static func prepare(_ path: String) throws(SocketFileError) -> Bool {
         try checkBindable(path)
         var status = stat()
         guard lstat(path, &status) == 0 else {
@@ -41,12 +41,13 @@ package enum SocketFile {
     }
 
     /// Fails with the path and what to change when bind(2) could not succeed.
-    package static func checkBindable(_ path: String) throws(SocketFileError) {
+    static func checkBindable(_ path: String) throws(SocketFileError) {
         let length = path.utf8.count
         guard length <= UnixSocketProbe.maximumPathLength else {
             throw SocketFileError(description: "socket path \(path) is \(length) bytes, longer than the \(UnixSocketProbe.maximumPathLength) a Unix socket allows; choose a shorter --socket")
         }
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        if directory == SocketConfiguration.privateDirectory() { try makePrivateDirectory(directory) }
         var status = stat()
         guard stat(directory.isEmpty ? "/" : directory, &status) == 0 else {
             let reason = errno == ENOENT ? "does not exist; create it or choose another --socket" : String(cString: strerror(errno))
@@ -57,8 +58,21 @@ package enum SocketFile {
         }
     }
 
+    /// Makes the default socket's folder, readable by its user alone, or checks that the one there is
+    /// theirs and closed to others: in /tmp, anyone could have made it first.
+    static func makePrivateDirectory(_ directory: String) throws(SocketFileError) {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw SocketFileError(description: "cannot create \(directory) for the socket: \(String(cString: strerror(errno))); choose a --socket")
+        }
+        var status = stat()
+        guard lstat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid(),
+              status.st_mode & 0o077 == 0 else {
+            throw SocketFileError(description: "\(directory) is not a folder of this user's alone (mode 0700); remove it, or choose a --socket")
+        }
+    }
+
     /// The id of the group that should own the socket.
-    package static func groupID(_ group: String) throws(SocketFileError) -> gid_t {
+    static func groupID(_ group: String) throws(SocketFileError) -> gid_t {
         guard let entry = getgrnam(group) else {
             throw SocketFileError(description: "unknown group '\(group)' for the socket")
         }
@@ -66,7 +80,7 @@ package enum SocketFile {
     }
 
     /// Sets mode and, if given, group; returns the file's inode for ``remove(_:inode:)``.
-    package static func applyPermissions(_ path: String, mode: mode_t, group: String?) throws(SocketFileError) -> ino_t {
+    static func applyPermissions(_ path: String, mode: mode_t, group: String?) throws(SocketFileError) -> ino_t {
         if let group {
             guard chown(path, uid_t.max, try groupID(group)) == 0 else {
                 throw SocketFileError(description: "cannot give \(path) to group \(group): \(String(cString: strerror(errno)))")
@@ -83,7 +97,7 @@ package enum SocketFile {
     }
 
     /// Removes the socket file if it is the one this process created.
-    package static func remove(_ path: String, inode: ino_t) {
+    static func remove(_ path: String, inode: ino_t) {
         var status = stat()
         if lstat(path, &status) == 0, status.st_ino == inode {
             unlink(path)
