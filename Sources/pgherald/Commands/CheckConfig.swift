@@ -1,9 +1,12 @@
 public import ArgumentParser
 import Foundation
-public import HeraldConfiguration
 import Herald
+import HeraldAPI
+import HeraldCluster
+public import HeraldConfiguration
+import HeraldNATSOutput
 import HeraldPostgres
-import HeraldServer
+import HeraldService
 import HeraldSettings
 import HeraldWebhooks
 import Logging
