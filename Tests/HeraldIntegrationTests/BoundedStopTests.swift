@@ -88,5 +88,27 @@ extension IntegrationTests {
                 #expect(!result.stderr.contains("CancellationError"), "moment \(moment): \(result.stderr.suffix(2000))")
             }
         }
+
+        /// A NATS server that takes the connection and never speaks holds the NATS output and the cluster
+        /// at their handshake: a SIGTERM then ends the daemon in time, as a stop, without Hummingbird's
+        /// "Waiting on child channel: CancellationError()" or "Server shutdown error: Already closed".
+        @Test func aStopWhileNATSSaysNothingIsQuiet() async throws {
+            let database = try TestDatabase.create()
+            let silent = try loopbackListener()
+            defer { close(silent.descriptor) }
+            let config = try StartupFaultTests.configuration(nats: "nats://127.0.0.1:\(silent.port)", ports: .init())
+            let daemon = try DaemonProcess([
+                "serve", "--db", database.connInfo, "--socket", SocketDaemon.temporarySocketPath(), "--config", config, "--log-format", "logfmt",
+            ])
+            try await Task.sleep(for: .milliseconds(1500))
+            let sent = ContinuousClock.now
+            daemon.signal(SIGTERM)
+            let result = try await daemon.finish(within: Double(StartupFaultTests.grace.components.seconds) + 10)
+            #expect(ContinuousClock.now - sent < StartupFaultTests.grace + .seconds(1), "\(result.stderr.suffix(2000))")
+            #expect(daemon.process.terminationReason == .exit && result.status == 0, "\(result.status): \(result.stderr.suffix(2000))")
+            for noise in ["CancellationError", "Already closed", "level=error"] {
+                #expect(!result.stderr.contains(noise), "\(noise): \(result.stderr.suffix(2000))")
+            }
+        }
     }
 }
