@@ -21,6 +21,8 @@ public final class LibpqConnection {
     public struct Notice: Sendable, Hashable {
         public var severity: String
         public var message: String
+        /// What to do about it, when the server says.
+        public var hint: String? = nil
     }
 
     /// The result of the last statement of a query.
@@ -49,7 +51,8 @@ public final class LibpqConnection {
             let buffer = Unmanaged<NoticeBuffer>.fromOpaque(context).takeUnretainedValue()
             let severity = PQresultErrorField(result, Int32(UInt8(ascii: "S"))).map { String(cString: $0) } ?? "NOTICE"
             let message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? ""
-            buffer.notices.append(Notice(severity: severity, message: message))
+            let hint = PQresultErrorField(result, Int32(UInt8(ascii: "H"))).map { String(cString: $0) }
+            buffer.notices.append(Notice(severity: severity, message: message, hint: hint))
         }, Unmanaged.passUnretained(notices).toOpaque())
     }
 

@@ -54,6 +54,8 @@ extension IntegrationTests {
             #expect(notInstalled.status == 78 && notInstalled.stderr.contains("pgherald is not installed in this database"), "\(notInstalled.stderr)")
             let plain = try await DaemonProcess(["install", "--triggers", "plpgsql", "--db", asOwner]).finish(within: 30)
             #expect(plain.status == 0, "\(plain.stderr)")
+            // Not a superuser: the warning says what to run after creating tables.
+            #expect(plain.stderr.contains("not watched automatically: Run SELECT pgherald.attach_all() after creating tables"), "\(plain.stderr)")
             let refused = try await checkConfig()
             #expect(refused.status == 78, "\(refused.stdout)\(refused.stderr)")
             #expect(refused.stderr.contains(

@@ -49,7 +49,7 @@ struct Install: ParsableCommand {
         let connection = try LibpqConnection.connect(database.connectionStringWarningOnStderr())
         let tables = try Installer.install(on: connection, schemas: schemas, durability: durability, triggers: triggers, daemonRoles: daemonRoles)
         for notice in connection.takeNotices() where notice.severity == "WARNING" {
-            FileHandle.standardError.write(Data("warning: \(notice.message)\n".utf8))
+            FileHandle.standardError.write(Data("warning: \(notice.message)\(notice.hint.map { ": \($0)" } ?? "")\n".utf8))
         }
         let installed = try Journal.installedDurability(on: connection)?.rawValue ?? "?"
         let kind = try Installer.usesNativeTriggers(on: connection) ? "native" : "plpgsql"
