@@ -47,6 +47,18 @@ extension BroadcastHub {
         }
     }
 
+    /// Why tracking `meta` under `key` on `topic` is refused, or nil: in a
+    /// cluster an entry must fit in one message to the other members.
+    func clusterRefusal(tracking key: String, meta: JSONValue, on topic: Topic) -> String? {
+        relay?.limit.budget.refusal(tracking: PresenceEntry(key: key, meta: meta), on: topic)
+    }
+
+    /// Why `message` may not be broadcast on `topic`, or nil: in a cluster it
+    /// must fit in one message to the other members.
+    func clusterRefusal(broadcast message: PhoenixMessage, on topic: Topic) -> String? {
+        relay?.limit.budget.refusal(broadcast: message, on: topic)
+    }
+
     /// The other members as heard.
     func clusterMembers() -> [String: ClusterPresenceBook.Member] {
         state.withLock { $0.cluster.members }

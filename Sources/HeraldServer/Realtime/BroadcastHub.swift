@@ -40,7 +40,7 @@ final class BroadcastHub: Sendable {
     /// Frames a member may have waiting.
     static let backlog = 1024
     let state: Mutex<State>
-    private let relay: ClusterLink.Relay?
+    let relay: ClusterLink.Relay?
 
     /// - Parameter relay: where this daemon's broadcasts and presence changes go for the other members; nil outside a cluster.
     init(relay: ClusterLink.Relay? = nil) {

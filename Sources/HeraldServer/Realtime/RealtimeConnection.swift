@@ -68,6 +68,10 @@ struct RealtimeConnection {
                             try await send(.errorReply(to: broadcast.request, reason: refusal))
                             continue
                         }
+                        if let refusal = endpoint.broadcasts.clusterRefusal(broadcast: broadcast.message, on: channel.broadcastTopic) {
+                            try await send(.errorReply(to: broadcast.request, reason: refusal))
+                            continue
+                        }
                         endpoint.broadcasts.publish(broadcast.message, to: channel.broadcastTopic, from: ObjectIdentifier(channel))
                         if let acknowledgement = broadcast.acknowledgement { try await send(acknowledgement) }
                     case .presence(let topic, let meta, let reply):
@@ -77,6 +81,10 @@ struct RealtimeConnection {
                             continue
                         }
                         if let refusal = limiter.admit(bytes: meta?.jsonText.utf8.count ?? 0, now: .now) {
+                            try await send(.errorReply(to: reply, reason: refusal))
+                            continue
+                        }
+                        if let meta, let refusal = endpoint.broadcasts.clusterRefusal(tracking: channel.presenceKey, meta: meta, on: channel.broadcastTopic) {
                             try await send(.errorReply(to: reply, reason: refusal))
                             continue
                         }
