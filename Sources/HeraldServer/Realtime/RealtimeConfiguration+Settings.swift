@@ -22,6 +22,8 @@ extension RealtimeConfiguration {
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
         let broadcastBytes = try settings.int("realtime.broadcast.max_bytes", default: 65_536, in: 1...(1 << 20))
         let broadcastRate = try settings.int("realtime.broadcast.max_per_second", default: 100, in: 1...100_000)
+        // At least two of the largest broadcasts, so that any one of them can wait for a socket.
+        let queuedBytes = try settings.int("realtime.max_queued_bytes", default: 8 << 20, in: (2 << 20)...Int.max)
 
         var keys: [RealtimeCredentials.Key] = []
         for (name, _) in settings.fileSections(under: "realtime.keys") {
@@ -34,7 +36,7 @@ extension RealtimeConfiguration {
         }
         self.init(
             listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration,
-            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate
+            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate, maximumQueuedBytes: queuedBytes
         )
     }
 

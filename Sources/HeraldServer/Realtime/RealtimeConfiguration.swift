@@ -27,6 +27,10 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public var broadcastMaximumBytes: Int
     /// Key `realtime.broadcast.max_per_second`: broadcasts one socket (or one REST caller) may send a second. Default 100.
     public var broadcastMaximumPerSecond: Int
+    /// Key `realtime.max_queued_bytes`: the bytes of broadcasts and presence
+    /// one socket may have waiting across its channels; a channel misses a
+    /// frame that would pass it, as it does one past its 1,024 frames. Default 8 MiB.
+    public var maximumQueuedBytes: Int
 
     public init(
         listen: String? = nil,
@@ -37,7 +41,8 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         maximumConnections: Int = 10_128,
         resumeWindow: Duration = .seconds(120),
         broadcastMaximumBytes: Int = 65_536,
-        broadcastMaximumPerSecond: Int = 100
+        broadcastMaximumPerSecond: Int = 100,
+        maximumQueuedBytes: Int = 8 << 20
     ) {
         self.listen = listen
         self.credentials = credentials
@@ -48,5 +53,6 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         self.resumeWindow = resumeWindow
         self.broadcastMaximumBytes = broadcastMaximumBytes
         self.broadcastMaximumPerSecond = broadcastMaximumPerSecond
+        self.maximumQueuedBytes = maximumQueuedBytes
     }
 }

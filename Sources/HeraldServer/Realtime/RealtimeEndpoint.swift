@@ -175,7 +175,10 @@ public final class RealtimeEndpoint: Sendable {
                 return .dontUpgrade
             }
             return .upgrade([:]) { inbound, outbound, _ in
-                let connection = RealtimeConnection(endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel)
+                let connection = RealtimeConnection(
+                    endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel,
+                    budget: OutboundBudget(maximumBytes: self.configuration.maximumQueuedBytes)
+                )
                 await connection.run(inbound)
             }
         }
