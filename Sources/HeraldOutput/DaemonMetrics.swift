@@ -35,6 +35,8 @@ public final class DaemonMetrics: Sendable {
     /// Every subscriber kind reported so far: one whose last subscriber left
     /// goes on showing 0, where its gauge kept its last value.
     private let kindsSeen = Mutex<Set<String>>(Set(subscriberKinds))
+    /// The gauges the outputs reported at the last scrape, by name and labels.
+    private let outputGauges = Mutex<[String: Gauge]>([:])
 
     /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
     /// - Parameter outputs: filled as `serve` builds them; each adds its report's series.
@@ -112,13 +114,25 @@ public final class DaemonMetrics: Sendable {
             gauge("pgherald_journal_bytes", Double(journal.bytes), help: "Size of pgherald.journal with its indexes and TOAST.")
             advance("pgherald_journal_pruned_total", to: journal.pruned, help: "Journal events emptied with their part by retention.")
         }
+        var reportedGauges: [String: Gauge] = [:]
         for output in outputs.all {
             for metric in output.report.metrics {
                 switch metric.value {
                 case .counter(let total): advance(metric.name, to: total, labels: metric.labels, help: metric.help)
-                case .gauge(let value): gauge(metric.name, value, labels: metric.labels, help: metric.help)
+                case .gauge(let value):
+                    let key = ([metric.name] + metric.labels.map { "\($0.0)=\($0.1)" }).joined(separator: ",")
+                    reportedGauges[key] = gauge(metric.name, value, labels: metric.labels, help: metric.help)
                 }
             }
+        }
+        // A series an output no longer reports (a consumer that left the top) goes, rather than keep its last value.
+        let previous = outputGauges.withLock { gauges -> [String: Gauge] in
+            let before = gauges
+            gauges = reportedGauges
+            return before
+        }
+        for (key, stale) in previous where reportedGauges[key] == nil {
+            registry.unregisterGauge(stale)
         }
         collectRowSecurity()
         collectProcess()
@@ -169,8 +183,10 @@ public final class DaemonMetrics: Sendable {
         }
     }
 
-    private func gauge(_ name: String, _ value: Double, labels: [(String, String)] = [], help: String) {
+    @discardableResult
+    private func gauge(_ name: String, _ value: Double, labels: [(String, String)] = [], help: String) -> Gauge {
         let gauge = registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
         gauge.set(value)
+        return gauge
     }
 }

@@ -103,11 +103,14 @@ public struct RealtimeIdentity: Sendable, Hashable {
     public var scope: AccessScope
     /// A token's `exp`, in seconds since 1970: the channel closes then.
     public var expiresAt: Double?
+    /// Whom its connections and channels are counted against.
+    public var consumer: RealtimeConsumer
 
-    public init(name: String, scope: AccessScope, expiresAt: Double?) {
+    public init(name: String, scope: AccessScope, expiresAt: Double?, consumer: RealtimeConsumer? = nil) {
         self.name = name
         self.scope = scope
         self.expiresAt = expiresAt
+        self.consumer = consumer ?? .shared(name)
     }
 }
 
@@ -171,9 +174,10 @@ extension RealtimeCredentials.Tokens {
         }
         // `rls: true` on the role: its policies see this token's own claims.
         if grant.rowSecurity != nil { grant.rowSecurity = RowSecurityIdentity(role: role, claims: claims, ignoring: ignoredClaims) }
-        let subject = claims["sub"]?.stringValue.map { ", sub \($0.prefix(64))" } ?? ""
+        let subject = claims["sub"]?.stringValue.map { String($0.prefix(64)) }
         return RealtimeIdentity(
-            name: "token (role \(role)\(subject))", scope: RealtimeCredentials.scope(grant, rule: "jwt role \(role)"), expiresAt: expiresAt
+            name: "token (role \(role)\(subject.map { ", sub \($0)" } ?? ""))", scope: RealtimeCredentials.scope(grant, rule: "jwt role \(role)"),
+            expiresAt: expiresAt, consumer: subject.map { .user(role: role, subject: $0) } ?? .shared("role \(role)")
         )
     }
 

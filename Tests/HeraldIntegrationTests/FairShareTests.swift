@@ -50,5 +50,116 @@ extension IntegrationTests {
             await bystander.close()
             _ = try await daemon.stop()
         }
+
+        /// A body sent a byte at a time restarted the read timeout with each byte and held its
+        /// connection for good; it now has as long as a head, from its head. A message larger than the
+        /// largest broadcast with its envelope ends the socket, so that unfinished fragments cannot
+        /// each hold a MiB.
+        @Test func aTrickledBodyAndAnOversizedMessageAreCutOff() async throws {
+            let database = try TestDatabase.create()
+            let (daemon, port, _) = try await RealtimeTests.start(database)
+            let trickle = try RawConnection(port: port)
+            let head = "POST /realtime/v1/api/broadcast HTTP/1.1\r\nHost: x\r\napikey: \(RealtimeTests.allKey)\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
+            #expect(trickle.send(Array(head.utf8)))
+            let started = ContinuousClock.now
+            var cut: Duration?
+            // A byte every 500 ms: 200 bytes would take 100 s.
+            for _ in 0..<60 {
+                guard trickle.send([UInt8(ascii: " ")]) else { break }
+                if let closed = try await trickle.closed(within: 0.5) {
+                    cut = closed
+                    break
+                }
+            }
+            #expect(cut != nil && ContinuousClock.now - started < .seconds(20), "the trickled body held its connection for \(ContinuousClock.now - started)")
+
+            let client = try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
+            try await client.sendRaw(String(repeating: "x", count: 200_000))
+            try await waitFor { client.endedBecause != nil } failure: { "a 200 KB message left the socket open" }
+            _ = try await daemon.stop()
+        }
+
+        /// A realtime upgrade's answer: the status and body of a refusal, or 101.
+        static func upgrade(port: Int, apikey: String) async throws -> (status: Int, body: String) {
+            let result = try await DaemonProcess([
+                "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "5", "-H", "Connection: Upgrade", "-H", "Upgrade: websocket",
+                "-H", "Sec-WebSocket-Version: 13", "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                "http://127.0.0.1:\(port)/realtime/v1/websocket?vsn=1.0.0&apikey=\(apikey)",
+            ], executable: URL(fileURLWithPath: "/usr/bin/curl")).finish(within: 10)
+            let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+        }
+
+        /// One key held every connection and one user every channel, so that another user's join was
+        /// refused: each now has a share, the refusal names the limit reached, and `/stats` and
+        /// `/metrics` name the top holders without their key or token.
+        @Test func aKeyOrAUserTakesItsShareAndNoMore() async throws {
+            let database = try TestDatabase.create()
+            let (daemon, port, _) = try await RealtimeTests.start(database, extra: """
+                  max_connections_per_key: 4
+                  max_channels_per_user: 3
+                  max_connections_per_address: 0
+                """)
+            var held: [RealtimeTestClient] = []
+            for _ in 0..<4 { held.append(try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)) }
+            let refused = try await Self.upgrade(port: port, apikey: RealtimeTests.allKey)
+            #expect(refused.status == 429, "\(refused)")
+            #expect(refused.body.contains("key all holds 4 connections, its limit (realtime.max_connections_per_key)"), "\(refused.body)")
+            // Another key and a user are not held back by it.
+            let other = try await RealtimeTestClient(port: port, apikey: RealtimeTests.coursesKey)
+            let alice = makeToken(#"{"role":"anon","sub":"alice","exp":\#(Int(Date().timeIntervalSince1970) + 3600)}"#, secret: RealtimeTests.jwtSecret)
+            let bob = makeToken(#"{"role":"anon","sub":"bob","exp":\#(Int(Date().timeIntervalSince1970) + 3600)}"#, secret: RealtimeTests.jwtSecret)
+            let aliceClient = try await RealtimeTestClient(port: port, apikey: alice)
+            let bobClient = try await RealtimeTestClient(port: port, apikey: bob)
+            let binding = #"{"event":"*","schema":"public","table":"course"}"#
+            for index in 0..<3 { try await RealtimeTests.join(aliceClient, topic: "realtime:a\(index)", bindings: binding) }
+            try await aliceClient.send(joinRef: "9", ref: "9", topic: "realtime:a3", event: "phx_join", payload: RealtimeTests.joinPayload(binding))
+            let refusal = try await aliceClient.next(within: 10, "the fourth join's refusal") { $0.event == "system" && $0.topic == "realtime:a3" }
+            #expect(refusal.payload["message"]?.stringValue?.contains("role anon, sub alice holds 3 channels, its limit (realtime.max_channels_per_user)") == true,
+                    "\(refusal.payload.jsonText)")
+            try await RealtimeTests.join(bobClient, topic: "realtime:b", bindings: binding)
+            try await RealtimeTests.join(other, topic: "realtime:c", bindings: binding)
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('FS1', 'fair share')")
+            _ = try await bobClient.next(within: 10, "bob's event") { $0.event == "postgres_changes" }
+
+            let statistics = try await daemon.get("/stats").body
+            #expect(statistics.contains(#"{"channels":0,"connections":4,"consumer":"key all"}"#), "\(statistics)")
+            #expect(statistics.contains(#""consumer":"role anon, sub alice""#), "\(statistics)")
+            #expect(!statistics.contains(RealtimeTests.allKey) && !statistics.contains(alice), "no key or token in /stats")
+            let metrics = try await daemon.get("/metrics").body
+            #expect(metrics.contains(#"pgherald_realtime_consumer_connections{consumer="key all"} 4"#), "\(metrics)")
+            #expect(metrics.contains(#"pgherald_realtime_consumer_channels{consumer="role anon, sub alice"} 3"#), "\(metrics)")
+            // A key that left is no longer listed.
+            for client in held { await client.close() }
+            try await waitFor { !(try await daemon.get("/stats").body.contains(#""consumer":"key all""#)) }
+            #expect(!(try await daemon.get("/metrics").body.contains(#"consumer="key all""#)), "its series went with it")
+            _ = (other, bobClient)
+            _ = try await daemon.stop()
+        }
+
+        /// One address may not take a TCP listener's every connection; a proxy's address (loopback by
+        /// default) is not limited, since its connections stand for many clients.
+        @Test func anAddressTakesItsShareAndAProxyIsNotLimited() async throws {
+            let database = try TestDatabase.create()
+            let (limited, port, _) = try await RealtimeTests.start(database, extra: """
+                  max_connections_per_address: 3
+                  proxies: []
+                """)
+            var held: [RealtimeTestClient] = []
+            for _ in 0..<3 { held.append(try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)) }
+            let refused = try await Self.upgrade(port: port, apikey: RealtimeTests.coursesKey)
+            #expect(refused.status == 429, "\(refused)")
+            #expect(refused.body.contains("one address may hold at most 3 connections (realtime.max_connections_per_address)"), "\(refused.body)")
+            await held.removeLast().close()
+            try await waitFor { try await Self.upgrade(port: port, apikey: RealtimeTests.coursesKey).status != 429 }
+            for client in held { await client.close() }
+            _ = try await limited.stop()
+
+            let (proxied, proxiedPort, _) = try await RealtimeTests.start(database, extra: "  max_connections_per_address: 3\n")
+            var many: [RealtimeTestClient] = []
+            for _ in 0..<6 { many.append(try await RealtimeTestClient(port: proxiedPort, apikey: RealtimeTests.allKey)) }
+            for client in many { await client.close() }
+            _ = try await proxied.stop()
+        }
     }
 }

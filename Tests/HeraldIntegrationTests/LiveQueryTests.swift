@@ -297,6 +297,36 @@ extension IntegrationTests {
             try await running.stop()
         }
 
+        /// 150 sets of parameters from one subscriber were 150 evaluations on every change, and a
+        /// bystander's result came 1.2 s late: one caller follows at most its limit of sets at once;
+        /// a set already followed, or one freed, is open to it.
+        @Test func oneCallerFollowsAtMostItsShareOfParameterSets() async throws {
+            let database = try TestDatabase.create()
+            let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-queries-\(UUID().uuidString.prefix(8)).yaml").path
+            try """
+                database: "\(database.connInfo)"
+                queries:
+                  students_of:
+                    sql: \(Self.studentsOf.sql)
+                    key: [id]
+                    params: [course_id]
+                    max_parameter_sets_per_user: 2
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let daemon = try await SocketDaemon(database: database, arguments: ["--config", config])
+            let one = try await RawStream(socketPath: daemon.socketPath, path: "/queries/students_of?course_id=1&format=ndjson")
+            var two: RawStream? = try await RawStream(socketPath: daemon.socketPath, path: "/queries/students_of?course_id=2&format=ndjson")
+            let again = try await RawStream(socketPath: daemon.socketPath, path: "/queries/students_of?course_id=1&format=ndjson")
+            for stream in [one, two!, again] { try await stream.waitForLines(1) }
+            let third = try await daemon.get("/queries/students_of?course_id=3")
+            #expect(third.status == 429, "\(third)")
+            #expect(third.body.contains("sets of parameters of query students_of, its limit (queries.students_of.max_parameter_sets_per_user)"), "\(third.body)")
+            // Its stream ends: the set is free.
+            two = nil
+            try await waitFor { (try? await RawStream(socketPath: daemon.socketPath, path: "/queries/students_of?course_id=3&format=ndjson")) != nil }
+            _ = (one, again)
+            _ = try await daemon.stop()
+        }
+
         @Test func theSocketAndTheTypedClientServeALiveQuery() async throws {
             let database = try TestDatabase.create()
             let config = FileManager.default.temporaryDirectory.appending(path: "pgherald-queries-\(UUID().uuidString.prefix(8)).yaml").path

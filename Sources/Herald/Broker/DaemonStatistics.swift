@@ -98,6 +98,22 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var rowSecurity: RowSecurityStatistics?
     /// `nil` without a `cluster` section.
     public var cluster: ClusterStatistics?
+    /// The realtime keys and users holding the most connections and channels, most first, named
+    /// as `key NAME`, `role ROLE` or `role ROLE, sub SUB` (never a key or token); `nil` while none holds any.
+    public var consumers: [ConsumerStatistics]?
+
+    /// What one realtime consumer holds, against its limits.
+    public struct ConsumerStatistics: Codable, Sendable, Hashable {
+        public var consumer: String
+        public var connections: Int
+        public var channels: Int
+
+        public init(consumer: String, connections: Int, channels: Int) {
+            self.consumer = consumer
+            self.connections = connections
+            self.channels = channels
+        }
+    }
 
     public init(
         version: String,

@@ -16,10 +16,20 @@ public struct LiveQueryDefinition: Sendable, Hashable {
     /// decide its rows and it needs no table-wide grant. False (`as:
     /// daemon`, the default): it runs as pgherald's own role, once for everyone.
     public var runsAsSubscriber: Bool
+    /// Key `max_parameter_sets_per_user`: the distinct sets of parameter values one user (a
+    /// token's `sub`, or a socket peer) may follow at once; each is an evaluation of its own on
+    /// every change of its tables. Default 16.
+    public var parameterSetsPerUser: Int
+    /// Key `max_parameter_sets_per_key`: the same for one shared key, or a token without `sub`,
+    /// whose holders are many. Default 1,000.
+    public var parameterSetsPerKey: Int
 
     public init(
-        name: String, sql: String, key: [String], parameters: [String] = [], tables: [TableName]? = nil, runsAsSubscriber: Bool = false
+        name: String, sql: String, key: [String], parameters: [String] = [], tables: [TableName]? = nil, runsAsSubscriber: Bool = false,
+        parameterSetsPerUser: Int = 16, parameterSetsPerKey: Int = 1_000
     ) {
+        self.parameterSetsPerUser = parameterSetsPerUser
+        self.parameterSetsPerKey = parameterSetsPerKey
         self.name = name
         self.sql = sql
         self.key = key

@@ -18,7 +18,7 @@ public struct LiveQueryConfiguration: Sendable, Equatable {
         self.definitions = definitions
     }
 
-    static let settingKeys = ["sql", "key", "params", "tables", "as"]
+    static let settingKeys = ["sql", "key", "params", "tables", "as", "max_parameter_sets_per_user", "max_parameter_sets_per_key"]
 
     /// Nil without a `queries` section.
     public static func read(from settings: SettingsReader) throws(ConfigurationError) -> LiveQueryConfiguration? {
@@ -72,7 +72,11 @@ public struct LiveQueryConfiguration: Sendable, Equatable {
         guard runsAs == "daemon" || runsAs == "subscriber" else {
             throw settings.fail("\(prefix).as", "as is daemon (pgherald's role, once for everyone) or subscriber (each subscriber's row-level security), not '\(runsAs.prefix(40))'")
         }
-        return LiveQueryDefinition(name: name, sql: sql, key: key, parameters: parameters, tables: tables, runsAsSubscriber: runsAs == "subscriber")
+        return LiveQueryDefinition(
+            name: name, sql: sql, key: key, parameters: parameters, tables: tables, runsAsSubscriber: runsAs == "subscriber",
+            parameterSetsPerUser: try settings.int("\(prefix).max_parameter_sets_per_user", default: 16, in: 1...Int.max),
+            parameterSetsPerKey: try settings.int("\(prefix).max_parameter_sets_per_key", default: 1_000, in: 1...Int.max)
+        )
     }
 
     private static func isParameterName(_ text: String) -> Bool {

@@ -32,11 +32,17 @@ struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChannel {
     let logger: Logger
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let admitted = connections.admit()
-        channel.closeFuture.whenComplete { [connections] _ in connections.release() }
-        guard admitted else {
-            // Before TLS there is no way to say why; the count is in the log and in /stats.
-            self.logger.warning("closed a connection: http.max_connections reached", metadata: ["limit": "\(connections.limit)"])
+        let peer = channel.remoteAddress
+        let refusal = connections.admit(from: peer)
+        channel.closeFuture.whenComplete { [connections] _ in connections.release(from: peer) }
+        if let refusal {
+            // Before TLS there is no way to say why: the log says it, once each 10 s however many come.
+            if connections.shouldLogRefusal() {
+                self.logger.warning("closed a connection", metadata: [
+                    "reason": "\(refusal.status == .tooManyRequests ? refusal.message : "http.max_connections reached")",
+                    "address": "\(peer?.ipAddress ?? "?")", "limit": "\(connections.limit)",
+                ])
+            }
             channel.close(promise: nil)
             return channel.eventLoop.makeSucceededFuture(Value(channel: channel, negotiated: channel.eventLoop.makeSucceededFuture(nil)))
         }

@@ -6,6 +6,7 @@ extension NetworkConfiguration {
         guard let texts = settings.list("http.listen"), !texts.isEmpty else {
             for key in [
                 "http.cors.origins", "http.plaintext", "http.max_connections", "http.handshake_timeout", "http.request_timeout", "http.idle_timeout",
+                "http.max_connections_per_address", "http.proxies",
                 "tls.cert_file", "tls.key_file",
             ] where settings.fileContains(key) {
                 throw settings.fail(key, "is for the network listener, and http.listen is not set: name an address such as 0.0.0.0:8443")
@@ -37,7 +38,8 @@ extension NetworkConfiguration {
         }
         let connections = try settings.int("http.max_connections", default: 10_000, in: 1...Int.max)
         return NetworkConfiguration(
-            listen: listen, tls: tls, allowsPlaintext: plaintext, corsOrigins: origins, maximumConnections: connections, timeouts: try timeouts(settings)
+            listen: listen, tls: tls, allowsPlaintext: plaintext, corsOrigins: origins, maximumConnections: connections, timeouts: try timeouts(settings),
+            addressLimit: try AddressLimit(under: "http", settings)
         )
     }
 

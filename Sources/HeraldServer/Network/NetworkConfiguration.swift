@@ -18,11 +18,14 @@ public struct NetworkConfiguration: Sendable, Equatable {
     public var maximumConnections: Int
     /// How long each step of a connection may take before it is closed.
     public var timeouts: Timeouts
+    /// `http.max_connections_per_address` and `http.proxies`: one client's share of ``maximumConnections``.
+    public var addressLimit: AddressLimit
 
     public init(
         listen: [ListenAddress], tls: TLSFiles? = nil, allowsPlaintext: Bool = false, corsOrigins: [String] = [], maximumConnections: Int = 10_000,
-        timeouts: Timeouts = Timeouts()
+        timeouts: Timeouts = Timeouts(), addressLimit: AddressLimit = AddressLimit()
     ) {
+        self.addressLimit = addressLimit
         self.listen = listen
         self.tls = tls
         self.allowsPlaintext = allowsPlaintext

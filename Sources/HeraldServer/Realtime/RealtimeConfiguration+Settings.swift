@@ -11,6 +11,9 @@ extension RealtimeConfiguration {
     /// Keys a `realtime.jwt.roles.ROLE` entry may have.
     static let roleSettings = ["schemas", "tables", "ops", "where", "topics", "queries", "rls", "role", "claims"]
 
+    /// What a client message may hold beside a broadcast's payload: the topic, a token, presence, bindings.
+    static let messageEnvelopeBytes = 65_536
+
     /// The `realtime:` section; its defaults without one (the Unix socket only, no keys).
     public init(settings: SettingsReader) throws(ConfigurationError) {
         let listen = settings.string("realtime.listen")
@@ -24,6 +27,13 @@ extension RealtimeConfiguration {
         let broadcastRate = try settings.int("realtime.broadcast.max_per_second", default: 100, in: 1...100_000)
         // At least two of the largest broadcasts, so that any one of them can wait for a socket.
         let queuedBytes = try settings.int("realtime.max_queued_bytes", default: 8 << 20, in: (2 << 20)...Int.max)
+        let defaults = ConsumerLedger.Limits()
+        let consumerLimits = ConsumerLedger.Limits(
+            connectionsPerKey: try settings.int("realtime.max_connections_per_key", default: defaults.connectionsPerKey, in: 0...Int.max),
+            connectionsPerUser: try settings.int("realtime.max_connections_per_user", default: defaults.connectionsPerUser, in: 0...Int.max),
+            channelsPerKey: try settings.int("realtime.max_channels_per_key", default: defaults.channelsPerKey, in: 0...Int.max),
+            channelsPerUser: try settings.int("realtime.max_channels_per_user", default: defaults.channelsPerUser, in: 0...Int.max)
+        )
 
         var keys: [RealtimeCredentials.Key] = []
         for (name, _) in settings.fileSections(under: "realtime.keys") {
@@ -35,8 +45,12 @@ extension RealtimeConfiguration {
             throw settings.fail("realtime.listen", "TCP clients must present a key, and none is configured: add realtime.keys or realtime.jwt (listen: \(listen))")
         }
         self.init(
-            listen: listen, credentials: credentials, mailboxCapacity: buffer, maximumChannels: maximumChannels, resumeWindow: window.duration,
-            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate, maximumQueuedBytes: queuedBytes
+            listen: listen, credentials: credentials, mailboxCapacity: buffer,
+            // A fragmented message is held whole until its last frame: no larger than the largest broadcast with its envelope,
+            // so that 10,000 connections each holding an unfinished one do not hold 10 GiB.
+            maximumMessageSize: broadcastBytes + Self.messageEnvelopeBytes, maximumChannels: maximumChannels, resumeWindow: window.duration,
+            broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate, consumerLimits: consumerLimits,
+            addressLimit: try AddressLimit(under: "realtime", settings), maximumQueuedBytes: queuedBytes
         )
     }
 

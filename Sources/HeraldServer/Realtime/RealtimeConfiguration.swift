@@ -13,7 +13,8 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     /// Events a channel may fall behind before it is ended with `phx_error`
     /// (clients then rejoin). Default 4096.
     public var mailboxCapacity: Int
-    /// Largest message a client may send. Default 1 MiB.
+    /// Largest message a client may send, fragmented or not. Default 1 MiB here; from a file,
+    /// `realtime.broadcast.max_bytes` and 64 KiB for the rest of the message (128 KiB in all).
     public var maximumMessageSize: Int
     /// Channels open at once across all sockets; a join beyond gets an error reply. Default 10,000.
     public var maximumChannels: Int
@@ -31,6 +32,12 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     /// one socket may have waiting across its channels; a channel misses a
     /// frame that would pass it, as it does one past its 1,024 frames. Default 8 MiB.
     public var maximumQueuedBytes: Int
+    /// Connections and channels per key and per token subject, so that no one of them takes
+    /// ``maximumConnections`` or ``maximumChannels`` from the rest (see ``ConsumerLedger/Limits``).
+    public var consumerLimits: ConsumerLedger.Limits
+    /// `realtime.max_connections_per_address` and `realtime.proxies`: one client's share of the TCP
+    /// listener's ``maximumConnections``.
+    public var addressLimit: AddressLimit
 
     public init(
         listen: String? = nil,
@@ -42,8 +49,11 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         resumeWindow: Duration = .seconds(120),
         broadcastMaximumBytes: Int = 65_536,
         broadcastMaximumPerSecond: Int = 100,
+        consumerLimits: ConsumerLedger.Limits = .init(),
+        addressLimit: AddressLimit = .init(),
         maximumQueuedBytes: Int = 8 << 20
     ) {
+        self.addressLimit = addressLimit
         self.listen = listen
         self.credentials = credentials
         self.mailboxCapacity = mailboxCapacity
@@ -54,5 +64,6 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         self.broadcastMaximumBytes = broadcastMaximumBytes
         self.broadcastMaximumPerSecond = broadcastMaximumPerSecond
         self.maximumQueuedBytes = maximumQueuedBytes
+        self.consumerLimits = consumerLimits
     }
 }

@@ -30,9 +30,9 @@ extension RealtimeEndpoint {
                 try await send(join.systemMessage(ok: false, problem))
                 return
             }
-            guard reserveChannel(for: channel) else {
-                logger.warning("refused a realtime channel: channel limit reached", metadata: ["limit": "\(configuration.maximumChannels)"])
-                try await send(join.systemMessage(ok: false, "pgherald serves at most \(configuration.maximumChannels) channels"))
+            if let refusal = reserveChannel(for: channel) {
+                logger.warning("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "reason": "\(refusal)"])
+                try await send(join.systemMessage(ok: false, refusal))
                 return
             }
             defer { releaseChannel(of: channel) }

@@ -41,6 +41,28 @@ extension RealtimeEndpoint: Output {
     }
 
     public var report: OutputReport {
-        OutputReport(statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }))
+        let top = consumers.withLock { $0.top(Self.consumersShown) }
+        let metrics = top.flatMap { consumer, usage in
+            [
+                OutputReport.Metric(
+                    "pgherald_realtime_consumer_connections", .gauge(Double(usage.connections)), labels: [("consumer", consumer.description)],
+                    help: "Realtime connections of the keys and users holding the most (the top \(Self.consumersShown))."
+                ),
+                OutputReport.Metric(
+                    "pgherald_realtime_consumer_channels", .gauge(Double(usage.channels)), labels: [("consumer", consumer.description)],
+                    help: "Realtime channels of the keys and users holding the most (the top \(Self.consumersShown))."
+                ),
+            ]
+        }
+        return OutputReport(statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }), metrics: metrics)
+    }
+
+    /// How many of the top consumers `/stats` and `/metrics` list.
+    static let consumersShown = 10
+
+    public func contribute(to statistics: inout DaemonStatistics) {
+        let top = consumers.withLock { $0.top(Self.consumersShown) }
+        guard !top.isEmpty else { return }
+        statistics.consumers = top.map { .init(consumer: $0.consumer.description, connections: $0.usage.connections, channels: $0.usage.channels) }
     }
 }

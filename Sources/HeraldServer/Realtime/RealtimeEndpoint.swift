@@ -45,6 +45,8 @@ public final class RealtimeEndpoint: Sendable {
     private let credentialObservers = Mutex<[@Sendable (RealtimeCredentials) -> Void]>([])
     /// The REST broadcast limits of each caller, by name.
     let restLimiters = Mutex<[String: BroadcastLimiter]>([:])
+    /// The connections and channels each key and user holds, within their limits.
+    let consumers: Mutex<ConsumerLedger>
 
     public init(
         configuration: RealtimeConfiguration, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog,
@@ -59,6 +61,7 @@ public final class RealtimeEndpoint: Sendable {
         self.logger = logger
         cache = ChangeDataCache(catalog: catalog)
         credentials = Mutex(configuration.credentials)
+        consumers = Mutex(ConsumerLedger(limits: configuration.consumerLimits))
         resumeBook = Mutex(ResumeBook(window: configuration.resumeWindow))
         broadcasts = BroadcastHub(relay: cluster?.relay)
         self.cluster = cluster
@@ -141,12 +144,19 @@ public final class RealtimeEndpoint: Sendable {
             if case .unixSocket = transport { return .socketPeer(framing) }
             return .refused(.unauthorized, ErrorBody(code: "no_keys", message: "realtime over TCP needs realtime.keys or realtime.jwt in the config file"))
         }
+        let identity: RealtimeIdentity
         do {
-            let identity = try credentials.identify(presented ?? "", now: Date().timeIntervalSince1970)
-            return .accepted(framing, RealtimeCaller(identity, presentedKey: presented))
+            identity = try credentials.identify(presented ?? "", now: Date().timeIntervalSince1970)
         } catch {
             return .refused(.unauthorized, ErrorBody(code: error.code.rawValue, message: error.message))
         }
+        // Counted when the connection opens; refused here already, so that the client hears why.
+        do {
+            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.check(connectionOf: identity.consumer) }
+        } catch {
+            return .refused(.tooManyRequests, ErrorBody(code: error.code, message: error.description))
+        }
+        return .accepted(framing, RealtimeCaller(identity, presentedKey: presented))
     }
 
     /// Counts and logs a refused connection; the response says why.
@@ -175,6 +185,16 @@ public final class RealtimeEndpoint: Sendable {
                 return .dontUpgrade
             }
             return .upgrade([:]) { inbound, outbound, _ in
+                if let consumer = caller.consumer {
+                    do {
+                        try self.consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openConnection(consumer) }
+                    } catch {
+                        // Another connection of the same caller took the last slot since the check.
+                        self.logger.notice("closed a realtime connection", metadata: ["caller": "\(caller.name)", "reason": "\(error)"])
+                        return
+                    }
+                }
+                defer { if let consumer = caller.consumer { self.consumers.withLock { $0.closeConnection(consumer) } } }
                 let connection = RealtimeConnection(
                     endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel,
                     budget: OutboundBudget(maximumBytes: self.configuration.maximumQueuedBytes)
@@ -219,7 +239,9 @@ public final class RealtimeEndpoint: Sendable {
         additionalChannelHandlers: @autoclosure @escaping @Sendable () -> [any RemovableChannelHandler] = []
     ) -> RealtimeUpgradeGuard.Channel {
         let timeout = TimeAmount.nanoseconds(Int64(idleTimeout / .nanoseconds(1)))
-        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [SocketLimitsHandler()] + additionalChannelHandlers(), idleTimeout: timeout)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [SocketLimitsHandler(bodyTimeout: timeout)] + additionalChannelHandlers(), idleTimeout: timeout
+        )
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocketConfiguration)
         let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade(transport))
         return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head in
@@ -232,17 +254,28 @@ public final class RealtimeEndpoint: Sendable {
         }
     }
 
-    /// Takes a channel slot for `channel`, or returns false when ``RealtimeConfiguration/maximumChannels`` are open.
-    func reserveChannel(for channel: RealtimeChannel) -> Bool {
-        openChannels.withLock { channels in
+    /// Takes a channel slot for `channel` within ``RealtimeConfiguration/maximumChannels`` and its
+    /// caller's limit; otherwise returns why not, naming the limit.
+    func reserveChannel(for channel: RealtimeChannel) -> String? {
+        let admitted = openChannels.withLock { channels in
             guard channels.count < configuration.maximumChannels else { return false }
             channels[ObjectIdentifier(channel)] = channel
             return true
+        }
+        guard admitted else { return "pgherald serves at most \(configuration.maximumChannels) channels (realtime.max_channels)" }
+        guard let consumer = channel.caller.consumer else { return nil }
+        do {
+            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openChannel(consumer) }
+            return nil
+        } catch {
+            _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+            return error.description
         }
     }
 
     func releaseChannel(of channel: RealtimeChannel) {
         _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        if let consumer = channel.caller.consumer { consumers.withLock { $0.closeChannel(consumer) } }
     }
 
     /// Applies new access rules to the channels of Unix-socket peers, which
@@ -278,16 +311,19 @@ struct RealtimeCaller: Sendable {
     /// The Unix-socket peer admitted by who it is (no realtime keys): its
     /// grant comes from the access rules and follows their reloads.
     var peer: PeerCredentials?
+    /// Whom its connections and channels are counted against; nil for a Unix-socket peer.
+    var consumer: RealtimeConsumer?
 
-    init(name: String, scope: AccessScope, expiresAt: Double?, presentedKey: String?, peer: PeerCredentials? = nil) {
+    init(name: String, scope: AccessScope, expiresAt: Double?, presentedKey: String?, peer: PeerCredentials? = nil, consumer: RealtimeConsumer? = nil) {
         self.name = name
         self.scope = scope
         self.expiresAt = expiresAt
         self.presentedKey = presentedKey
         self.peer = peer
+        self.consumer = consumer
     }
 
     init(_ identity: RealtimeIdentity, presentedKey: String?) {
-        self.init(name: identity.name, scope: identity.scope, expiresAt: identity.expiresAt, presentedKey: presentedKey)
+        self.init(name: identity.name, scope: identity.scope, expiresAt: identity.expiresAt, presentedKey: presentedKey, consumer: identity.consumer)
     }
 }

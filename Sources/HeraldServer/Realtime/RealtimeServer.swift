@@ -28,7 +28,7 @@ public struct RealtimeServer: Service {
         }
         let router = Router(context: SocketRequestContext.self)
         endpoint.addRoutes(to: router, transport: .tcp)
-        let connections = SocketLimitsHandler.Counter(limit: endpoint.configuration.maximumConnections)
+        let connections = endpoint.configuration.addressLimit.counter(limit: endpoint.configuration.maximumConnections, key: "realtime")
         let application = Application(
             router: router,
             server: endpoint.server(connections: connections, idleTimeout: .seconds(10), transport: .tcp),

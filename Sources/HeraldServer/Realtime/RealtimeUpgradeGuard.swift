@@ -29,8 +29,8 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     typealias Check = @Sendable (HTTPRequestHead) -> (HTTPResponse.Status, ErrorBody)?
 
     private let check: Check
-    /// Where connections are counted here: the limit, and whether this one is within it.
-    private let admission: (limit: Int, admitted: Bool)?
+    /// Where connections are counted here: why this one is refused, if it is.
+    private let admission: SocketLimitsHandler.Refusal?
     private let firstRequestTimeout: TimeAmount
     /// True once the first request has gone on to the upgrade handler; false
     /// when the guard answered it or the connection ended before it.
@@ -39,7 +39,7 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     private var refused = false
 
     init(
-        check: @escaping Check, admission: (limit: Int, admitted: Bool)?, firstRequestTimeout: TimeAmount, passed: EventLoopPromise<Bool>
+        check: @escaping Check, admission: SocketLimitsHandler.Refusal?, firstRequestTimeout: TimeAmount, passed: EventLoopPromise<Bool>
     ) {
         self.check = check
         self.admission = admission
@@ -63,7 +63,7 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
         deadline?.cancel()
         var headerBytes = 0
         for header in head.headers { headerBytes += header.name.utf8.count + header.value.utf8.count }
-        let limits = admission.flatMap { $0.admitted ? nil : SocketLimitsHandler.tooManyConnections(limit: $0.limit) }
+        let limits = admission
             ?? SocketLimitsHandler.refusal(targetBytes: head.uri.utf8.count, headerBytes: headerBytes, headerFields: head.headers.count)
         if let limits {
             refuse(context, version: head.version, status: limits.status, ErrorBody(code: limits.code, message: limits.message))
@@ -127,9 +127,10 @@ final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
 
         func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
             // Counted for the connection's whole life, whatever it turns into.
-            let admission = connections.map { connections in
-                channel.closeFuture.whenComplete { _ in connections.release() }
-                return (limit: connections.limit, admitted: connections.admit())
+            let peer = channel.remoteAddress
+            let admission = connections.flatMap { connections in
+                channel.closeFuture.whenComplete { _ in connections.release(from: peer) }
+                return connections.admit(from: peer)
             }
             return inner.setup(channel: channel, logger: logger).flatMapThrowing { upgrade in
                 let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)

@@ -36,7 +36,7 @@ struct SocketChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         // Counted for the connection's whole life, whatever it turns into.
-        let admitted = connections.admit()
+        let admitted = connections.admit() == nil
         channel.closeFuture.whenComplete { [connections] _ in connections.release() }
         // The channel keeps its last receive buffer for the next read, which
         // for a stream may never come: requests here are small, so start small.

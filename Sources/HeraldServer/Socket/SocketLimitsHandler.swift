@@ -31,27 +31,78 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
     static let maximumHeaderBytes = 16_384
     static let maximumHeaderFields = 100
 
-    /// The count of open connections, shared by every connection's handler.
+    /// The count of open connections, shared by every connection's handler, in all and per peer address.
     final class Counter: Sendable {
         let limit: Int
+        /// Connections one peer address may hold; 0: no limit.
+        let perAddress: Int
+        /// Where ``perAddress`` is set, for refusals: `http.max_connections_per_address`.
+        let perAddressKey: String
+        /// Addresses not limited per address: proxies in front of the listener, whose
+        /// connections stand for many clients.
+        let proxies: Set<String>
         private let open = Atomic(0)
+        private let byAddress = Mutex<[String: Int]>([:])
+        /// When a refusal was last logged: a flood of connections must not flood the log too.
+        private let lastLogged = Mutex<ContinuousClock.Instant?>(nil)
 
-        init(limit: Int) {
+        init(limit: Int, perAddress: Int = 0, perAddressKey: String = "", proxies: Set<String> = []) {
             self.limit = limit
+            self.perAddress = perAddress
+            self.perAddressKey = perAddressKey
+            self.proxies = proxies
         }
 
-        /// Counts a connection; whether it is within the limit.
-        func admit() -> Bool {
-            open.add(1, ordering: .relaxed).newValue <= limit
+        /// Counts a connection from `address` (nil on a Unix socket); why it is refused, or nil within the limits.
+        /// Counted either way: ``release(from:)`` follows every close.
+        func admit(from address: SocketAddress? = nil) -> Refusal? {
+            let total = open.add(1, ordering: .relaxed).newValue
+            var fromAddress = 0
+            if let peer = Self.peer(address), perAddress > 0, !proxies.contains(peer) {
+                fromAddress = byAddress.withLock { counts in
+                    counts[peer, default: 0] += 1
+                    return counts[peer]!
+                }
+            }
+            if total > limit { return tooManyConnections(limit: limit) }
+            if fromAddress > perAddress {
+                return Refusal(
+                    status: .tooManyRequests, code: "too_many_connections",
+                    message: "one address may hold at most \(perAddress) connections (\(perAddressKey))"
+                )
+            }
+            return nil
         }
 
-        func release() {
+        func release(from address: SocketAddress? = nil) {
             open.subtract(1, ordering: .relaxed)
+            guard let peer = Self.peer(address), perAddress > 0, !proxies.contains(peer) else { return }
+            byAddress.withLock { counts in
+                let left = counts[peer, default: 1] - 1
+                counts[peer] = left > 0 ? left : nil
+            }
+        }
+
+        /// Whether to log a refusal now: at most one line each 10 s.
+        func shouldLogRefusal() -> Bool {
+            lastLogged.withLock { last in
+                let now = ContinuousClock.now
+                guard last.map({ now - $0 >= .seconds(10) }) ?? true else { return false }
+                last = now
+                return true
+            }
+        }
+
+        private static func peer(_ address: SocketAddress?) -> String? {
+            switch address {
+            case .v4?, .v6?: address?.ipAddress
+            default: nil
+            }
         }
     }
 
     /// A refused request: its status, error code and message.
-    struct Refusal {
+    struct Refusal: Sendable, Equatable {
         let status: HTTPResponse.Status
         let code: String
         let message: String
@@ -80,18 +131,37 @@ final class SocketLimitsHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A refusal was sent: the rest of the request is dropped until the channel closes.
     private var refused = false
+    /// How long a request's body may take to arrive whole, from its head: the read timeout restarts
+    /// with every byte, so a body sent a byte at a time would hold the connection for good.
+    private let bodyTimeout: TimeAmount
+    private var bodyDeadline: Scheduled<Void>?
+
+    init(bodyTimeout: TimeAmount = .seconds(10)) {
+        self.bodyTimeout = bodyTimeout
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        bodyDeadline?.cancel()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
-        guard case .head(let request) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        let part = unwrapInboundIn(data)
+        if case .end = part {
+            bodyDeadline?.cancel()
+            bodyDeadline = nil
+        }
+        guard case .head(let request) = part else { return context.fireChannelRead(data) }
         var headerBytes = 0
         for field in request.headerFields { headerBytes += field.name.rawName.utf8.count + field.value.utf8.count }
         let refusal = Self.refusal(targetBytes: request.path?.utf8.count ?? 0, headerBytes: headerBytes, headerFields: request.headerFields.count)
         if let refusal {
             refuse(context, refusal)
-        } else {
-            context.fireChannelRead(data)
+            return
         }
+        let channel = context.channel
+        bodyDeadline = context.eventLoop.scheduleTask(in: bodyTimeout) { channel.close(promise: nil) }
+        context.fireChannelRead(data)
     }
 
     private func refuse(_ context: ChannelHandlerContext, _ refusal: Refusal) {

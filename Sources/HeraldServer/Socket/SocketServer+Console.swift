@@ -22,6 +22,8 @@ extension SocketServer {
         let mayControl: Bool
         /// A token's expiry, in seconds since 1970: its streams end then.
         var expiresAt: Double? = nil
+        /// A key, or a token without `sub`, that many clients may share: its limits are a key's, not a user's.
+        var sharedCredential = false
     }
 
     /// What `GET /console/state` answers, once a second at most per open console.
@@ -70,7 +72,9 @@ extension SocketServer {
         let credentials = realtime?.credentials.withLock { $0 } ?? RealtimeCredentials()
         do {
             let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
-            return .success(Viewer(name: identity.name, scope: identity.scope, mayControl: false, expiresAt: identity.expiresAt))
+            return .success(Viewer(
+                name: identity.name, scope: identity.scope, mayControl: false, expiresAt: identity.expiresAt, sharedCredential: !identity.consumer.isUser
+            ))
         } catch {
             metrics?.recordRefusal(status: 401)
             logger.notice("refused a request over the network: its token", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])

@@ -18,13 +18,13 @@ extension SocketServer {
         addQueryRoutes(to: router)
         if configuration.console != nil { addConsoleRoutes(to: router, onTCP: true) }
         if let realtime { realtime.addRoutes(to: router, transport: .tcp) }
-        let connections = SocketLimitsHandler.Counter(limit: network.maximumConnections)
+        let connections = network.addressLimit.counter(limit: network.maximumConnections, key: "http")
         let requestTimeout = TimeAmount(network.timeouts.request)
         // No idle timeout of Hummingbird's: an HTTP2IdleDeadline on each connection closes it.
         let http2 = HTTP2ChannelConfiguration(
             streamConfiguration: .init(
                 additionalChannelHandlers: [
-                    HTTP2HeadTrimmer(), HTTP2IdleDeadline.Stream(), SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil),
+                    HTTP2HeadTrimmer(), HTTP2IdleDeadline.Stream(), SocketLimitsHandler(bodyTimeout: TimeAmount(network.timeouts.request)), EventStreamHandler(server: self, headTimeout: nil),
                 ],
                 idleTimeout: requestTimeout
             )
@@ -44,7 +44,7 @@ extension SocketServer {
             }
         } else {
             let http1 = HTTP1Channel.Configuration(
-                additionalChannelHandlers: [SocketLimitsHandler(), EventStreamHandler(server: self, headTimeout: nil)], idleTimeout: requestTimeout
+                additionalChannelHandlers: [SocketLimitsHandler(bodyTimeout: TimeAmount(network.timeouts.request)), EventStreamHandler(server: self, headTimeout: nil)], idleTimeout: requestTimeout
             )
             server = HTTPServerBuilder { [self] responder in
                 NetworkChildChannel(

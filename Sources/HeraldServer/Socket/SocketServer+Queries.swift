@@ -106,7 +106,20 @@ extension SocketServer {
         if trackedStreams.withLock({ $0.isShuttingDown }) {
             return refusal(.serviceUnavailable, "shutting_down", "the daemon is shutting down")
         }
+        guard let definition = engine.definitions[name] else { return refusal(LiveQueryError(.unknownQuery, "no live query is named \(name)")) }
+        let values: [String]
+        do {
+            values = try definition.boundValues(parameters)
+        } catch {
+            return refusal(error)
+        }
+        if let reason = parameterSets.withLock({ $0.open(values, of: definition, by: viewer.name, shared: viewer.sharedCredential) }) {
+            logger.notice("refused a live query: too many sets of parameters", metadata: ["peer": "\(viewer.name)", "query": "\(name)"])
+            return refusal(.tooManyRequests, "too_many_parameter_sets", reason)
+        }
+        let releaseSet = { [self, caller = viewer.name] in parameterSets.withLock { $0.close(values, of: name, by: caller) } }
         guard let slot = reserveStream() else {
+            releaseSet()
             return refusal(.serviceUnavailable, "too_many_subscribers", "the daemon serves at most \(configuration.maximumSubscribers) streams")
         }
         let subscription: LiveQuerySubscription
@@ -118,19 +131,25 @@ extension SocketServer {
             )
             updates = UpdateIterator(subscription.makeAsyncIterator())
             guard let update = try await updates.iterator.next() else {
+                releaseSet()
                 return refusal(.serviceUnavailable, "shutting_down", "the daemon is shutting down")
             }
             first = update
         } catch let error as LiveQueryError {
+            releaseSet()
             return refusal(error)
         } catch {
+            releaseSet()
             return refusal(.internalServerError, "query_failed", "\(error)")
         }
         let stream = QueryStream(
             peer: viewer.peer, presentedToken: Self.isNetworkListener(context.channel) ? Self.presentedToken(request.head) : nil, name: name, tables: tables, runsAsSubscriber: runsAsSubscriber, rowSecurity: scope.rowSecurity, subscription: subscription
         )
         slot.track(stream)
-        context.channel.closeFuture.whenComplete { _ in subscription.cancel() }
+        context.channel.closeFuture.whenComplete { _ in
+            subscription.cancel()
+            releaseSet()
+        }
         if let expiresAt = viewer.expiresAt { Self.end(stream, whenTokenExpiresAt: expiresAt, on: context.channel) }
         let key = engine.definitions[name]?.key ?? []
         logger.debug("live query stream opened", metadata: ["query": "\(name)", "format": "\(format.rawValue)"])

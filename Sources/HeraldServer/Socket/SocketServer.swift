@@ -50,6 +50,8 @@ public final class SocketServer: Service, Sendable {
     let access: Mutex<AccessPolicy?>
     /// Open streams, for a reload of the access rules and for shutdown.
     let trackedStreams = Mutex(TrackedStreams())
+    /// The sets of live-query parameters each caller follows, within each query's limits.
+    let parameterSets = Mutex(ParameterSetLedger())
     /// One ``WriteTicker`` per event loop; the loops live as long as the server.
     let writeTickers = Mutex<[ObjectIdentifier: WriteTicker]>([:])
     private let serving = OneShotFlag()
