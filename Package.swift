@@ -155,9 +155,107 @@ let package = Package(
             ],
             swiftSettings: strictConcurrency
         ),
-        // Outputs and process plumbing: logging, stdout, the Unix-socket server.
+        // The HTTP transports the socket and the Supabase endpoint share: peer credentials on the Unix
+        // socket, the network listener (TLS with a reloadable certificate, HTTP/2 by ALPN, CORS),
+        // connection limits, JSON error bodies and event-stream framing.
         .target(
-            name: "HeraldServer",
+            name: "HeraldHTTP",
+            dependencies: [
+                "Herald",
+                "HeraldSettings",
+                "HeraldSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The event log: a durable output writing NDJSON files, and their reader for `tail`.
+        .target(
+            name: "HeraldEventLog",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The NATS JetStream output: its configuration, subject templates and publishing.
+        .target(
+            name: "HeraldNATSOutput",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
+                "HeraldNATS",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The console: its settings and the page compiled in.
+        .target(
+            name: "HeraldConsole",
+            dependencies: [
+                "Herald",
+                "HeraldSettings",
+                "HeraldRealtime",
+                "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The cluster: broadcasts and presence shared between members over NATS (the hub, the link),
+        // and an edge's feed from a JetStream stream.
+        .target(
+            name: "HeraldCluster",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
+                "HeraldRealtime",
+                "HeraldNATS",
+                "HeraldNATSOutput",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The service's own parts: logging, stdout, the metrics server and systemd.
+        .target(
+            name: "HeraldService",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
+                "HeraldHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The Supabase Realtime endpoint: WebSocket channels, broadcast and presence on HeraldRealtime's protocol.
+        .target(
+            name: "HeraldSupabase",
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
@@ -165,23 +263,45 @@ let package = Package(
                 "HeraldOutput",
                 "HeraldSupport",
                 "HeraldRealtime",
-                "HeraldNATS",
+                "HeraldHTTP",
+                "HeraldCluster",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // The HTTP API: the router on the Unix socket and the network listener, event streams,
+        // statistics, the console's routes and live queries.
+        .target(
+            name: "HeraldAPI",
+            dependencies: [
+                "Herald",
+                "HeraldPostgres",
+                "HeraldSettings",
+                "HeraldOutput",
+                "HeraldSupport",
+                "HeraldRealtime",
+                "HeraldHTTP",
+                "HeraldConsole",
+                "HeraldService",
+                "HeraldSupabase",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictConcurrency
         ),
@@ -193,7 +313,7 @@ let package = Package(
                 "HeraldSettings",
                 "HeraldOutput",
                 "HeraldWebhooks",
-                "HeraldServer",
+                "HeraldAPI", "HeraldSupabase", "HeraldCluster", "HeraldEventLog", "HeraldNATSOutput", "HeraldService", "HeraldHTTP", "HeraldConsole",
                 "HeraldRealtime",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -218,7 +338,7 @@ let package = Package(
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
-                "HeraldServer",
+                "HeraldService", "HeraldAPI", "HeraldCluster", "HeraldEventLog", "HeraldNATSOutput",
                 "HeraldClient",
                 "HeraldConfiguration",
                 "HeraldSettings",
@@ -298,12 +418,42 @@ let package = Package(
         .testTarget(
             name: "HeraldTests",
             dependencies: [
-                "Herald", "HeraldPostgres", "HeraldServer", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks", "HeraldRealtime",
-                "HeraldSettings", "HeraldOutput", "HeraldNATS",
+                "Herald", "HeraldPostgres", "HeraldAPI", "HeraldSupabase", "HeraldCluster", "HeraldEventLog", "HeraldNATSOutput", "HeraldService", "HeraldHTTP", "HeraldConsole", "HeraldClient", "HeraldConfiguration", "HeraldWebhooks", "HeraldRealtime",
+                "HeraldSettings", "HeraldOutput", "HeraldNATS", "pgherald",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        // Unit tests of the modules that have their own; the rest are in HeraldTests.
+        .testTarget(
+            name: "HeraldClusterTests",
+            dependencies: ["Herald", "HeraldCluster", "HeraldNATSOutput", "HeraldRealtime"],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldEventLogTests",
+            dependencies: ["HeraldEventLog"],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldHTTPTests",
+            dependencies: [
+                "HeraldHTTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictConcurrency
+        ),
+        .testTarget(
+            name: "HeraldServiceTests",
+            dependencies: [
+                "Herald",
+                "HeraldService",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictConcurrency
         ),
@@ -320,7 +470,7 @@ let package = Package(
             dependencies: [
                 "Herald",
                 "HeraldPostgres",
-                "HeraldServer",
+                "HeraldAPI", "HeraldSupabase", "HeraldCluster", "HeraldEventLog", "HeraldNATSOutput", "HeraldService", "HeraldHTTP", "HeraldConsole",
                 "HeraldClient",
                 "HeraldWebhooks",
                 "HeraldRealtime",

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
 import Glibc
-#endif
 import Herald
-import HeraldServer
 import HeraldSettings
+import HeraldSupabase
+#endif
 
 extension DaemonConfiguration {
     /// Keys a rule may have; anything else under `access.NAME` is refused.

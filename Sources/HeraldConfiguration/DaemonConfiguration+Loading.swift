@@ -1,9 +1,15 @@
 import Foundation
+import HeraldAPI
+import HeraldCluster
+import HeraldEventLog
+import HeraldHTTP
+import HeraldNATSOutput
 public import HeraldOutput
 import HeraldPostgres
-import HeraldServer
-import HeraldWebhooks
+import HeraldService
 public import HeraldSettings
+import HeraldSupabase
+import HeraldWebhooks
 import Logging
 
 extension DaemonConfiguration {

@@ -1,7 +1,7 @@
 public import Herald
 public import HeraldOutput
 public import HeraldPostgres
-public import HeraldServer
+public import HeraldService
 public import HeraldSettings
 
 /// Everything `pgherald serve` runs with, from the file, the environment and

@@ -1,5 +1,10 @@
+import HeraldAPI
+import HeraldCluster
+import HeraldEventLog
+import HeraldNATSOutput
 public import HeraldOutput
-import HeraldServer
+import HeraldService
+import HeraldSupabase
 import HeraldWebhooks
 
 extension OutputRegistry {

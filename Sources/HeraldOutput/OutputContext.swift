@@ -5,7 +5,10 @@ public import Logging
 /// What the daemon hands every output it builds.
 public struct OutputContext: Sendable {
     public var broker: Broker
+    /// The journal listener: on an edge it does not run, and holds the state the edge's feed reports.
     public var listener: PostgresListener
+    /// Where the events come from: the listener, or an edge's feed.
+    public var source: any EventSource
     /// Key `database`: for an output's own queries (a ``JournalFeed``, the webhook tables).
     public var database: ConnectionString
     /// Key `name`: durable outputs keep their cursors under it.
@@ -25,12 +28,13 @@ public struct OutputContext: Sendable {
     public var logger: Logger
 
     public init(
-        broker: Broker, listener: PostgresListener, database: ConnectionString, daemonName: String, version: String,
+        broker: Broker, listener: PostgresListener, source: any EventSource, database: ConnectionString, daemonName: String, version: String,
         catalog: SchemaCatalog, journal: JournalReader, maintenance: JournalMaintenance, metrics: DaemonMetrics,
         access: AccessPolicy?, rowSecurity: RowSecurityGate, outputs: OutputDirectory, logger: Logger
     ) {
         self.broker = broker
         self.listener = listener
+        self.source = source
         self.database = database
         self.daemonName = daemonName
         self.version = version

@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldPostgres
 import Testing
 
 extension IntegrationTests {
@@ -178,7 +179,7 @@ extension IntegrationTests {
             let database = try TestDatabase.create()
             let role = Self.makeRole()
             let daemonRole = "pgherald_\(role)"
-            defer { _ = try? database.execute("DROP ROLE IF EXISTS \(role); DROP ROLE IF EXISTS \(daemonRole)") }
+            defer { _ = try? database.execute("DROP OWNED BY \(daemonRole); DROP ROLE IF EXISTS \(role); DROP ROLE IF EXISTS \(daemonRole)") }
             let config = try Self.configuration { secretFile in
                 """
                 database: "\(database.connInfo) user=\(daemonRole)"
@@ -191,6 +192,8 @@ extension IntegrationTests {
                 """
             }
             try database.execute("CREATE ROLE \(daemonRole) LOGIN")
+            // A daemon role of its own, granted what serve needs in the pgherald schema; the roles it checks as are this test's.
+            try Installer.install(on: database.connect(), daemonRoles: [daemonRole])
 
             let missing = try await DaemonProcess(["check-config", config, "--connect"]).finish()
             #expect(missing.status == 78 && missing.stderr.contains("role \(role): no such role"), "\(missing.stderr)")

@@ -1,8 +1,8 @@
 import Foundation
 import Herald
-import HeraldPostgres
 import HeraldClient
-import HeraldServer
+import HeraldEventLog
+import HeraldPostgres
 import Synchronization
 import Testing
 

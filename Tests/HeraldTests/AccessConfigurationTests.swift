@@ -1,6 +1,6 @@
 import Herald
-import HeraldServer
 import HeraldConfiguration
+import HeraldSupabase
 import Testing
 
 extension ConfigurationTests {

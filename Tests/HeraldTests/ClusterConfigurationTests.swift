@@ -1,6 +1,6 @@
 import Foundation
+import HeraldCluster
 @testable import HeraldConfiguration
-import HeraldServer
 import HeraldSettings
 import Testing
 

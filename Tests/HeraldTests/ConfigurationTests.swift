@@ -1,7 +1,11 @@
 import Foundation
+import HeraldAPI
 import HeraldConfiguration
-import HeraldServer
+import HeraldConsole
+import HeraldEventLog
+import HeraldHTTP
 import HeraldSettings
+import HeraldSupabase
 import Testing
 
 @Suite struct ConfigurationTests {

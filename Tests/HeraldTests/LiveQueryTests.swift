@@ -1,9 +1,9 @@
 import Foundation
-import Testing
 @testable import Herald
+@testable import HeraldAPI
 @testable import HeraldConfiguration
-@testable import HeraldServer
 import HeraldSettings
+import Testing
 
 @Suite struct LiveQuerySchedulerTests {
     let start = ContinuousClock.now

@@ -9,9 +9,12 @@ import Testing
         "CLibPQ": 0, "HeraldSupport": 0, "Herald": 0,
         "HeraldPostgres": 1, "HeraldSettings": 1, "HeraldRealtime": 1, "HeraldNATS": 1,
         "HeraldOutput": 2,
-        "HeraldServer": 3, "HeraldWebhooks": 3, "HeraldClient": 3,
-        "HeraldConfiguration": 4,
-        "pgherald": 5, "HeraldBench": 5,
+        "HeraldWebhooks": 3, "HeraldClient": 3, "HeraldHTTP": 3, "HeraldEventLog": 3, "HeraldNATSOutput": 3,
+        "HeraldConsole": 4, "HeraldCluster": 4, "HeraldService": 4,
+        "HeraldSupabase": 5,
+        "HeraldAPI": 6,
+        "HeraldConfiguration": 7,
+        "pgherald": 8, "HeraldBench": 8,
     ]
 
     static let sources = URL(fileURLWithPath: #filePath)
@@ -40,9 +43,9 @@ import Testing
     }
 
     @Test func theRuleSeesAnUpwardImport() {
-        #expect(Self.importedModule("public import HeraldServer") == "HeraldServer")
+        #expect(Self.importedModule("public import HeraldAPI") == "HeraldAPI")
         #expect(Self.importedModule("@preconcurrency import HeraldClient") == "HeraldClient")
-        #expect(Self.importedModule("// import HeraldServer") == nil)
+        #expect(Self.importedModule("// import HeraldAPI") == nil)
     }
 
     static func importedModule(_ line: Substring) -> String? {

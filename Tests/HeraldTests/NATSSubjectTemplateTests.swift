@@ -1,5 +1,5 @@
 import Herald
-import HeraldServer
+import HeraldNATSOutput
 import PropertyBased
 import Testing
 

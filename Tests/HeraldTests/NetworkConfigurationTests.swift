@@ -1,8 +1,9 @@
 import Foundation
-import HeraldConfiguration
 import HTTPTypes
+@testable import HeraldAPI
+import HeraldConfiguration
+@testable import HeraldHTTP
 import Hummingbird
-@testable import HeraldServer
 import Testing
 
 extension ConfigurationTests {

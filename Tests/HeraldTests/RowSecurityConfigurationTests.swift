@@ -1,6 +1,6 @@
 import Herald
 import HeraldConfiguration
-import HeraldServer
+import HeraldSupabase
 import Testing
 
 extension ConfigurationTests {

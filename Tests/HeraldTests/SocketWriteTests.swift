@@ -1,12 +1,13 @@
 import Herald
+@testable import HeraldAPI
+@testable import HeraldHTTP
+import HeraldWebhooks
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import NIOPosix
 import Testing
-import HeraldWebhooks
-import Logging
-@testable import HeraldServer
 
 @Suite struct SocketWriteTests {
     @Test func writeSpacingGrowsWithTheOpenStreams() {

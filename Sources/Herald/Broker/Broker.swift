@@ -30,6 +30,8 @@ public final class Broker: Sendable {
     /// A class, so that the fan-out loop retains one reference per subscriber, not four.
     final class Subscriber: Sendable {
         let id: UInt64
+        /// What the publisher checks: the subscriber's filter, less its conditions on columns,
+        /// which its ``Subscription`` checks on the consumer's task.
         let filter: EventFilter
         let mailbox: Mailbox
         let kind: String
@@ -39,11 +41,11 @@ public final class Broker: Sendable {
 
         init(id: UInt64, filter: EventFilter, mailbox: Mailbox, kind: String, onOverflow: (@Sendable () -> Void)?) {
             self.id = id
-            self.filter = filter
+            self.filter = filter.readsColumns ? filter.withoutColumnConditions : filter
             self.mailbox = mailbox
             self.kind = kind
             self.onOverflow = onOverflow
-            takesEverything = filter == .all
+            takesEverything = self.filter == .all
         }
     }
 

@@ -16,6 +16,10 @@ public final class Subscription: AsyncSequence, Sendable {
     public let startCount: UInt64
     let mailbox: Mailbox
     private let broker: Broker
+    /// Whether the filter's conditions on columns are checked here, on the consumer's task, rather
+    /// than by the publisher: one subscriber's costly conditions (a `like` over long rows) must not
+    /// hold up the delivery to every other.
+    private let checksColumns: Bool
 
     init(id: UInt64, filter: EventFilter, startCount: UInt64, mailbox: Mailbox, broker: Broker) {
         self.id = id
@@ -23,6 +27,28 @@ public final class Subscription: AsyncSequence, Sendable {
         self.startCount = startCount
         self.mailbox = mailbox
         self.broker = broker
+        checksColumns = filter.readsColumns
+    }
+
+    /// The events of a batch the filter's conditions on columns let through.
+    private func passing(_ events: [Event]) -> [Event] {
+        checksColumns ? events.filter(filter.matches) : events
+    }
+
+    /// The events a consumer on a task lets through, yielding its thread each millisecond of
+    /// checking: a costly filter takes its time from its own turns, not from the other consumers'.
+    private func passingInTurns(_ events: [Event]) async -> [Event] {
+        guard checksColumns else { return events }
+        var passed: [Event] = []
+        var turnStarted = ContinuousClock.now
+        for event in events {
+            if filter.matches(event) { passed.append(event) }
+            if ContinuousClock.now - turnStarted > .milliseconds(1) {
+                await Task.yield()
+                turnStarted = .now
+            }
+        }
+        return passed
     }
 
     deinit {
@@ -45,7 +71,9 @@ public final class Subscription: AsyncSequence, Sendable {
     ) async throws(SubscriptionOverflowError) -> [Event] {
         while true {
             switch try await mailbox.take(upTo: limit) {
-            case .events(let events): return events
+            case .events(let events):
+                let passed = await passingInTurns(events)
+                if !passed.isEmpty { return passed }
             case .finished: return []
             case .heartbeat: continue
             }
@@ -67,19 +95,27 @@ public final class Subscription: AsyncSequence, Sendable {
         limit: Int = 1024,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(SubscriptionOverflowError) -> Delivery {
-        switch try await mailbox.take(upTo: limit) {
-        case .events(let events): return .events(events)
-        case .heartbeat: return .heartbeat
-        case .finished: return .finished
+        while true {
+            switch try await mailbox.take(upTo: limit) {
+            case .events(let events):
+                let passed = await passingInTurns(events)
+                if !passed.isEmpty { return .events(passed) }
+            case .heartbeat: return .heartbeat
+            case .finished: return .finished
+            }
         }
     }
 
     /// What ``nextDelivery(limit:isolation:)`` would return now, without
     /// waiting; nil when it would wait. For consumers driven by callbacks
-    /// rather than a task: see ``whenReady(_:)``.
+    /// rather than a task: see ``whenReady(_:)``. The events may be none, when
+    /// those taken all failed the filter's conditions on columns.
     public func pollDelivery(limit: Int = 1024) throws(SubscriptionOverflowError) -> Delivery? {
-        switch try mailbox.poll(upTo: limit) {
-        case .events(let events)?: return .events(events)
+        // Checked one event at a time, and an event that fails comes back as an empty batch: the
+        // caller, which cannot yield in the middle, decides between events whether its turn goes on.
+        switch try mailbox.poll(upTo: checksColumns ? 1 : limit) {
+        case .events(let events)?:
+            return .events(passing(events))
         case .heartbeat?: return .heartbeat
         case .finished?: return .finished
         case nil: return nil

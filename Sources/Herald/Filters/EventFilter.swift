@@ -41,6 +41,25 @@ public struct EventFilter: Sendable, Hashable {
         return matches(event, row: &row)
     }
 
+    /// Whether matching reads the row's columns (conditions here or in an access grant): work that
+    /// grows with the row and the conditions, which a subscriber pays for on its own task.
+    var readsColumns: Bool {
+        !predicates.isEmpty || access?.contains { !$0.predicates.isEmpty } == true
+    }
+
+    /// This filter without its conditions on columns: every event it matches, and more, decided
+    /// without reading a row.
+    var withoutColumnConditions: EventFilter {
+        var coarse = self
+        coarse.predicates = []
+        coarse.access = access?.map { grant in
+            var wider = grant
+            wider.predicates = []
+            return wider
+        }
+        return coarse
+    }
+
     /// Matches with a row that is parsed at most once, however many filters look at it.
     func matches(_ event: Event, row: inout LazyRow) -> Bool {
         guard operations.contains(event.operation) else { return false }

@@ -20,6 +20,9 @@ struct LikePattern: Sendable, Hashable {
     private let stays: [UInt64]
     /// Per literal character, the states it leads into (`i + 1` where token `i` is that character).
     private let literals: [Unicode.Scalar: [UInt64]]
+    /// The same for each ASCII character, ``words`` words after words: an array read per character
+    /// of text where a dictionary lookup cost a hash.
+    private let asciiLiterals: [UInt64]
     /// The states that `_` leads into: any character does.
     private let anyCharacter: [UInt64]
     /// The last state's word and bit: matching all of the pattern.
@@ -65,9 +68,14 @@ struct LikePattern: Sendable, Hashable {
                 state = next
             }
         }
+        var asciiLiterals = [UInt64](repeating: 0, count: 128 * words)
+        for (scalar, leads) in literals where scalar.isASCII {
+            for word in 0..<words { asciiLiterals[Int(scalar.value) * words + word] = leads[word] }
+        }
         self.words = words
         self.stays = stays
         self.literals = literals
+        self.asciiLiterals = asciiLiterals
         self.anyCharacter = anyCharacter
         finalWord = state / 64
         finalBit = 1 << UInt64(state % 64)
@@ -92,20 +100,38 @@ struct LikePattern: Sendable, Hashable {
         var live = [UInt64](repeating: 0, count: words)
         var next = [UInt64](repeating: 0, count: words)
         live[0] = 1
-        for scalar in (ignoringCase ? text.lowercased() : text).unicodeScalars {
-            let leadsInto = literals[scalar]
-            var carry: UInt64 = 0
-            var any: UInt64 = 0
-            for word in 0..<words {
-                let moved = (live[word] << 1) | carry
-                carry = live[word] >> 63
-                let allowed = anyCharacter[word] | (leadsInto?[word] ?? 0)
-                next[word] = (moved & allowed) | (live[word] & stays[word])
-                any |= next[word]
+        let subject = ignoringCase ? text.lowercased() : text
+        // Buffer pointers: the loop below runs once per character and word of every row a stream's
+        // conditions read, and array accesses with their checks cost several times the work itself.
+        return live.withUnsafeMutableBufferPointer { live in
+            next.withUnsafeMutableBufferPointer { next in
+                anyCharacter.withUnsafeBufferPointer { anyCharacter in
+                    stays.withUnsafeBufferPointer { stays in
+                        asciiLiterals.withUnsafeBufferPointer { ascii in
+                            var current = live
+                            var following = next
+                            for scalar in subject.unicodeScalars {
+                                let code = Int(scalar.value)
+                                let other = code < 128 ? nil : literals[scalar]
+                                var carry: UInt64 = 0
+                                var any: UInt64 = 0
+                                for word in 0..<words {
+                                    let state = current[word]
+                                    let moved = (state << 1) | carry
+                                    carry = state >> 63
+                                    let leads = code < 128 ? ascii[code &* words &+ word] : (other?[word] ?? 0)
+                                    let advanced = (moved & (anyCharacter[word] | leads)) | (state & stays[word])
+                                    following[word] = advanced
+                                    any |= advanced
+                                }
+                                guard any != 0 else { return false }
+                                swap(&current, &following)
+                            }
+                            return current[finalWord] & finalBit != 0
+                        }
+                    }
+                }
             }
-            guard any != 0 else { return false }
-            swap(&live, &next)
         }
-        return live[finalWord] & finalBit != 0
     }
 }

@@ -1,7 +1,9 @@
 import Herald
 
 extension PostgresListener {
-    /// How far a feed from elsewhere has read (``Configuration/fedElsewhere``).
+    /// How far a feed from elsewhere has read: on an edge, the stream's feed
+    /// takes the listener's place, and the listener, which then never runs,
+    /// holds the state the feed reports for health checks and statistics.
     public struct FeedFreshness: Sendable, Hashable {
         /// Where the events come from, such as `nats stream PGHERALD`.
         public var source: String
@@ -15,6 +17,12 @@ extension PostgresListener {
             self.position = position
             self.lag = lag
         }
+    }
+
+    /// A feed from elsewhere starts in the listener's place. Its events were
+    /// durable where they came from: whole transactions and exact resumes hold.
+    public func beginFeed() {
+        state.withLock { $0.durability = .durable }
     }
 
     /// The state of the feed that takes the listener's place, and how far it

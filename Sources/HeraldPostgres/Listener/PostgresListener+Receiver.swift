@@ -28,28 +28,19 @@ extension PostgresListener {
         private var parking: ParkingStateMachine?
         /// Live events arrived in the last drain: rings, for the parking policy.
         private var rings = 0
-        /// Parked, events a sweep found before any notification announced
-        /// them, by transaction: lost on the way unless their notification
-        /// arrives before the next tick (see ``DeliveryCursor``).
-        private var unannounced: [UInt64: Int] = [:]
-        /// Parked, transactions whose notification came while some
-        /// transaction was unrung, and so was left to a sweep: the sweep that
-        /// finds their events has nothing lost to count.
-        private var announced: Set<UInt64> = []
+        /// Parked, the events that reached the listener without their notification.
+        private var announcements = ParkedAnnouncements()
         /// Events the first sweeps of a new daemon deliver come in transaction
         /// order, not in the order a client may have seen them from an earlier run.
         private var resumable: Bool
-        /// When the probe in flight went, if one is.
-        private var probeSentAt: ContinuousClock.Instant?
-        private var probesSent: UInt64 = 0
-        /// Due at once: the first probe proves the LISTEN just made.
-        private var lastProbe: ContinuousClock.Instant = .now - .seconds(86_400)
+        private var probes: ProbeClock
         private var lastReplan = ContinuousClock.now
 
         init(listener: PostgresListener, connection: LibpqConnection, durable: Bool, resumable: Bool) {
             self.listener = listener
             self.connection = connection
             self.resumable = resumable
+            probes = ProbeClock(interval: listener.configuration.probeInterval, timeout: listener.configuration.connectTimeout, now: .now)
             if durable { parking = ParkingStateMachine(policy: listener.configuration.parking, now: .now) }
             self.backendPID = connection.backendPID
             self.tickChannel = Array(listener.tickChannel.utf8CString)
@@ -71,10 +62,10 @@ extension PostgresListener {
                 do throws(LibpqError) {
                     // Queries (sweeps, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
-                    if let probeSentAt, ContinuousClock.now >= probeSentAt + listener.configuration.connectTimeout {
+                    if probes.isOverdue(now: .now) {
                         return probeFailed("a probe sent \(listener.configuration.connectTimeout.secondsText) ago has not come back")
                     }
-                    if probeSentAt == nil, ContinuousClock.now >= lastProbe + listener.configuration.probeInterval {
+                    if probes.isDue(now: .now) {
                         try sendProbe()
                         continue
                     }
@@ -98,8 +89,7 @@ extension PostgresListener {
                         case .unpark:
                             try mark(parked: false)
                             cursor!.unparked()
-                            unannounced = [:]
-                            announced = []
+                            announcements.unparked()
                             parking!.didUnpark(now: .now)
                             continue
                         case .wait(let until):
@@ -115,7 +105,7 @@ extension PostgresListener {
                         }
                     }
                     do {
-                        try connection.awaitInput(until: min(deadline, probeDeadline))
+                        try connection.awaitInput(until: min(deadline, probes.deadline))
                     } catch where error.code == .timedOut {
                         // Time to sweep, or to show the watchdog the loop still turns.
                     }
@@ -200,8 +190,9 @@ extension PostgresListener {
                     }
                     // Parked and confirmed by a tick, an event that no notification brought was lost on the way;
                     // found by another sweep, it is lost if the next tick arrives before its notification.
-                    if parking?.isParked == true, !cursor.isUnrung(row.transactionID), !announced.contains(row.transactionID) {
-                        if tick != nil { backstopped += 1 } else { unannounced[row.transactionID, default: 0] += 1 }
+                    if parking?.isParked == true, !cursor.isUnrung(row.transactionID),
+                        announcements.found(transactionID: row.transactionID, confirmed: tick != nil) {
+                        backstopped += 1
                     }
                 }
                 delivered += admitted.count
@@ -220,25 +211,18 @@ extension PostgresListener {
                 cursor.swept(to: snapshot)
             }
             listener.recordDelivered(through: cursor.covered)
-            if !announced.isEmpty { announced = announced.filter { !snapshot.isVisible($0) } }
+            announcements.swept(to: snapshot)
             parking?.swept(found: delivered, deliveries: deliveries, full: pages > 1, unrung: !cursor.unrung.isEmpty, now: .now)
             recordBackstop(backstopped, upTo: snapshot)
             return delivered
         }
 
-        /// When the probe in flight is overdue, or the next one is due.
-        private var probeDeadline: ContinuousClock.Instant {
-            probeSentAt.map { $0 + listener.configuration.connectTimeout } ?? lastProbe + listener.configuration.probeInterval
-        }
-
         /// Notifies ourselves on the tick channel: the probe comes back the way events do, or the path is broken.
         private mutating func sendProbe() throws(LibpqError) {
-            probesSent += 1
-            lastProbe = .now
-            probeSentAt = lastProbe
+            let probe = probes.send(now: .now)
             do {
                 try connection.execute(
-                    "SELECT pg_notify($1, $2)", parameters: [listener.tickChannel, "\(Self.probePrefix)\(probesSent)"],
+                    "SELECT pg_notify($1, $2)", parameters: [listener.tickChannel, "\(Self.probePrefix)\(probe)"],
                     timeout: listener.configuration.connectTimeout
                 )
             } catch where error.code == .timedOut {
@@ -303,9 +287,7 @@ extension PostgresListener {
                     if !part.isEmpty { arrive(part, senderPID: senderPID) }
                 }
             }
-            // Whatever arrives proves the path, the probe's own notification or
-            // not: under a backlog the probe may wait behind events longer than its timeout.
-            if taken > 0 { probeSentAt = nil }
+            if taken > 0 { probes.heard() }
             return taken
         }
 
@@ -330,7 +312,7 @@ extension PostgresListener {
         private mutating func admitLive(id: String, transactionID: String, cursor: DeliveryCursor?) -> Bool {
             guard let cursor, let id = UInt64(id), let transactionID = UInt64(transactionID) else { return true }
             rings += 1
-            unannounced[transactionID] = nil
+            announcements.rang(transactionID)
             switch cursor.live(id: id, transactionID: transactionID, parked: parking?.isParked ?? false) {
             case .deliver:
                 positions.append((id, transactionID))
@@ -338,7 +320,7 @@ extension PostgresListener {
             case .skip:
                 return false
             case .sweep:
-                if parking?.isParked == true { announced.insert(transactionID) }
+                if parking?.isParked == true { announcements.leftToSweep(transactionID) }
                 parking?.sweepSoon(now: .now)
                 return false
             }
@@ -365,9 +347,7 @@ extension PostgresListener {
                 arrivedTick = nil
                 // A sweep up to the tick: what it finds, no notification brought.
                 if let confirmed = cursor?.tickArrived(tick), parking?.isParked == true {
-                    let lost = unannounced.filter { confirmed.isVisible($0.key) }
-                    unannounced = unannounced.filter { !confirmed.isVisible($0.key) }
-                    recordBackstop(lost.values.reduce(0, +), upTo: confirmed)
+                    recordBackstop(announcements.tickConfirmed(confirmed), upTo: confirmed)
                     try sweep(cursor: &cursor!, upTo: confirmed)
                 }
             }

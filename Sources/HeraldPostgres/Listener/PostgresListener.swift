@@ -38,10 +38,6 @@ public final class PostgresListener: Service, Sendable {
         public var backstopInterval: Duration
         /// When a durable listener reads the journal and when it parks.
         var parking = ParkingStateMachine.Policy()
-        /// Events come from elsewhere (an edge daemon reads a JetStream
-        /// stream): the listener never connects, and whatever feeds the broker
-        /// reports its state with ``reportFeed(_:freshness:)``. Default false.
-        public var fedElsewhere = false
 
         public init(
             connection: ConnectionString,
@@ -214,13 +210,6 @@ public final class PostgresListener: Service, Sendable {
             return state.started
         }
         precondition(!alreadyStarted, "a PostgresListener runs once")
-        if configuration.fedElsewhere {
-            // Its events were durable where they came from: whole transactions and exact resumes hold.
-            state.withLock { $0.durability = .durable }
-            try? await gracefulShutdown()
-            setStatus(.stopped)
-            return
-        }
         try await withGracefulShutdownHandler {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (finished: CheckedContinuation<Void, any Error>) in

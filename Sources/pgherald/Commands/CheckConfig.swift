@@ -1,9 +1,12 @@
 public import ArgumentParser
 import Foundation
-public import HeraldConfiguration
 import Herald
+import HeraldAPI
+import HeraldCluster
+public import HeraldConfiguration
+import HeraldNATSOutput
 import HeraldPostgres
-import HeraldServer
+import HeraldService
 import HeraldSettings
 import HeraldWebhooks
 import Logging
@@ -74,9 +77,8 @@ struct CheckConfig: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: listener: \(SessionRoute.sharedSessionMessage(endpoint: "\(listenerDatabase)", serverPID: serverPID))\n".utf8))
             throw ExitCode(ConfigurationError.exitCode)
         }
-        if configuration.source == .database {
-            try checkDaemonRole(on: configuration.database, timeout: configuration.connectTimeout)
-        }
+        // Reported with what follows, so that one run names every grant to make.
+        let daemonRoleFailed = configuration.source == .database && !checkDaemonRole(on: configuration.database, timeout: configuration.connectTimeout)
         if let queries = configuration[LiveQueryOutput.self] {
             try checkQueries(queries.definitions, on: configuration.database, timeout: configuration.connectTimeout)
         }
@@ -95,6 +97,7 @@ struct CheckConfig: AsyncParsableCommand {
                 throw ExitCode(ConfigurationError.exitCode)
             }
         }
+        if daemonRoleFailed { throw ExitCode(ConfigurationError.exitCode) }
     }
 
     /// Each NATS client serve would start, with the stream it needs.
@@ -120,21 +123,23 @@ struct CheckConfig: AsyncParsableCommand {
         return clients
     }
 
-    /// Checks that the daemon's role may do in the pgherald schema what serve does there.
-    private func checkDaemonRole(on database: ConnectionString, timeout: Duration) throws {
+    /// Checks that the daemon's role may do in the pgherald schema what serve does there; false
+    /// when it may not, said on standard error.
+    private func checkDaemonRole(on database: ConnectionString, timeout: Duration) -> Bool {
         let problem: String?
         do {
             let connection = try LibpqConnection.connect(database, timeout: timeout, applicationName: "pgherald check-config")
             problem = try Installer.daemonRoleProblem(on: connection)
         } catch {
             FileHandle.standardError.write(Data("Error: database: cannot check the daemon's role: \(error)\n".utf8))
-            throw ExitCode(ConfigurationError.exitCode)
+            return false
         }
         if let problem {
             FileHandle.standardError.write(Data("Error: database: \(problem)\n".utf8))
-            throw ExitCode(ConfigurationError.exitCode)
+            return false
         }
         print("# database: the daemon's role may read the journal and keep its cursors in the pgherald schema")
+        return true
     }
 
     /// Checks that the daemon's role may SET ROLE to each role `rls: true` checks as.

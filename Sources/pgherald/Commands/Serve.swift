@@ -1,10 +1,9 @@
 import ArgumentParser
 import Foundation
-import Herald
 import HeraldConfiguration
 import HeraldOutput
 import HeraldPostgres
-import HeraldServer
+import HeraldService
 import HeraldSettings
 import Logging
 import Metrics
@@ -190,103 +189,17 @@ struct Serve: AsyncParsableCommand {
         umask(0o027)
         LoggingSetup.bootstrap(.init(levels: settings.logLevels, format: settings.logFormat), environment: ProcessInfo.processInfo.environment)
         let lifecycle = LogCategory.lifecycle.logger
-        let connection = settings.database
-        let broker = Broker(configuration: .init(mailboxCapacity: settings.mailboxCapacity, historyCapacity: settings.history))
-
-        let environment = ProcessInfo.processInfo.environment
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(DaemonMetrics.factory(for: registry))
-        var listening = PostgresListener.Configuration(
-            connection: settings.listenDatabase ?? connection, connectTimeout: settings.connectTimeout,
-            durability: settings.durability, name: settings.name, probeInterval: settings.probeInterval,
-            backstopInterval: settings.backstopInterval
+        let daemon = try Daemon(
+            settings: settings, sources: sources, registry: registry, environment: ProcessInfo.processInfo.environment,
+            version: PGHerald.configuration.version
         )
-        // An edge: its events come from the cluster's stream, and nothing reads the journal here.
-        let edge = settings.source == .nats ? settings[ClusterLink.self] : nil
-        listening.fedElsewhere = edge != nil
-        let listener = PostgresListener(configuration: listening, broker: broker, logger: LogCategory.database.logger)
-        let notifier = SystemdNotifier(environment: environment)
-        let maintenance = JournalMaintenance(
-            configuration: .init(retention: settings.retention, interval: settings.pruneInterval),
-            connection: connection,
-            daemon: settings.name,
-            listener: listener,
-            logger: LogCategory.database.logger
-        )
-        // Idle in notify-only mode; an edge has no journal to maintain.
-        if edge == nil { services.append(.init(service: maintenance, successTerminationBehavior: .ignore)) }
-        let rowSecurity = RowSecurityGate(
-            configuration: .init(mailboxCapacity: settings.mailboxCapacity), broker: broker, database: connection, logger: LogCategory.broker.logger
-        )
-        services.append(.init(service: rowSecurity, successTerminationBehavior: .ignore))
-        let outputs = OutputDirectory()
-        let metrics = DaemonMetrics(
-            registry: registry, broker: broker, listener: listener, maintenance: maintenance, outputs: outputs, rowSecurity: rowSecurity
-        )
-        if let address = settings.metricsListen {
-            guard let server = MetricsServer(
-                address: address, metrics: metrics, listener: listener, maintenance: maintenance, outputs: outputs, logger: LogCategory.lifecycle.logger
-            ) else { throw ValidationError("metrics.listen: '\(address)' is not HOST:PORT") }
-            services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
-        }
-        let context = OutputContext(
-            broker: broker, listener: listener, database: connection, daemonName: settings.name, version: PGHerald.configuration.version,
-            catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
-            journal: JournalReader(connection: connection, daemon: settings.name), maintenance: maintenance, metrics: metrics,
-            access: settings.access, rowSecurity: rowSecurity, outputs: outputs, logger: lifecycle
-        )
-        for kind in OutputRegistry.standard.kinds {
-            guard let configuration = settings.outputs[kind.section] else { continue }
-            var own = context
-            own.logger = kind.makeLogger()
-            let output: any Output
-            do {
-                output = try kind.makeOutput(configuration, context: own)
-            } catch {
-                lifecycle.error("an output cannot start", metadata: ["output": "\(kind.section)", "error": "\(error)"])
-                throw error
-            }
-            outputs.add(output)
-            services.append(.init(service: output, successTerminationBehavior: .gracefullyShutdownGroup))
-        }
-        services.append(.init(service: ConfigurationReloader(
-            sources: sources, current: settings, registry: .standard, outputs: outputs, notifier: notifier, logger: LogCategory.config.logger
-        )))
-        // Near the end, so that on shutdown the listener (or an edge's feed) stops before the outputs drain.
-        if let edge, let stream = edge.stream {
-            services.append(.init(service: EdgeFeed(
-                configuration: edge, stream: stream, broker: broker, listener: listener, history: settings.history,
-                version: PGHerald.configuration.version, logger: LogCategory.cluster.logger
-            ), successTerminationBehavior: .gracefullyShutdownGroup))
-        }
-        services.append(.init(service: listener, successTerminationBehavior: .gracefullyShutdownGroup))
-        // Late, so that STOPPING=1 goes out first.
-        services.append(.init(service: SystemdService(
-            configuration: .init(
-                watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
-                stallLimit: settings.connectTimeout + .seconds(5)
-            ),
-            notifier: notifier, listener: listener, broker: broker, outputs: outputs, logger: LogCategory.lifecycle.logger
-        )))
-
-        services.append(.init(service: HeapTrimmer(broker: broker), successTerminationBehavior: .ignore))
-        let failures = FirstFailure()
-        // Last of all, so that it hears the stop first and bounds it.
-        services.append(.init(service: StopDeadline(grace: settings.stopGrace, failures: failures, logger: lifecycle), successTerminationBehavior: .ignore))
-        // A failure stops the others as SIGTERM does, within stop_grace: cancelled, servers log
-        // errors of their own, and a service that ignored cancellation would hold the daemon.
-        services = services.map { service in
-            var service = service
-            service.service = failures.watching(service.service)
-            service.failureTerminationBehavior = .gracefullyShutdownGroup
-            return service
-        }
-        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
+        var configuration = ServiceGroupConfiguration(services: daemon.services, gracefulShutdownSignals: [.sigterm, .sigint], logger: lifecycle)
         configuration.maximumGracefulShutdownDuration = StopDeadline.cancellation(grace: settings.stopGrace)
         let group = ServiceGroup(configuration: configuration)
         lifecycle.info("starting", metadata: [
-            "database": "\(connection)", "version": "\(PGHerald.configuration.version)",
+            "database": "\(settings.database)", "version": "\(PGHerald.configuration.version)",
             "config": "\(sources.file.map { FileManager.default.fileExists(atPath: $0) ? $0 : "none" } ?? "none")",
         ])
         for warning in settings.warnings { lifecycle.warning("\(warning)") }
@@ -294,9 +207,9 @@ struct Serve: AsyncParsableCommand {
             try await group.run()
         } catch {
             // The one line that says why, first of all; StopDeadline prints it instead if the stop overruns.
-            failures.print(error)
+            daemon.failures.print(error)
             throw ExitCode.failure
         }
-        lifecycle.info("stopped", metadata: ["events": "\(broker.statistics.changeCount)"])
+        lifecycle.info("stopped", metadata: ["events": "\(daemon.broker.statistics.changeCount)"])
     }
 }

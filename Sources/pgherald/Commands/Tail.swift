@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import Herald
 import HeraldClient
-import HeraldServer
+import HeraldEventLog
+import HeraldService
 
 struct Tail: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,6 @@
 public import ArgumentParser
 import Foundation
-public import HeraldServer
+public import HeraldService
 
 struct LoggingOptions: ParsableArguments {
     @Option(

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Herald
-import HeraldServer
+import HeraldAPI
 import HeraldSettings
 
 /// The daemon's socket, `--socket`: where `serve` puts it, and where the

@@ -1,14 +1,15 @@
 #if canImport(Glibc)
 import Glibc
-#endif
+import HeraldAPI
 import HeraldConfiguration
 import HeraldOutput
-import HeraldServer
+import HeraldService
 import HeraldSettings
 import Logging
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+#endif
 
 /// Rereads the configuration on SIGHUP and applies what can change while
 /// running: log levels and format, the access rules (streams whose grant

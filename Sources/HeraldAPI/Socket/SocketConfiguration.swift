@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+public import Glibc
+public import HeraldConsole
+public import HeraldHTTP
+#endif
+
+/// Settings of the Unix-socket server.
+public struct SocketConfiguration: Sendable, Equatable {
+    /// Where the socket file lives. Default: see ``defaultPath(environment:)``.
+    public var path: String
+    /// Permissions of the socket file. Default 0660: owner and group may connect.
+    public var mode: mode_t
+    /// Group to own the socket file, so its members may connect. Default: the daemon's group.
+    public var group: String?
+    /// Concurrent event streams allowed; more get 503. Default 10,000.
+    public var maximumSubscribers: Int
+    /// Open connections allowed, streaming or not; one beyond gets 503 at
+    /// its first request. Default: `maximumSubscribers` + 128.
+    public var maximumConnections: Int
+    /// A connection that has not sent a whole request head within this long,
+    /// or sits idle this long between requests, is closed (slow or silent
+    /// clients); open streams are never idle. Default 10 s.
+    public var idleTimeout: Duration
+    /// Events a stream may fall behind live before it reads on from the
+    /// broker's history instead; `event: overflow` ends it only once it falls
+    /// behind the history too. Default 4096.
+    public var mailboxCapacity: Int
+    /// How often idle streams get a heartbeat comment. Default 15 s.
+    public var heartbeatInterval: Duration
+    /// The most writes per second to spend on all streams together; nil (the
+    /// default): no ceiling.
+    ///
+    /// Streams are written at once while their event loop has headroom, and
+    /// paced only while writing keeps it busy (``WritePacing``). With a rate,
+    /// a stream is also written at most every `open streams / writeRate`
+    /// seconds, and events that arrive sooner go out together in its next
+    /// write: at 50,000, 2 ms apart with 100 streams and 20 ms with 1000.
+    public var writeRate: Int?
+    /// The live console (`console:`), served at `/console` and, with
+    /// `console.listen`, on TCP too. Default: off.
+    public var console: ConsoleConfiguration?
+    /// The network listener (`http:` and `tls:`), which serves this API to
+    /// other machines too. Default: off.
+    public var network: NetworkConfiguration?
+
+    public init(
+        path: String,
+        mode: mode_t = 0o660,
+        group: String? = nil,
+        maximumSubscribers: Int = 10_000,
+        maximumConnections: Int? = nil,
+        idleTimeout: Duration = .seconds(10),
+        mailboxCapacity: Int = 4096,
+        heartbeatInterval: Duration = .seconds(15),
+        writeRate: Int? = nil,
+        console: ConsoleConfiguration? = nil,
+        network: NetworkConfiguration? = nil
+    ) {
+        self.path = path
+        self.mode = mode
+        self.group = group
+        self.maximumSubscribers = maximumSubscribers
+        self.maximumConnections = maximumConnections ?? maximumSubscribers + 128
+        self.idleTimeout = idleTimeout
+        self.mailboxCapacity = mailboxCapacity
+        self.heartbeatInterval = heartbeatInterval
+        self.writeRate = writeRate
+        self.console = console
+        self.network = network
+    }
+
+    /// How long a stream waits after a write before its next one, with
+    /// `openStreams` streams open; `nil` without a ``writeRate``.
+    public func writeSpacing(openStreams: Int) -> Duration? {
+        writeRate.map { .seconds(openStreams) / $0 }
+    }
+
+    /// `$RUNTIME_DIRECTORY/pgherald.sock` under systemd, else
+    /// `$XDG_RUNTIME_DIR/pgherald.sock`, else `/tmp/pgherald-UID/pgherald.sock`: one path for
+    /// serve, tail, status and curl whatever directory each runs in, for root (which often has
+    /// no `XDG_RUNTIME_DIR`) as for any other user.
+    public static func defaultPath(environment: [String: String], userID: uid_t = getuid()) -> String {
+        // systemd may list several runtime directories, separated by colons.
+        if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, !runtime.isEmpty {
+            return "\(runtime)/pgherald.sock"
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return "\(runtime)/pgherald.sock"
+        }
+        return "\(privateDirectory(userID: userID))/pgherald.sock"
+    }
+
+    /// The folder of the last default, which serve makes (mode 0700) when it is missing, as tmux does
+    /// for its own: only its user may reach the socket in it.
+    public static func privateDirectory(userID: uid_t = getuid()) -> String {
+        "/tmp/pgherald-\(userID)"
+    }
+}

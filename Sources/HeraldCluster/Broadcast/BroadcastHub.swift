@@ -1,0 +1,153 @@
+import Foundation
+package import Herald
+package import HeraldRealtime
+import Synchronization
+
+/// The members of each broadcast topic on this daemon, their presence, and
+/// the hand-off of messages to them. A member's frames wait in a bounded
+/// inbox that its channel's task writes out, bounded in frames
+/// (``backlog``) and, with its socket's other channels, in bytes
+/// (``OutboundBudget``); a member that stops reading misses what comes once
+/// either is full, and never slows the sender or the others.
+///
+/// In a cluster (``ClusterLink``) the hub also hands its clients' broadcasts
+/// and presence changes to the link, and takes the other members' in:
+/// presence a client sees is the union of every member's.
+package final class BroadcastHub: Sendable {
+    /// A topic as clients join it (`realtime:NAME`): a private topic and a
+    /// public one of the same name are apart, so that joining the public one
+    /// never reaches what only callers granted the private one may see.
+    package struct Topic: Sendable, Hashable {
+        var name: String
+        var isPrivate: Bool
+
+        package init(name: String, isPrivate: Bool) {
+            self.name = name
+            self.isPrivate = isPrivate
+        }
+    }
+
+    struct Member: Sendable {
+        let framing: PhoenixFraming
+        /// `self`: it receives what its own channel sends.
+        let echo: Bool
+        let inbox: AsyncStream<[UInt8]>.Continuation
+        /// Its socket's bytes waiting, and its own place in them.
+        let budget: OutboundBudget
+        let channel: ObjectIdentifier
+        var presence: PresenceEntry?
+    }
+
+    struct State: Sendable {
+        var topics: [Topic: [ObjectIdentifier: Member]] = [:]
+        /// Counts this daemon's presence changes, which the cluster numbers by it.
+        var presenceVersion: UInt64 = 0
+        /// The other members' presence; empty outside a cluster.
+        var cluster: ClusterPresenceBook
+    }
+
+    /// Frames a member may have waiting.
+    static let backlog = 1024
+    let state: Mutex<State>
+    let relay: ClusterLink.Relay?
+
+    /// - Parameter relay: where this daemon's broadcasts and presence changes go for the other members; nil outside a cluster.
+    package init(relay: ClusterLink.Relay? = nil) {
+        self.relay = relay
+        state = Mutex(State(cluster: ClusterPresenceBook(memberTimeout: relay?.memberTimeout ?? .seconds(5))))
+    }
+
+    /// Adds `channel` to `topic`; its frames, until ``leave(_:channel:)``.
+    /// The reader gives each frame's bytes back to `budget` once written.
+    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool, budget: OutboundBudget) -> AsyncStream<[UInt8]> {
+        let (frames, inbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlog))
+        budget.open(channel)
+        let member = Member(framing: framing, echo: echo, inbox: inbox, budget: budget, channel: channel)
+        let replaced = state.withLock { state in
+            state.topics[topic, default: [:]].updateValue(member, forKey: channel)
+        }
+        replaced?.inbox.finish()
+        return frames
+    }
+
+    /// Removes `channel` from `topic`; what it tracked leaves, as a client that vanishes does.
+    package func leave(_ topic: Topic, channel: ObjectIdentifier) {
+        let (member, others) = state.withLock { state -> (Member?, [Member]) in
+            let member = state.topics[topic]?.removeValue(forKey: channel)
+            if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
+            if let left = member?.presence { state.announce(topic, joins: [], leaves: [left], through: relay) }
+            return (member, Array((state.topics[topic] ?? [:]).values))
+        }
+        member?.inbox.finish()
+        if let left = member?.presence {
+            send(diff(topic, joins: [], leaves: [left]), to: others)
+        }
+    }
+
+    /// Hands `message` to every member of `topic` but `sender` (unless that one
+    /// asked for `self`), and to the topic's members on the other cluster members.
+    package func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) {
+        let members = state.withLock { $0.topics[topic] ?? [:] }
+        send(message, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
+        relay?.outbound.yield(.broadcast(topic, message))
+    }
+
+    /// Tracks `meta` for `channel` under `key`, replacing what it tracked, or untracks it (nil);
+    /// every member, the channel's own included, gets the difference.
+    package func track(_ topic: Topic, channel: ObjectIdentifier, key: String, meta: JSONValue?) {
+        let tracked = meta.map { PresenceEntry(key: key, meta: $0) }
+        let (previous, members) = state.withLock { state -> (PresenceEntry?, [Member]) in
+            guard var member = state.topics[topic]?[channel] else { return (nil, []) }
+            let previous = member.presence
+            member.presence = tracked
+            state.topics[topic]?[channel] = member
+            if tracked != nil || previous != nil {
+                state.announce(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? [], through: relay)
+            }
+            return (previous, Array((state.topics[topic] ?? [:]).values))
+        }
+        guard tracked != nil || previous != nil else { return }
+        send(diff(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? []), to: members)
+    }
+
+    /// Everyone tracked on `topic`, here and on the other cluster members, as
+    /// `presence_state` carries it: each key with its metas.
+    package func presenceState(_ topic: Topic) -> PhoenixMessage {
+        let tracked = state.withLock { ($0.topics[topic] ?? [:]).values.compactMap(\.presence) + $0.cluster.entries(on: topic) }
+        var entries: [String: [JSONValue]] = [:]
+        for presence in tracked { entries[presence.key, default: []].append(presence.phoenixMeta) }
+        return .push(topic: topic.name, event: "presence_state", payload: Self.byKey(entries))
+    }
+
+    func diff(_ topic: Topic, joins: [PresenceEntry], leaves: [PresenceEntry]) -> PhoenixMessage {
+        func grouped(_ entries: [PresenceEntry]) -> [String: [JSONValue]] {
+            var byKey: [String: [JSONValue]] = [:]
+            for entry in entries { byKey[entry.key, default: []].append(entry.phoenixMeta) }
+            return byKey
+        }
+        return .push(topic: topic.name, event: "presence_diff", payload: .object([
+            "joins": Self.byKey(grouped(joins)), "leaves": Self.byKey(grouped(leaves)),
+        ]))
+    }
+
+    private static func byKey(_ entries: [String: [JSONValue]]) -> JSONValue {
+        var object = JSONObject()
+        for (key, metas) in entries.sorted(by: { $0.key < $1.key }) { object[key] = .object(["metas": .array(metas)]) }
+        return .object(object)
+    }
+
+    /// A member whose inbox is full, or whose socket has its budget of bytes waiting, misses `message`.
+    func send(_ message: PhoenixMessage, to members: [Member]) {
+        var frames: [PhoenixFraming: [UInt8]] = [:]
+        for member in members {
+            let frame = frames[member.framing] ?? member.framing.encode(message)
+            frames[member.framing] = frame
+            guard member.budget.reserve(frame.count, for: member.channel) else { continue }
+            switch member.inbox.yield(frame) {
+            case .enqueued: break
+            case .dropped, .terminated: member.budget.release(frame.count, for: member.channel)
+            @unknown default: member.budget.release(frame.count, for: member.channel)
+            }
+        }
+    }
+}
