@@ -47,7 +47,7 @@ public struct ConsumerLedger: Sendable {
     }
 
     /// Whether a connection of `consumer` would be refused now, without counting it.
-    public func check(connectionOf consumer: RealtimeConsumer) throws(Refusal) {
+    private func check(connectionOf consumer: RealtimeConsumer) throws(Refusal) {
         let limit = consumer.isUser ? limits.connectionsPerUser : limits.connectionsPerKey
         let held = usage[consumer]?.connections ?? 0
         guard limit == 0 || held < limit else {

@@ -152,12 +152,6 @@ public final class RealtimeEndpoint: Sendable {
         } catch {
             return .refused(.unauthorized, ErrorBody(code: error.code.rawValue, message: error.message))
         }
-        // Counted when the connection opens; refused here already, so that the client hears why.
-        do {
-            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.check(connectionOf: identity.consumer) }
-        } catch {
-            return .refused(.tooManyRequests, ErrorBody(code: error.code, message: error.description))
-        }
         return .accepted(framing, RealtimeCaller(identity, presentedKey: presented))
     }
 
@@ -186,17 +180,8 @@ public final class RealtimeEndpoint: Sendable {
             case .refused:
                 return .dontUpgrade
             }
+            // Its connection was counted against the caller's limit by the guard in front (``childChannel``).
             return .upgrade([:]) { inbound, outbound, _ in
-                if let consumer = caller.consumer {
-                    do {
-                        try self.consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openConnection(consumer) }
-                    } catch {
-                        // Another connection of the same caller took the last slot since the check.
-                        self.logger.notice("closed a realtime connection", metadata: ["caller": "\(caller.name)", "reason": "\(error)"])
-                        return
-                    }
-                }
-                defer { if let consumer = caller.consumer { self.consumers.withLock { $0.closeConnection(consumer) } } }
                 let connection = RealtimeConnection(
                     endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel,
                     budget: OutboundBudget(maximumBytes: self.configuration.maximumQueuedBytes)
@@ -246,13 +231,28 @@ public final class RealtimeEndpoint: Sendable {
         )
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: http1, ws: webSocketConfiguration)
         let upgrade = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: configuration, shouldUpgrade: shouldUpgrade(transport))
-        return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head in
+        return RealtimeUpgradeGuard.Channel(inner: upgrade, connections: connections, firstRequestTimeout: timeout) { head, channel in
             guard URI(head.uri).path == Self.path, head.headers.contains(name: "upgrade") else { return nil }
-            guard case .refused(let status, let body) = self.admit(uri: head.uri, apiKeyHeader: head.headers.first(name: "x-api-key"), transport: transport) else {
+            switch self.admit(uri: head.uri, apiKeyHeader: head.headers.first(name: "x-api-key"), transport: transport) {
+            case .refused(let status, let body):
+                self.refuse(status, body)
+                return (status, body)
+            case .accepted(_, let caller):
+                // Counted here, once per connection and before the upgrade, so that connections
+                // arriving together past the caller's limit each hear 429 and why.
+                guard let consumer = caller.consumer else { return nil }
+                do throws(ConsumerLedger.Refusal) {
+                    try self.consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openConnection(consumer) }
+                } catch {
+                    let body = ErrorBody(code: error.code, message: error.description)
+                    self.refuse(.tooManyRequests, body)
+                    return (.tooManyRequests, body)
+                }
+                channel.closeFuture.whenComplete { _ in self.consumers.withLock { $0.closeConnection(consumer) } }
+                return nil
+            case .socketPeer:
                 return nil
             }
-            self.refuse(status, body)
-            return (status, body)
         }
     }
 

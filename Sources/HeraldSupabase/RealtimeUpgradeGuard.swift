@@ -27,7 +27,7 @@ package final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChanne
     package typealias OutboundOut = HTTPServerResponsePart
 
     /// The refusal for a request head, or nil to let it through.
-    package typealias Check = @Sendable (HTTPRequestHead) -> (HTTPResponse.Status, ErrorBody)?
+    package typealias Check = @Sendable (HTTPRequestHead, any NIOCore.Channel) -> (HTTPResponse.Status, ErrorBody)?
 
     private let check: Check
     /// Where connections are counted here: why this one is refused, if it is.
@@ -68,7 +68,7 @@ package final class RealtimeUpgradeGuard: ChannelInboundHandler, RemovableChanne
             ?? SocketLimitsHandler.refusal(targetBytes: head.uri.utf8.count, headerBytes: headerBytes, headerFields: head.headers.count)
         if let limits {
             refuse(context, version: head.version, status: limits.status, ErrorBody(code: limits.code, message: limits.message))
-        } else if let (status, body) = check(head) {
+        } else if let (status, body) = check(head, context.channel) {
             refuse(context, version: head.version, status: status, body)
         } else {
             passed.succeed(true)

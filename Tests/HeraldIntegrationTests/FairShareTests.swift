@@ -172,6 +172,18 @@ extension IntegrationTests {
             for client in held { await client.close() }
             try await waitFor { !(try await daemon.get("/stats").body.contains(#""consumer":"key all""#)) }
             #expect(!(try await daemon.get("/metrics").body.contains(#"consumer="key all""#)), "its series went with it")
+
+            // Eight at once: four are upgraded and stay, four are refused before the upgrade, none upgraded and then closed.
+            let together = await withTaskGroup(of: RealtimeTestClient?.self) { group in
+                for _ in 0..<8 { group.addTask { try? await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey) } }
+                var opened: [RealtimeTestClient] = []
+                for await client in group { if let client { opened.append(client) } }
+                return opened
+            }
+            #expect(together.count == 4, "\(together.count) of 8 connections opened at once, with a limit of 4")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(together.allSatisfy { $0.endedBecause == nil }, "an upgraded connection was closed: \(together.compactMap(\.endedBecause))")
+            for client in together { await client.close() }
             _ = (other, bobClient)
             _ = try await daemon.stop()
         }

@@ -123,7 +123,9 @@ extension IntegrationTests {
                 let role = "\(database.name)_stranger"
                 try database.execute("CREATE ROLE \(role) LOGIN")
                 connInfo += " user=\(role)"
-                cause = "database role \(role) lacks a privilege serve needs (permission denied for schema pgherald)"
+                // check-config --connect's words, which name the grant to make; 78, as systemd is not to retry it.
+                cause = "database role \(role) lacks what serve needs in the pgherald schema (USAGE ON SCHEMA pgherald and "
+                status = 78
             case .natsDown:
                 // The cluster's NATS answers: the output's is the one down.
                 clusterURL = natsURL

@@ -50,9 +50,10 @@ package struct NetworkChildChannel<HTTP1: ServerChildChannel>: ServerChildChanne
         if let refusal {
             // Before TLS there is no way to say why: the log says it, once each 10 s however many come.
             if connections.shouldLogRefusal() {
+                let perAddress = refusal.status == .tooManyRequests
                 self.logger.warning("closed a connection", metadata: [
-                    "reason": "\(refusal.status == .tooManyRequests ? refusal.message : "http.max_connections reached")",
-                    "address": "\(peer?.ipAddress ?? "?")", "limit": "\(connections.limit)",
+                    "reason": "\(perAddress ? refusal.message : "http.max_connections reached")",
+                    "address": "\(peer?.ipAddress ?? "?")", "limit": "\(perAddress ? connections.perAddress : connections.limit)",
                 ])
             }
             channel.close(promise: nil)

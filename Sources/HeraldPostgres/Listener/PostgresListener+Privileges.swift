@@ -8,7 +8,9 @@ extension PostgresListener {
             return try body()
         } catch where error.sqlState == "42501" {
             var explained = error
-            explained.message = "database role \(connection.user) lacks a privilege serve needs (\(error.message)); "
+            // The words check-config --connect uses, which name the schema's owner and what it lacks.
+            explained.message = (try? Installer.daemonRoleProblem(on: connection)).flatMap { $0 }
+                ?? "database role \(connection.user) lacks a privilege serve needs (\(error.message)); "
                 + "run pgherald install --daemon-role \(connection.user) as the owner of the pgherald schema, or run serve as that owner"
             throw explained
         }

@@ -208,7 +208,7 @@ struct Serve: AsyncParsableCommand {
         } catch {
             // The one line that says why, first of all; StopDeadline prints it instead if the stop overruns.
             daemon.failures.print(error)
-            throw ExitCode.failure
+            throw ExitCode(FirstFailure.exitCode(for: error))
         }
         lifecycle.info("stopped", metadata: ["events": "\(daemon.broker.statistics.changeCount)"])
     }

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldPostgres
+import HeraldSettings
 import ServiceLifecycle
 import Synchronization
 
@@ -32,6 +34,16 @@ final class FirstFailure: Sendable {
             return "Error: \(Self.words(cause))\n"
         }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
+    }
+
+    /// The exit status for a failed run: 78 (EX_CONFIG) for what only a change of configuration or
+    /// of grants mends, which systemd then does not restart in vain (RestartPreventExitStatus);
+    /// 1 for what may pass, such as a server that is down.
+    static func exitCode(for error: any Error) -> Int32 {
+        if error is ConfigurationError { return ConfigurationError.exitCode }
+        // insufficient_privilege, invalid_authorization_specification, invalid_password.
+        if let failure = error as? LibpqError, ["42501", "28000", "28P01"].contains(failure.sqlState ?? "") { return ConfigurationError.exitCode }
+        return 1
     }
 
     /// An error in the words ArgumentParser would print it with.
