@@ -30,9 +30,15 @@ public struct NATSReachability: Sendable {
         public var description: String
     }
 
+    /// The client can start, but waits for what is not there yet: a warning, not a failure.
+    package struct Waiting: Error, CustomStringConvertible {
+        package var description: String
+    }
+
     /// Tries the servers in order until one takes the connection.
     /// - Returns: what was found, for check-config to print.
-    public func check(version: String) async throws(Failure) -> String {
+    /// - Throws: ``Failure`` when serve could not start the client, ``Waiting`` when it would wait.
+    public func check(version: String) async throws -> String {
         var refusals: [NATSError] = []
         let options = NATSConnectOptions(name: "pgherald check-config", version: version, authentication: authentication)
         for server in servers {
@@ -43,13 +49,17 @@ public struct NATSReachability: Sendable {
                         return "takes \(client)'s connection, and has JetStream stream \(stream.name)"
                     }
                     guard stream.created else {
-                        throw NATSError(.noStream, "JetStream has no stream \(stream.name): a database daemon's NATS output makes it (nats.create_stream), or create it")
+                        // As serve does: an edge started before any database daemon waits for the stream.
+                        throw Waiting(description: "\(key): \(server): JetStream has no stream \(stream.name) yet; \(client) waits for it, "
+                            + "which a database daemon's NATS output makes (nats.create_stream), or create it")
                     }
                     return "takes \(client)'s connection, and has JetStream; the output creates stream \(stream.name) at start"
                 }
                 return "\(server) \(found)"
             } catch let error as NATSError where error.code == .notListening {
                 refusals.append(error)
+            } catch let waiting as Waiting {
+                throw waiting
             } catch {
                 throw Failure(description: "\(key): \(server): \(error)")
             }

@@ -86,6 +86,9 @@ extension IntegrationTests {
             for twin in twins {
                 try await waitFor(seconds: 20) { try await twin.statistics().outputs?["cluster"]?.health == "degraded" } failure: { "a twin did not notice" }
                 #expect(try await twin.statistics().outputs?["cluster"]?.reason?.contains("another daemon is cluster member twin") == true)
+                // As docs/cluster.md says: /healthz shows it too, while the daemon goes on serving.
+                let health = try await twin.get("/healthz")
+                #expect(health.status == 200 && health.body.contains(#""degraded":{"cluster":"another daemon is cluster member twin"#), "\(health)")
             }
             for twin in twins {
                 let stopped = try await twin.stop()

@@ -13,6 +13,10 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         public var source: String?
         public var streamSequence: UInt64?
         public var streamLag: UInt64?
+        /// In `/healthz`: the outputs that are degraded, by name, with why (a cluster member whose
+        /// id another daemon has, a NATS server that does not answer). The daemon still serves, so
+        /// `/healthz` answers 200 for them; nil while none is.
+        public var degraded: [String: String]?
 
         public init(state: String, reason: String? = nil, source: String? = nil, streamSequence: UInt64? = nil, streamLag: UInt64? = nil) {
             self.state = state

@@ -23,7 +23,9 @@ extension SocketServer {
             return self.jsonResponse(.ok, statistics)
         }
         router.get("healthz") { _, _ in
-            let listener = self.listenerState()
+            var listener = self.listenerState()
+            let degraded = self.outputs.reports.compactMapValues { $0.statistics.health == "degraded" ? $0.statistics.reason ?? "degraded" : nil }
+            if !degraded.isEmpty { listener.degraded = degraded }
             return self.jsonResponse(listener.state == "listening" && self.outputs.starting.isEmpty ? .ok : .serviceUnavailable, listener)
         }
         if let metrics {

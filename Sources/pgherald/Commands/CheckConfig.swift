@@ -92,6 +92,8 @@ struct CheckConfig: AsyncParsableCommand {
         for client in natsClients(of: configuration) {
             do {
                 print("# \(client.key): \(try await client.check(version: PGHerald.configuration.version))")
+            } catch let waiting as NATSReachability.Waiting {
+                FileHandle.standardError.write(Data("warning: \(waiting)\n".utf8))
             } catch {
                 FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
                 throw ExitCode(ConfigurationError.exitCode)
