@@ -68,6 +68,7 @@ extension ClusterLink: Output {
                 .init("pgherald_cluster_presence_sent_total", .counter(Int64(counts.presenceSent)), help: "Presence changes and whole states sent."),
                 .init("pgherald_cluster_presence_received_total", .counter(Int64(counts.presenceReceived)), help: "Presence changes and whole states received."),
                 .init("pgherald_cluster_state_requests_total", .counter(Int64(counts.stateRequests)), help: "Whole presence states asked for after a gap, a new member or a restart."),
+                .init("pgherald_cluster_oversized_total", .counter(Int64(counts.oversized)), help: "Cluster messages not sent for being larger than the NATS server's max_payload."),
                 .init("pgherald_cluster_failures_total", .counter(Int64(counts.failures)), help: "Connections to the cluster's NATS servers that failed or broke."),
             ]
         )

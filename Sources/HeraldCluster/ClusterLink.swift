@@ -26,6 +26,8 @@ public final class ClusterLink: Service, Sendable {
     public struct Relay: Sendable {
         let outbound: AsyncStream<Outbound>.Continuation
         let memberTimeout: Duration
+        /// What fits in one cluster message, checked where tracks and broadcasts enter.
+        let limit: ClusterMessageLimit
     }
 
     enum Outbound: Sendable {
@@ -48,6 +50,8 @@ public final class ClusterLink: Service, Sendable {
         var presenceReceived: UInt64 = 0
         var stateRequests: UInt64 = 0
         var failures: UInt64 = 0
+        /// Messages not sent for being over the server's `max_payload` (a limit that shrank under a running daemon).
+        var oversized: UInt64 = 0
         /// Another daemon heard under this member's id: its incarnation, and when it was last heard.
         var twin: (incarnation: String, heard: ContinuousClock.Instant)?
     }
@@ -60,7 +64,7 @@ public final class ClusterLink: Service, Sendable {
     /// This daemon among the members.
     let member: String
     /// Changes at every start, so that the others drop what this daemon tracked before.
-    let incarnation = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    let incarnation: String
     let broker: Broker
     /// Says how far an edge's stream has been read.
     let listener: PostgresListener
@@ -83,9 +87,13 @@ public final class ClusterLink: Service, Sendable {
         self.sourceOffers = sourceOffers
         self.version = version
         self.logger = logger
+        incarnation = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let (outbound, continuation) = AsyncStream<Outbound>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundBacklog))
         self.outbound = outbound
-        relay = Relay(outbound: continuation, memberTimeout: configuration.memberTimeout)
+        relay = Relay(
+            outbound: continuation, memberTimeout: configuration.memberTimeout,
+            limit: ClusterMessageLimit(member: member, incarnation: incarnation)
+        )
     }
 
     /// `edge` for a daemon fed by the stream, `database` for one that reads the journal.
@@ -132,6 +140,7 @@ public final class ClusterLink: Service, Sendable {
             do {
                 try await NATSConnection.withConnection(host: address.host, port: address.port, options: options, tls: configuration.tls) { connection in
                     connected.withLock { $0 = true }
+                    self.relay.limit.serverTakes(connection.info?.maximumPayload ?? ClusterMessageBudget.defaultMaximumPayload)
                     let messages = try await connection.subscribe(to: "\(self.configuration.subjectPrefix).>")
                     self.connection.withLock { $0 = connection }
                     self.counters.withLock {
@@ -234,21 +243,61 @@ public final class ClusterLink: Service, Sendable {
     /// is no connection, it is dropped (presence is repaired once the link is back).
     private func sendOutbound() async {
         for await item in outbound {
-            guard let message = clusterMessage(item), let connection = connection.withLock({ $0 }) else { continue }
-            let subject = "\(configuration.subjectPrefix).\(Self.subject(of: message))"
-            do {
-                try await connection.publish(subject: subject, payload: Array(message.json.jsonText.utf8))
-            } catch {
-                continue
-            }
-            counters.withLock { counters in
-                switch message {
-                case .broadcast: counters.broadcastsSent += 1
-                case .presenceDiff, .presenceState: counters.presenceSent += 1
-                case .heartbeat, .stateRequest, .resumePosition: break
+            guard let connection = connection.withLock({ $0 }) else { continue }
+            let budget = relay.limit.budget
+            for message in clusterMessages(item, budget: budget) {
+                let payload = Array(message.json.jsonText.utf8)
+                // nats-server cuts a connection that publishes more than its max_payload.
+                guard payload.count <= budget.maximumPayload else {
+                    counters.withLock { $0.oversized += 1 }
+                    logger.warning("a cluster message is larger than the NATS server's max_payload and was not sent", metadata: [
+                        "bytes": "\(payload.count)", "max_payload": "\(budget.maximumPayload)", "subject": "\(Self.subject(of: message))",
+                    ])
+                    continue
+                }
+                let subject = "\(configuration.subjectPrefix).\(Self.subject(of: message))"
+                do {
+                    try await connection.publish(subject: subject, payload: payload)
+                } catch {
+                    continue
+                }
+                counters.withLock { counters in
+                    switch message {
+                    case .broadcast: counters.broadcastsSent += 1
+                    case .presenceDiff, .presenceState: counters.presenceSent += 1
+                    case .heartbeat, .stateRequest, .resumePosition: break
+                    }
                 }
             }
         }
+    }
+
+    /// What `item` goes out as: one message, or a whole presence state in
+    /// parts that each fit the server's `max_payload`.
+    private func clusterMessages(_ item: Outbound, budget: ClusterMessageBudget) -> [ClusterMessage] {
+        switch item {
+        case .presence(let topic, let version, let joins, let leaves):
+            let diff = ClusterMessage.presenceDiff(.init(member: member, incarnation: incarnation, version: version, topic: topic, joins: joins, leaves: leaves))
+            // A replacing track whose old and new metas fit apart but not together: the
+            // whole state, in parts, carries the change (it follows every change numbered before it).
+            return budget.fits(diff) ? [diff] : wholeState(budget: budget)
+        case .state:
+            return wholeState(budget: budget)
+        default:
+            return clusterMessage(item).map { [$0] } ?? []
+        }
+    }
+
+    private func wholeState(budget: ClusterMessageBudget) -> [ClusterMessage] {
+        guard let presence = hub.withLock({ $0 })?.localPresence() else { return [] }
+        let state = ClusterMessage.PresenceState(member: member, incarnation: incarnation, version: presence.version, entries: presence.entries)
+        let split = PresenceStateSplitter(maximumPayload: budget.maximumPayload).split(state)
+        if !split.omitted.isEmpty {
+            logger.warning("presence entries larger than the NATS server's max_payload stay on this member", metadata: [
+                "entries": "\(split.omitted.count)", "max_payload": "\(budget.maximumPayload)",
+            ])
+        }
+        return split.parts.map(ClusterMessage.presenceState)
     }
 
     private func clusterMessage(_ item: Outbound) -> ClusterMessage? {

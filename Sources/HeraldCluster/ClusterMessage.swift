@@ -50,6 +50,11 @@ enum ClusterMessage: Sendable, Equatable {
         var incarnation: String
         var version: UInt64
         var entries: [BroadcastHub.Topic: [PresenceEntry]]
+        /// This message's place among the parts of one state (1 of 1 when
+        /// whole): a state larger than the NATS server's `max_payload` goes
+        /// out in parts (``PresenceStateSplitter``), applied once all arrived.
+        var part: Int = 1
+        var parts: Int = 1
     }
 
     /// A client broadcast made on `member`, for the topic's members elsewhere.
@@ -93,11 +98,17 @@ extension ClusterMessage {
             ])
         case .presenceState(let state):
             let topics = state.entries.sorted { ($0.key.name, $0.key.isPrivate ? 1 : 0) < ($1.key.name, $1.key.isPrivate ? 1 : 0) }
-            return .object([
+            var object: JSONObject = [
                 "type": .string("presence_state"), "member": .string(state.member), "incarnation": .string(state.incarnation),
                 "version": .number(JSONNumber(Int64(state.version))),
-                "topics": .array(topics.map { .object(["topic": Self.json($0.key), "entries": .array($0.value.map(\.json))]) }),
-            ])
+                "topics": .array(topics.map { Self.json(topic: $0.key, entries: $0.value) }),
+            ]
+            // Absent for a whole state, as members before parts send it.
+            if state.parts != 1 {
+                object["part"] = .number(JSONNumber(Int64(state.part)))
+                object["parts"] = .number(JSONNumber(Int64(state.parts)))
+            }
+            return .object(object)
         case .stateRequest(let member, let requester):
             return .object(["type": .string("state_request"), "member": .string(member), "requester": .string(requester)])
         case .resumePosition(let member, let key, let eventID):
@@ -142,9 +153,11 @@ extension ClusterMessage {
                 guard let topic = item["topic"].flatMap(Self.topic), let list = item["entries"]?.arrayValue else { return nil }
                 let parsed = list.compactMap(PresenceEntry.init(json:))
                 guard parsed.count == list.count else { return nil }
-                entries[topic] = parsed
+                entries[topic, default: []] += parsed
             }
-            self = .presenceState(PresenceState(member: member, incarnation: incarnation, version: version, entries: entries))
+            guard let part = Int(exactly: number("part") ?? 1), let parts = Int(exactly: number("parts") ?? 1),
+                  parts >= 1, (1...parts).contains(part) else { return nil }
+            self = .presenceState(PresenceState(member: member, incarnation: incarnation, version: version, entries: entries, part: part, parts: parts))
         case "state_request":
             guard let requester = value["requester"]?.stringValue else { return nil }
             self = .stateRequest(member: member, requester: requester)
@@ -158,6 +171,11 @@ extension ClusterMessage {
         default:
             return nil
         }
+    }
+
+    /// One topic's entries within a `presence_state`.
+    static func json(topic: BroadcastHub.Topic, entries: [PresenceEntry]) -> JSONValue {
+        .object(["topic": Self.json(topic), "entries": .array(entries.map(\.json))])
     }
 
     private static func json(_ topic: BroadcastHub.Topic) -> JSONValue {

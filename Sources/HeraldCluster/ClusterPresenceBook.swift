@@ -25,6 +25,8 @@ struct ClusterPresenceBook: Sendable {
         var lastHeard: ContinuousClock.Instant
         var heartbeat: ClusterMessage.Heartbeat?
         var stateRequestedAt: ContinuousClock.Instant?
+        /// The parts of a whole state received so far, joined, while more are due.
+        var assembling: ClusterMessage.PresenceState?
     }
 
     /// A member not heard from for this long has left, with everything it tracked.
@@ -75,6 +77,7 @@ struct ClusterPresenceBook: Sendable {
         case .presenceState(let state):
             meet(state.member, incarnation: state.incarnation, now: now, &outcome)
             if let known = members[state.member]?.version, known >= state.version { break }
+            guard let state = assemble(state) else { break }
             let previous = members[state.member]?.entries ?? [:]
             for topic in Set(previous.keys).union(state.entries.keys) {
                 let before = previous[topic] ?? [], after = state.entries[topic] ?? []
@@ -116,6 +119,29 @@ struct ClusterPresenceBook: Sendable {
         }
         for (topic, entries) in members[member]?.entries ?? [:] { outcome.add(Change(leaves: entries), on: topic) }
         members[member] = Member(incarnation: incarnation, lastHeard: now)
+    }
+
+    /// The whole state once its last part arrived, or nil while parts are due.
+    /// Parts come in order from one publisher; one missing drops the rest,
+    /// and the next heartbeat's version asks for the state again.
+    private mutating func assemble(_ state: ClusterMessage.PresenceState) -> ClusterMessage.PresenceState? {
+        guard state.parts > 1 else {
+            members[state.member]?.assembling = nil
+            return state
+        }
+        if state.part == 1 {
+            members[state.member]?.assembling = state
+        } else if var joined = members[state.member]?.assembling, joined.version == state.version, joined.parts == state.parts, joined.part + 1 == state.part {
+            for (topic, entries) in state.entries { joined.entries[topic, default: []] += entries }
+            joined.part = state.part
+            members[state.member]?.assembling = joined
+        } else {
+            members[state.member]?.assembling = nil
+            return nil
+        }
+        guard let joined = members[state.member]?.assembling, joined.part == joined.parts else { return nil }
+        members[state.member]?.assembling = nil
+        return joined
     }
 
     private mutating func request(_ member: String, now: ContinuousClock.Instant, _ outcome: inout Outcome) {

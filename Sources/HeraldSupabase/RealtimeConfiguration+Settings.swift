@@ -26,6 +26,8 @@ extension RealtimeConfiguration {
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
         let broadcastBytes = try settings.int("realtime.broadcast.max_bytes", default: 65_536, in: 1...(1 << 20))
         let broadcastRate = try settings.int("realtime.broadcast.max_per_second", default: 100, in: 1...100_000)
+        // At least two of the largest broadcasts, so that any one of them can wait for a socket.
+        let queuedBytes = try settings.int("realtime.max_queued_bytes", default: 8 << 20, in: (2 << 20)...Int.max)
         let defaults = ConsumerLedger.Limits()
         let consumerLimits = ConsumerLedger.Limits(
             connectionsPerKey: try settings.int("realtime.max_connections_per_key", default: defaults.connectionsPerKey, in: 0...Int.max),
@@ -49,7 +51,7 @@ extension RealtimeConfiguration {
             // so that 10,000 connections each holding an unfinished one do not hold 10 GiB.
             maximumMessageSize: broadcastBytes + Self.messageEnvelopeBytes, maximumChannels: maximumChannels, resumeWindow: window.duration,
             broadcastMaximumBytes: broadcastBytes, broadcastMaximumPerSecond: broadcastRate, consumerLimits: consumerLimits,
-            addressLimit: try AddressLimit(under: "realtime", settings)
+            addressLimit: try AddressLimit(under: "realtime", settings), maximumQueuedBytes: queuedBytes
         )
     }
 

@@ -29,6 +29,10 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public var broadcastMaximumBytes: Int
     /// Key `realtime.broadcast.max_per_second`: broadcasts one socket (or one REST caller) may send a second. Default 100.
     public var broadcastMaximumPerSecond: Int
+    /// Key `realtime.max_queued_bytes`: the bytes of broadcasts and presence
+    /// one socket may have waiting across its channels; a channel misses a
+    /// frame that would pass it, as it does one past its 1,024 frames. Default 8 MiB.
+    public var maximumQueuedBytes: Int
     /// Connections and channels per key and per token subject, so that no one of them takes
     /// ``maximumConnections`` or ``maximumChannels`` from the rest (see ``ConsumerLedger/Limits``).
     public var consumerLimits: ConsumerLedger.Limits
@@ -47,7 +51,8 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         broadcastMaximumBytes: Int = 65_536,
         broadcastMaximumPerSecond: Int = 100,
         consumerLimits: ConsumerLedger.Limits = .init(),
-        addressLimit: AddressLimit = .init()
+        addressLimit: AddressLimit = .init(),
+        maximumQueuedBytes: Int = 8 << 20
     ) {
         self.addressLimit = addressLimit
         self.listen = listen
@@ -59,6 +64,7 @@ public struct RealtimeConfiguration: Sendable, Equatable {
         self.resumeWindow = resumeWindow
         self.broadcastMaximumBytes = broadcastMaximumBytes
         self.broadcastMaximumPerSecond = broadcastMaximumPerSecond
+        self.maximumQueuedBytes = maximumQueuedBytes
         self.consumerLimits = consumerLimits
     }
 }

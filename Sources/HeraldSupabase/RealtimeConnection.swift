@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import HeraldCluster
 import HeraldPostgres
 import HeraldRealtime
 import HummingbirdWebSocket
@@ -17,6 +18,8 @@ struct RealtimeConnection {
     let outbound: WebSocketOutboundWriter
     /// The connection's NIO channel: channels run on its event loop and write to it directly.
     let socket: any Channel
+    /// Bytes this socket's channels may have waiting: `realtime.max_queued_bytes`.
+    let budget: OutboundBudget
 
     func run(_ inbound: WebSocketInboundStream) async {
         var session = RealtimeSession()
@@ -68,6 +71,10 @@ struct RealtimeConnection {
                             try await send(.errorReply(to: broadcast.request, reason: refusal))
                             continue
                         }
+                        if let refusal = endpoint.broadcasts.clusterRefusal(broadcast: broadcast.message, on: channel.broadcastTopic) {
+                            try await send(.errorReply(to: broadcast.request, reason: refusal))
+                            continue
+                        }
                         endpoint.broadcasts.publish(broadcast.message, to: channel.broadcastTopic, from: ObjectIdentifier(channel))
                         if let acknowledgement = broadcast.acknowledgement { try await send(acknowledgement) }
                     case .presence(let topic, let meta, let reply):
@@ -77,6 +84,10 @@ struct RealtimeConnection {
                             continue
                         }
                         if let refusal = limiter.admit(bytes: meta?.jsonText.utf8.count ?? 0, now: .now) {
+                            try await send(.errorReply(to: reply, reason: refusal))
+                            continue
+                        }
+                        if let meta, let refusal = endpoint.broadcasts.clusterRefusal(tracking: channel.presenceKey, meta: meta, on: channel.broadcastTopic) {
                             try await send(.errorReply(to: reply, reason: refusal))
                             continue
                         }
@@ -129,18 +140,22 @@ struct RealtimeConnection {
             }
         }
         let channel = RealtimeChannel(join: join, caller: channelCaller, authorization: authorization)
-        let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: ObjectIdentifier(channel), framing: framing, echo: join.broadcast.echo)
-        channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket] in
+        let identifier = ObjectIdentifier(channel)
+        let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: identifier, framing: framing, echo: join.broadcast.echo, budget: budget)
+        channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket, budget] in
             await withDiscardingTaskGroup { group in
                 group.addTask {
                     for await frame in broadcasts {
+                        // Counted until written: a frame in the writer is still held.
+                        defer { budget.release(frame.count, for: identifier) }
                         do { try await outbound.write(framing.frame(frame)) } catch { return }
                     }
                 }
                 await endpoint.serve(channel, framing: framing, outbound: outbound, socket: socket)
                 group.cancelAll()
             }
-            endpoint.broadcasts.leave(channel.broadcastTopic, channel: ObjectIdentifier(channel))
+            endpoint.broadcasts.leave(channel.broadcastTopic, channel: identifier)
+            budget.close(identifier)
         }
         return channel
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldHTTP
+import HeraldCluster
 import HeraldPostgres
 import HeraldRealtime
 import HTTPTypes
@@ -78,16 +79,19 @@ extension RealtimeEndpoint {
                 }
                 if let refusal { throw BroadcastRefusal(.tooManyRequests, "rate_limited", refusal) }
             }
-            for message in sent {
+            let pushes = sent.map { message in
                 let name = message.topic.hasPrefix("realtime:") ? String(message.topic.dropFirst("realtime:".count)) : message.topic
                 let topic = "realtime:\(name)"
-                broadcasts.publish(
-                    .push(topic: topic, event: "broadcast", payload: .object([
-                        "type": .string("broadcast"), "event": .string(message.event), "payload": message.payload,
-                    ])),
-                    to: .init(name: topic, isPrivate: message.isPrivate), from: nil
-                )
+                return (PhoenixMessage.push(topic: topic, event: "broadcast", payload: .object([
+                    "type": .string("broadcast"), "event": .string(message.event), "payload": message.payload,
+                ])), BroadcastHub.Topic(name: topic, isPrivate: message.isPrivate))
             }
+            for (push, topic) in pushes {
+                if let refusal = broadcasts.clusterRefusal(broadcast: push, on: topic) {
+                    throw BroadcastRefusal(.contentTooLarge, "too_large", refusal)
+                }
+            }
+            for (push, topic) in pushes { broadcasts.publish(push, to: topic, from: nil) }
             return Response(status: .accepted)
         } catch {
             logger.info("refused a REST broadcast", metadata: ["status": "\(error.status.code)", "reason": "\(error.body.message)"])

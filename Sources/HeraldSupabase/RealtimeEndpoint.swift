@@ -182,7 +182,10 @@ public final class RealtimeEndpoint: Sendable {
             }
             // Its connection was counted against the caller's limit by the guard in front (``childChannel``).
             return .upgrade([:]) { inbound, outbound, _ in
-                let connection = RealtimeConnection(endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel)
+                let connection = RealtimeConnection(
+                    endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel,
+                    budget: OutboundBudget(maximumBytes: self.configuration.maximumQueuedBytes)
+                )
                 await connection.run(inbound)
             }
         }

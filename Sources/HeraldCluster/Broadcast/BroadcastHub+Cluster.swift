@@ -1,5 +1,5 @@
-import Herald
-import HeraldRealtime
+package import Herald
+package import HeraldRealtime
 
 extension BroadcastHub {
     /// Takes in another member's message. A broadcast reaches this daemon's
@@ -45,6 +45,18 @@ extension BroadcastHub {
             (state.presenceVersion, state.topics.values.reduce(0) { $0 + $1.count },
              state.topics.values.reduce(0) { $0 + $1.values.filter { $0.presence != nil }.count })
         }
+    }
+
+    /// Why tracking `meta` under `key` on `topic` is refused, or nil: in a
+    /// cluster an entry must fit in one message to the other members.
+    package func clusterRefusal(tracking key: String, meta: JSONValue, on topic: Topic) -> String? {
+        relay?.limit.budget.refusal(tracking: PresenceEntry(key: key, meta: meta), on: topic)
+    }
+
+    /// Why `message` may not be broadcast on `topic`, or nil: in a cluster it
+    /// must fit in one message to the other members.
+    package func clusterRefusal(broadcast message: PhoenixMessage, on topic: Topic) -> String? {
+        relay?.limit.budget.refusal(broadcast: message, on: topic)
     }
 
     /// The other members as heard.

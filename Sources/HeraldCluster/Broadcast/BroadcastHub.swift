@@ -5,9 +5,10 @@ import Synchronization
 
 /// The members of each broadcast topic on this daemon, their presence, and
 /// the hand-off of messages to them. A member's frames wait in a bounded
-/// inbox that its channel's task writes out; a member that stops reading
-/// misses what comes once its inbox is full, and never slows the sender or
-/// the others.
+/// inbox that its channel's task writes out, bounded in frames
+/// (``backlog``) and, with its socket's other channels, in bytes
+/// (``OutboundBudget``); a member that stops reading misses what comes once
+/// either is full, and never slows the sender or the others.
 ///
 /// In a cluster (``ClusterLink``) the hub also hands its clients' broadcasts
 /// and presence changes to the link, and takes the other members' in:
@@ -31,6 +32,9 @@ package final class BroadcastHub: Sendable {
         /// `self`: it receives what its own channel sends.
         let echo: Bool
         let inbox: AsyncStream<[UInt8]>.Continuation
+        /// Its socket's bytes waiting, and its own place in them.
+        let budget: OutboundBudget
+        let channel: ObjectIdentifier
         var presence: PresenceEntry?
     }
 
@@ -45,7 +49,7 @@ package final class BroadcastHub: Sendable {
     /// Frames a member may have waiting.
     static let backlog = 1024
     let state: Mutex<State>
-    private let relay: ClusterLink.Relay?
+    let relay: ClusterLink.Relay?
 
     /// - Parameter relay: where this daemon's broadcasts and presence changes go for the other members; nil outside a cluster.
     package init(relay: ClusterLink.Relay? = nil) {
@@ -54,10 +58,13 @@ package final class BroadcastHub: Sendable {
     }
 
     /// Adds `channel` to `topic`; its frames, until ``leave(_:channel:)``.
-    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool) -> AsyncStream<[UInt8]> {
+    /// The reader gives each frame's bytes back to `budget` once written.
+    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool, budget: OutboundBudget) -> AsyncStream<[UInt8]> {
         let (frames, inbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlog))
+        budget.open(channel)
+        let member = Member(framing: framing, echo: echo, inbox: inbox, budget: budget, channel: channel)
         let replaced = state.withLock { state in
-            state.topics[topic, default: [:]].updateValue(Member(framing: framing, echo: echo, inbox: inbox), forKey: channel)
+            state.topics[topic, default: [:]].updateValue(member, forKey: channel)
         }
         replaced?.inbox.finish()
         return frames
@@ -129,13 +136,18 @@ package final class BroadcastHub: Sendable {
         return .object(object)
     }
 
-    /// A member whose inbox is full misses `message`.
+    /// A member whose inbox is full, or whose socket has its budget of bytes waiting, misses `message`.
     func send(_ message: PhoenixMessage, to members: [Member]) {
         var frames: [PhoenixFraming: [UInt8]] = [:]
         for member in members {
             let frame = frames[member.framing] ?? member.framing.encode(message)
             frames[member.framing] = frame
-            member.inbox.yield(frame)
+            guard member.budget.reserve(frame.count, for: member.channel) else { continue }
+            switch member.inbox.yield(frame) {
+            case .enqueued: break
+            case .dropped, .terminated: member.budget.release(frame.count, for: member.channel)
+            @unknown default: member.budget.release(frame.count, for: member.channel)
+            }
         }
     }
 }

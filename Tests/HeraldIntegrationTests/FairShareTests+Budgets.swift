@@ -1,0 +1,212 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests.FairShareTests {
+    /// Fault 6: presence metas within the documented limits whose whole state
+    /// passes the NATS server's `max_payload` (64 KiB here) made nats-server
+    /// cut the member again and again; the other member saw none of it and
+    /// lost broadcasts. Now the state goes in parts, a meta too large for one
+    /// message is refused at track time, and the link is never cut.
+    @Test(.enabled(if: NATSServer.executable != nil, "scripts/test provides nats-server"))
+    func clusterMessagesStayUnderTheNATSServersMaxPayload() async throws {
+        let database = try TestDatabase.create()
+        let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-maxpayload-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let natsConfig = directory.appending(path: "nats.conf").path
+        try "max_payload: 65536\n".write(toFile: natsConfig, atomically: true, encoding: .utf8)
+        let nats = try await NATSServer(extraArguments: ["-c", natsConfig])
+        let key = "budget-key-0123456789"
+        func member(_ index: Int) async throws -> (daemon: SocketDaemon, port: Int) {
+            let port = freeLoopbackPort()
+            let config = directory.appending(path: "member-\(index).yaml").path
+            try """
+                realtime:
+                  listen: 127.0.0.1:\(port)
+                  broadcast:
+                    max_bytes: 1000000
+                    max_per_second: 1000
+                  keys:
+                    all:
+                      key: \(key)
+                cluster:
+                  name: budgets
+                  nats: [\(nats.url)]
+                  member: member-\(index)
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            return (try await SocketDaemon(database: database, arguments: ["--config", config, "--name", "member-\(index)"]), port)
+        }
+        let first = try await member(0)
+        try await waitFor(seconds: 20) { try await first.daemon.statistics().cluster?.server != nil } failure: { "member-0 did not join" }
+
+        // Three sockets × four topics, each channel tracking 25 KB: 12 entries, 300 KB in all, 75 KB a topic.
+        let topics = (0..<4).map { "realtime:big-\($0)" }
+        let join = #"{"config":{"broadcast":{"self":false,"ack":true},"presence":{"key":"KEY","enabled":true},"private":false,"postgres_changes":[]}}"#
+        let meta = #"{"type":"presence","event":"track","payload":{"blob":"\#(String(repeating: "m", count: 25_000))"}}"#
+        var trackers: [RealtimeTestClient] = []
+        for socket in 0..<3 {
+            let client = try await RealtimeTestClient(port: first.port, apikey: key)
+            for (index, topic) in topics.enumerated() {
+                let ref = "\(index + 1)"
+                try await client.send(joinRef: ref, ref: ref, topic: topic, event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "s\(socket)"))
+                _ = try await client.next(within: 10, "join of \(topic)") { $0.event == "phx_reply" && $0.ref == .string(ref) }
+                try await client.send(joinRef: ref, ref: "t\(ref)", topic: topic, event: "presence", payload: meta)
+                let reply = try await client.next(within: 10, "track on \(topic)") { $0.event == "phx_reply" && $0.ref == .string("t\(ref)") }
+                #expect(reply.payload["status"]?.stringValue == "ok", "\(reply.payload.jsonText.prefix(300))")
+            }
+            trackers.append(client)
+        }
+        // One meta within realtime.broadcast.max_bytes but too large for one cluster message: refused, naming the limit.
+        let refused = trackers[0]
+        try await refused.send(joinRef: "9", ref: "9", topic: "realtime:huge", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "huge"))
+        _ = try await refused.next(within: 10, "join of realtime:huge") { $0.event == "phx_reply" && $0.ref == .string("9") }
+        try await refused.send(joinRef: "9", ref: "t9", topic: "realtime:huge", event: "presence",
+                               payload: #"{"type":"presence","event":"track","payload":{"blob":"\#(String(repeating: "h", count: 66_000))"}}"#)
+        let refusal = try await refused.next(within: 10, "refusal of the huge track") { $0.event == "phx_reply" && $0.ref == .string("t9") }
+        #expect(refusal.payload["status"]?.stringValue == "error"
+                && refusal.payload["response"]?["reason"]?.stringValue?.contains("max_payload 65536") == true, "\(refusal.payload.jsonText.prefix(300))")
+
+        // The second member arrives afterwards, so it asks for member-0's whole state: 300 KB against 64 KiB.
+        let second = try await member(1)
+        try await waitFor(seconds: 20) {
+            try await second.daemon.statistics().cluster?.members.first { $0.name == "member-0" }?.presences == 12
+        } failure: { "member-1 did not get member-0's 12 entries" }
+        let watcher = try await RealtimeTestClient(port: second.port, apikey: key)
+        for (index, topic) in topics.enumerated() {
+            let ref = "\(index + 1)"
+            try await watcher.send(joinRef: ref, ref: ref, topic: topic, event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "watcher"))
+            let state = try await watcher.next(within: 10, "presence_state of \(topic)") { $0.event == "presence_state" && $0.topic == topic }
+            #expect(Set(state.payload.objectValue?.keys.map { $0 } ?? []) == ["s0", "s1", "s2"], "\(topic): \(state.payload.jsonText.prefix(200))")
+        }
+
+        // Broadcasts between the members: 10 of 10, and one too large for a cluster message is refused where it enters.
+        try await watcher.send(joinRef: "20", ref: "20", topic: "realtime:chat", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "watcher"))
+        _ = try await watcher.next(within: 10, "join of chat") { $0.event == "phx_reply" && $0.ref == .string("20") }
+        let sender = trackers[1]
+        try await sender.send(joinRef: "20", ref: "20", topic: "realtime:chat", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "sender"))
+        _ = try await sender.next(within: 10, "sender's join of chat") { $0.event == "phx_reply" && $0.ref == .string("20") }
+        try await Task.sleep(for: .milliseconds(300))
+        try await sender.send(joinRef: "20", ref: "big", topic: "realtime:chat", event: "broadcast",
+                              payload: #"{"type":"broadcast","event":"note","payload":{"blob":"\#(String(repeating: "b", count: 70_000))"}}"#)
+        let bigReply = try await sender.next(within: 10, "refusal of the large broadcast") { $0.event == "phx_reply" && $0.ref == .string("big") }
+        #expect(bigReply.payload["response"]?["reason"]?.stringValue?.contains("max_payload") == true, "\(bigReply.payload.jsonText.prefix(300))")
+        for n in 1...10 {
+            try await sender.send(joinRef: "20", ref: "b\(n)", topic: "realtime:chat", event: "broadcast", payload: #"{"type":"broadcast","event":"note","payload":{"n":\#(n)}}"#)
+        }
+        for n in 1...10 {
+            let heard = try await watcher.next(within: 10, "broadcast \(n) of 10") { $0.event == "broadcast" && $0.topic == "realtime:chat" }
+            #expect(heard.payload["payload"]?["n"] == .number(JSONNumber(Int64(n))))
+        }
+
+        // The link was never cut: no failure counted, nothing left unsent, no reconnect logged.
+        for daemon in [first.daemon, second.daemon] {
+            let metrics = try await daemon.get("/metrics").body
+            #expect(metrics.contains("pgherald_cluster_failures_total 0"), "\(metrics.split(separator: "\n").filter { $0.contains("cluster") })")
+            #expect(metrics.contains("pgherald_cluster_oversized_total 0"))
+        }
+        for client in trackers + [watcher] { await client.close() }
+        for daemon in [first.daemon, second.daemon] {
+            let stopped = try await daemon.stop()
+            #expect(!stopped.stderr.contains("lost the cluster's NATS server"), "\(stopped.stderr.suffix(2000))")
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Fault 5's second half: a member that never reads held 1,024 frames of
+    /// 900 KB each. Now its socket's waiting bytes are bounded
+    /// (`realtime.max_queued_bytes`, 8 MiB): it misses the rest as it would
+    /// past 1,024 frames, keeps its socket, and a bystander gets every one.
+    @Test func aMemberThatNeverReadsHoldsBoundedBytes() async throws {
+        let database = try TestDatabase.create()
+        let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database, extra: """
+              broadcast:
+                max_bytes: 1000000
+                max_per_second: 1000
+            """)
+        let join = #"{"config":{"broadcast":{"ack":false,"self":false},"presence":{"key":"","enabled":false},"private":false,"postgres_changes":[]}}"#
+        let sender = try await RealtimeTestClient(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
+        let bystander = try await RealtimeTestClient(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
+        for (client, ref) in [(sender, "1"), (bystander, "2")] {
+            try await client.send(joinRef: ref, ref: ref, topic: "realtime:lobby", event: "phx_join", payload: join)
+            _ = try await client.next(within: 10, "join reply") { $0.event == "phx_reply" && $0.ref == .string(ref) }
+        }
+        // Joins, then never reads again.
+        let silent = try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
+            + Self.maskedTextFrame(#"["1","1","realtime:lobby","phx_join",\#(join)]"#))
+        let connected = ContinuousClock.now
+        try await Task.sleep(for: .seconds(1))
+        let before = daemon.residentBytes
+
+        // The daemon closes a WebSocket that answers no ping within 60 s, and this one reads
+        // nothing: broadcasts go for at most 38 s, and at least 60 of them must have gone.
+        let count = 120
+        let bulk = String(repeating: "z", count: 900_000)
+        var peak = before
+        var sent = 0
+        for n in 1...count where ContinuousClock.now - connected < .seconds(38) {
+            sent = n
+            try await sender.send(joinRef: "1", ref: "b\(n)", topic: "realtime:lobby", event: "broadcast", payload: #"{"type":"broadcast","event":"e","payload":{"n":\#(n),"bulk":"\#(bulk)"}}"#)
+            let heard = try await bystander.next(within: 20, "broadcast \(n) at the bystander") { $0.event == "broadcast" }
+            #expect(heard.payload["payload"]?["n"] == .number(JSONNumber(Int64(n))))
+            if n % 20 == 0 { peak = max(peak, daemon.residentBytes) }
+        }
+        let grown = max(peak, daemon.residentBytes) - before
+        // 60 × 900 KB is 54 MB; the silent socket may hold 8 MiB, plus what the kernel takes and a few frames in flight.
+        print("a member that never reads: the daemon grew by \(grown >> 20) MiB over \(sent) broadcasts of 900 KB")
+        #expect(sent >= 60, "only \(sent) broadcasts went in 38 s")
+        #expect(grown < 40 << 20, "the daemon grew by \(grown >> 20) MiB for a member that never reads")
+
+        // It kept its socket and missed the rest: what waited for it is about the budget and the kernel's buffers, not 180 MB.
+        let (received, closed) = silent.drain(quietFor: 2)
+        print("the member that never read had \(received) bytes waiting, closed: \(closed)")
+        #expect(!closed, "the member that did not read keeps its socket, as past the frame limit")
+        #expect(received > 900_000 && received < 40 << 20, "the silent member got \(received) bytes")
+        await sender.close()
+        await bystander.close()
+        _ = try await daemon.stop()
+    }
+
+    static func webSocketUpgrade(port: Int, apikey: String) -> [UInt8] {
+        Array("""
+            GET /realtime/v1/websocket?apikey=\(apikey)&vsn=2.0.0 HTTP/1.1\r
+            Host: 127.0.0.1:\(port)\r
+            Upgrade: websocket\r
+            Connection: Upgrade\r
+            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r
+            Sec-WebSocket-Version: 13\r
+            \r
+
+            """.utf8)
+    }
+
+    /// One masked text frame, as a client sends it.
+    static func maskedTextFrame(_ text: String) -> [UInt8] {
+        let payload = Array(text.utf8)
+        var frame: [UInt8] = [0x81]
+        if payload.count < 126 {
+            frame.append(0x80 | UInt8(payload.count))
+        } else {
+            frame.append(0x80 | 126)
+            frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        }
+        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
+        frame += mask
+        frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
+        return frame
+    }
+}
+
+extension SilentPeer {
+    /// Reads what waited for it until nothing comes for `quietFor` seconds: the bytes, and whether the other side closed.
+    func drain(quietFor seconds: Double) -> (bytes: Int, closed: Bool) {
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(seconds * 1000)) > 0 else { return (total, false) }
+            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if read <= 0 { return (total, true) }
+            total += read
+        }
+    }
+}
