@@ -322,7 +322,15 @@ extension IntegrationTests {
             #expect(third.body.contains("sets of parameters of query students_of, its limit (queries.students_of.max_parameter_sets_per_user)"), "\(third.body)")
             // Its stream ends: the set is free.
             two = nil
-            try await waitFor { (try? await RawStream(socketPath: daemon.socketPath, path: "/queries/students_of?course_id=3&format=ndjson")) != nil }
+            // Asked by curl, which reports the status of a stream it reads for a second and then leaves.
+            func status() async throws -> String {
+                try await DaemonProcess(
+                    ["-s", "--unix-socket", daemon.socketPath, "--max-time", "1", "-o", "/dev/null", "-w", "%{http_code}",
+                     "http://localhost/queries/students_of?course_id=3&format=ndjson"],
+                    executable: URL(fileURLWithPath: "/usr/bin/curl")
+                ).finish(within: 10).stdout
+            }
+            try await waitFor { try await status() == "200" } failure: { "the freed set was not open to its caller" }
             _ = (one, again)
             _ = try await daemon.stop()
         }
