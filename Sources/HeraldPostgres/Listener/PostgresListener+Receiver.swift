@@ -13,44 +13,27 @@ extension PostgresListener {
         private let backendPID: Int32
         /// Ticks of every daemon on this database arrive here; only our own count.
         private let tickChannel: [CChar]
-        /// What arrived, in order: events, and references to events still to be read from the journal.
-        private var batch: [Arrival] = []
-        /// The batch's events as they are published, admitted and with references read.
-        private var admitted: [Event] = []
-        /// Journal positions of the admitted events, recorded in the cursor only once published.
-        private var positions: [(id: UInt64, transactionID: UInt64)] = []
-        /// The snapshot of a tick that arrived since the last publish.
-        private var arrivedTick: TransactionSnapshot?
-        /// When a parked listener last confirmed a sweep with a tick.
-        private var lastTick = ContinuousClock.now
-        private var lastCheckpoint = ContinuousClock.now
+        private var batch: ReceiverBatch
+        private var schedule: ReceiverSchedule
         /// Durable mode: when to read the journal and when to park.
         private var parking: ParkingStateMachine?
-        /// Live events arrived in the last drain: rings, for the parking policy.
-        private var rings = 0
         /// Parked, the events that reached the listener without their notification.
         private var announcements = ParkedAnnouncements()
-        /// Events the first sweeps of a new daemon deliver come in transaction
-        /// order, not in the order a client may have seen them from an earlier run.
-        private var resumable: Bool
         private var probes: ProbeClock
-        private var lastReplan = ContinuousClock.now
 
         init(listener: PostgresListener, connection: LibpqConnection, durable: Bool, resumable: Bool) {
             self.listener = listener
             self.connection = connection
-            self.resumable = resumable
+            batch = ReceiverBatch(capacity: PostgresListener.maximumBatch, resumable: resumable)
+            let configuration = listener.configuration
+            schedule = ReceiverSchedule(
+                backstopInterval: configuration.backstopInterval, checkpointInterval: configuration.checkpointInterval,
+                observedTickSpacing: PostgresListener.durableFeedTickSpacing, replanInterval: PostgresListener.replanInterval, now: .now
+            )
             probes = ProbeClock(interval: listener.configuration.probeInterval, timeout: listener.configuration.connectTimeout, now: .now)
             if durable { parking = ParkingStateMachine(policy: listener.configuration.parking, now: .now) }
             self.backendPID = connection.backendPID
             self.tickChannel = Array(listener.tickChannel.utf8CString)
-            batch.reserveCapacity(PostgresListener.maximumBatch)
-            admitted.reserveCapacity(PostgresListener.maximumBatch)
-        }
-
-        private enum Arrival {
-            case event(Event)
-            case reference(JournalReference)
         }
 
         /// Runs until the connection fails or the listener is stopped.
@@ -69,8 +52,8 @@ extension PostgresListener {
                         try sendProbe()
                         continue
                     }
-                    if cursor != nil, ContinuousClock.now >= lastReplan + PostgresListener.replanInterval {
-                        lastReplan = .now
+                    if cursor != nil, schedule.isReplanDue(now: .now) {
+                        schedule.replanned(now: .now)
                         try connection.forgetPreparedStatements(timeout: listener.configuration.connectTimeout)
                         continue
                     }
@@ -97,11 +80,12 @@ extension PostgresListener {
                         }
                         if try saveCheckpointIfDue(cursor: &cursor!) { continue }
                         if parking!.isParked, cursor!.pendingTick == nil {
-                            if tickDue(cursor!) {
+                            let deliveredLive = !cursor!.deliveredLive.isEmpty
+                            if schedule.isTickDue(deliveredLive: deliveredLive, observed: listener.hasDeliveryObservers, now: .now) {
                                 try sendTick(cursor: &cursor!)
                                 continue
                             }
-                            deadline = min(deadline, lastTick + tickInterval(cursor!))
+                            deadline = min(deadline, schedule.nextTick(deliveredLive: deliveredLive, observed: listener.hasDeliveryObservers))
                         }
                     }
                     do {
@@ -117,23 +101,10 @@ extension PostgresListener {
             }
         }
 
-        /// Parked, a tick confirms a sweep: for a checkpoint once events were delivered live, and as the backstop.
-        /// Durable outputs read only what a confirmed sweep covers, so while one
-        /// follows the listener, events delivered live are confirmed soon after.
-        private func tickInterval(_ cursor: DeliveryCursor) -> Duration {
-            if cursor.deliveredLive.isEmpty { return listener.configuration.backstopInterval }
-            return listener.hasDeliveryObservers ? PostgresListener.durableFeedTickSpacing : listener.configuration.checkpointInterval
-        }
-
-        private func tickDue(_ cursor: DeliveryCursor) -> Bool {
-            ContinuousClock.now >= lastTick + tickInterval(cursor)
-        }
-
         /// Records how far the journal has been delivered, at most once per checkpoint interval.
         private mutating func saveCheckpointIfDue(cursor: inout DeliveryCursor) throws(LibpqError) -> Bool {
-            guard cursor.needsCheckpoint, ContinuousClock.now >= lastCheckpoint + listener.configuration.checkpointInterval,
-                  let covered = cursor.covered else { return false }
-            lastCheckpoint = .now
+            guard cursor.needsCheckpoint, schedule.isCheckpointDue(now: .now), let covered = cursor.covered else { return false }
+            schedule.checkpointSaved(now: .now)
             try Journal.saveCheckpoint(of: listener.configuration.name, covered, on: connection)
             cursor.checkpointSaved(covered)
             listener.logger.debug("checkpoint", metadata: ["snapshot": "\(covered)"])
@@ -183,7 +154,7 @@ extension PostgresListener {
             while true {
                 for row in page.rows where cursor.admitSwept(id: row.id, transactionID: row.transactionID) {
                     do {
-                        admitted.append(try Event(payload: row.event))
+                        batch.admit(try Event(payload: row.event))
                     } catch {
                         listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(row.id)", "reason": "\(error)"])
                         continue
@@ -195,8 +166,8 @@ extension PostgresListener {
                         backstopped += 1
                     }
                 }
-                delivered += admitted.count
-                let published = admitted.count
+                let published = batch.admitted.count
+                delivered += published
                 try publishAdmitted()
                 deliveries += published * listener.broker.subscribersReachedByLastPublish
                 if page.isLast { break }
@@ -251,13 +222,13 @@ extension PostgresListener {
                 // Rings as fast as a run of writers commits keep input waiting: the
                 // loop above must get to unpark, or they would notify for as long as the run lasts.
                 if parking?.next(now: .now) == .unpark { return }
-                let room = PostgresListener.maximumBatch - batch.count
+                let room = batch.room
                 if take(limit: room) == room {
                     try publish(cursor: &cursor)
                 } else if connection.hasWaitingInput {
                     try connection.readInput()
                     continue
-                } else if batch.isEmpty, arrivedTick == nil {
+                } else if batch.isIdle {
                     return
                 } else {
                     // Publishing may run queries, during which more notifications arrive.
@@ -274,7 +245,7 @@ extension PostgresListener {
                 if payload.first != UInt8(ascii: "{"), strcmp(channel, tickChannel) == 0 {
                     guard senderPID == backendPID else { return }
                     let text = String(decoding: payload, as: UTF8.self)
-                    if !text.hasPrefix(Self.probePrefix) { arrivedTick = TransactionSnapshot(text) }
+                    if !text.hasPrefix(Self.probePrefix), let snapshot = TransactionSnapshot(text) { batch.tickArrived(snapshot) }
                     return
                 }
                 // A statement's events arrive together, separated by U+001E. Walked in place:
@@ -294,10 +265,10 @@ extension PostgresListener {
         /// Decodes one event, or a reference to events in the journal.
         private mutating func arrive(_ part: UnsafeBufferPointer<UInt8>, senderPID: Int32) {
             do {
-                batch.append(.event(try Event(payload: part)))
+                batch.arrive(.event(try Event(payload: part)))
             } catch {
                 if let reference = JournalReference(payload: part) {
-                    batch.append(.reference(reference))
+                    batch.arrive(.reference(reference))
                     return
                 }
                 listener.logger.warning("skipped a notification that is not a pgherald event", metadata: [
@@ -308,43 +279,42 @@ extension PostgresListener {
             }
         }
 
-        /// Events sent by hand with `pg_notify` carry no journal position and are delivered as they come.
-        private mutating func admitLive(id: String, transactionID: String, cursor: DeliveryCursor?) -> Bool {
-            guard let cursor, let id = UInt64(id), let transactionID = UInt64(transactionID) else { return true }
-            rings += 1
+        /// Admits a live event if the cursor says to deliver it. Events sent by
+        /// hand with `pg_notify` carry no journal position and are delivered as they come.
+        private mutating func admitLive(_ event: Event, cursor: DeliveryCursor?) {
+            guard let cursor, let id = UInt64(event.id), let transactionID = UInt64(event.transactionID) else {
+                batch.admit(event)
+                return
+            }
+            batch.rang()
             announcements.rang(transactionID)
             switch cursor.live(id: id, transactionID: transactionID, parked: parking?.isParked ?? false) {
             case .deliver:
-                positions.append((id, transactionID))
-                return true
+                batch.admit(event, position: (id, transactionID))
             case .skip:
-                return false
+                break
             case .sweep:
                 if parking?.isParked == true { announcements.leftToSweep(transactionID) }
                 parking?.sweepSoon(now: .now)
-                return false
             }
         }
 
         private mutating func publish(cursor: inout DeliveryCursor?) throws(LibpqError) {
-            if !batch.isEmpty {
-                for arrival in batch {
+            if !batch.arrivals.isEmpty {
+                for arrival in batch.arrivals {
                     switch arrival {
                     case .event(let event):
-                        if admitLive(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
+                        admitLive(event, cursor: cursor)
                     case .reference(let reference):
                         try read(reference, cursor: cursor)
                     }
                 }
-                batch.removeAll(keepingCapacity: true)
+                batch.arrivalsTaken()
                 try publishAdmitted()
-                for position in positions { cursor?.recordDelivered(id: position.id, transactionID: position.transactionID) }
-                positions.removeAll(keepingCapacity: true)
-                parking?.rang(rings, now: .now)
-                rings = 0
+                batch.recordPositions(in: &cursor)
+                parking?.rang(batch.takeRings(), now: .now)
             }
-            if let tick = arrivedTick {
-                arrivedTick = nil
+            if let tick = batch.takeTick() {
                 // A sweep up to the tick: what it finds, no notification brought.
                 if let confirmed = cursor?.tickArrived(tick), parking?.isParked == true {
                     recordBackstop(announcements.tickConfirmed(confirmed), upTo: confirmed)
@@ -356,13 +326,13 @@ extension PostgresListener {
         /// Hands the admitted events to the broker, at most a batch at a time.
         private mutating func publishAdmitted() throws(LibpqError) {
             if listener.broker.marksTransactionEnds { try markTransactionEnds() }
-            var start = admitted.startIndex
-            while start < admitted.endIndex {
-                let end = min(start + PostgresListener.maximumBatch, admitted.endIndex)
-                listener.recordLag(of: listener.broker.publish(admitted[start..<end], resumable: resumable))
+            var start = batch.admitted.startIndex
+            while start < batch.admitted.endIndex {
+                let end = min(start + PostgresListener.maximumBatch, batch.admitted.endIndex)
+                listener.recordLag(of: listener.broker.publish(batch.admitted[start..<end], resumable: batch.resumable))
                 start = end
             }
-            admitted.removeAll(keepingCapacity: true)
+            batch.admittedPublished()
         }
 
         /// Marks the admitted events that end their transaction, for whatever
@@ -372,19 +342,15 @@ extension PostgresListener {
         /// ends its transaction when the journal holds no later event of it:
         /// the transaction has committed, so the journal's answer is final.
         private mutating func markTransactionEnds() throws(LibpqError) {
-            guard let last = admitted.indices.last else { return }
-            for index in admitted.indices.dropLast() where admitted[index].transactionID != admitted[index + 1].transactionID {
-                admitted[index] = admitted[index].endingTransaction()
-            }
+            batch.markTransactionEndsBeforeTheLast()
             // Without a journal, nothing says whether more of the last transaction follows.
-            guard listener.durability == .durable else { return }
-            let event = admitted[last]
+            guard let event = batch.admitted.last, listener.durability == .durable else { return }
             // Events sent by hand carry no journal position: each stands alone.
             if let transactionID = UInt64(event.transactionID), let id = UInt64(event.id),
                 let journalLast = try Journal.lastEventID(ofTransaction: transactionID, on: connection), journalLast > id {
                 return
             }
-            admitted[last] = event.endingTransaction()
+            batch.endLastTransaction()
         }
 
         /// Reads from the journal the events a notification referred to: one
@@ -406,13 +372,13 @@ extension PostgresListener {
                     listener.logger.error("a journal event cannot be read", metadata: ["event_id": "\(row.id)", "reason": "\(error)"])
                     continue
                 }
-                if admitLive(id: event.id, transactionID: event.transactionID, cursor: cursor) { admitted.append(event) }
+                admitLive(event, cursor: cursor)
             }
         }
 
         /// Takes a snapshot and notifies ourselves with it in one statement.
         private mutating func sendTick(cursor: inout DeliveryCursor) throws(LibpqError) {
-            lastTick = .now
+            schedule.tickSent(now: .now)
             // The tick arrives in libpq's buffer while this runs; the next drain takes it.
             let result = try connection.execute(
                 "SELECT s::text, pg_notify($1, s::text) FROM pg_current_snapshot() AS s",
@@ -431,14 +397,14 @@ extension PostgresListener {
             try mark(parked: false)
             let from = cursor.covered
             let delivered = try sweep(cursor: &cursor)
-            resumable = true
+            batch.caughtUp()
             if let from {
                 listener.recordCatchUp(events: delivered)
                 listener.logger.info("caught up from the journal", metadata: [
                     "events": "\(delivered)", "from": "\(from)", "to": "\(cursor.covered.map { "\($0)" } ?? "?")",
                 ])
             }
-            lastCheckpoint = .now - listener.configuration.checkpointInterval
+            schedule.checkpointAtOnce(now: .now)
             _ = try saveCheckpointIfDue(cursor: &cursor)
         }
 
