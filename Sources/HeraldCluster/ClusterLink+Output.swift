@@ -39,7 +39,7 @@ extension ClusterLink: Output {
     public convenience init(configuration: ClusterConfiguration, context: OutputContext) {
         self.init(
             configuration: configuration, member: configuration.member ?? Self.defaultMember(daemonName: context.daemonName),
-            broker: context.broker, listener: context.listener, sourceOffers: context.source.offers, version: context.version, logger: context.logger
+            broker: context.broker, health: context.source.health, sourceOffers: context.source.offers, version: context.version, logger: context.logger
         )
     }
 

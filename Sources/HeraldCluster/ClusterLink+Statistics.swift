@@ -6,7 +6,7 @@ extension ClusterLink {
     func clusterStatistics(now: ContinuousClock.Instant) -> ClusterStatistics {
         let counts = counters.withLock { $0 }
         let local = hubReference?.localCounts() ?? (version: 0, channels: 0, presences: 0)
-        let feed = listener.feedFreshness
+        let feed = health.position
         var members = [ClusterStatistics.Member(
             name: member, role: role, isSelf: true, heardSecondsAgo: 0, lastEventID: broker.lastResumableEventID,
             channels: local.channels, presences: local.presences, streamSequence: feed?.position, streamLag: feed?.lag

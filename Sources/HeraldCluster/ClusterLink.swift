@@ -67,7 +67,7 @@ public final class ClusterLink: Service, Sendable {
     let incarnation: String
     let broker: Broker
     /// Says how far an edge's stream has been read.
-    let listener: PostgresListener
+    let health: SourceHealth
     /// What the daemon's event source offers: a member with the journal is a database daemon, one without an edge.
     let sourceOffers: EventSourceOffers
     let version: String
@@ -79,11 +79,11 @@ public final class ClusterLink: Service, Sendable {
     private let connection = Mutex<NATSConnection?>(nil)
     let counters = Mutex(Counters())
 
-    public init(configuration: ClusterConfiguration, member: String, broker: Broker, listener: PostgresListener, sourceOffers: EventSourceOffers, version: String, logger: Logger) {
+    public init(configuration: ClusterConfiguration, member: String, broker: Broker, health: SourceHealth, sourceOffers: EventSourceOffers, version: String, logger: Logger) {
         self.configuration = configuration
         self.member = member
         self.broker = broker
-        self.listener = listener
+        self.health = health
         self.sourceOffers = sourceOffers
         self.version = version
         self.logger = logger
@@ -308,7 +308,7 @@ public final class ClusterLink: Service, Sendable {
             return .broadcast(.init(member: member, topic: topic, message: message))
         case .heartbeat:
             let counts = hub.withLock { $0 }?.localCounts() ?? (version: 0, channels: 0, presences: 0)
-            let feed = listener.feedFreshness
+            let feed = health.position
             return .heartbeat(.init(
                 member: member, incarnation: incarnation, version: counts.version, role: role,
                 lastEventID: broker.lastResumableEventID, channels: counts.channels, streamSequence: feed?.position, streamLag: feed?.lag

@@ -16,7 +16,7 @@ import Synchronization
 /// first, so that a client that moves from another edge finds its
 /// `Last-Event-ID` here. Whole transactions hold: the stream marks each
 /// transaction's last event (`Pgherald-Ends-Transaction`). While NATS is
-/// away the listener's state says so (`/healthz` answers 503), and the edge
+/// away its ``health`` says so (`/healthz` answers 503), and the edge
 /// goes on from the message after the last it read once NATS is back.
 public final class EdgeFeed: Service, Sendable {
     static let backoff = BackoffPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(10))
@@ -28,7 +28,8 @@ public final class EdgeFeed: Service, Sendable {
     let tls: NATSTLS?
     let stream: String
     let broker: Broker
-    let listener: PostgresListener
+    /// The stream's events were durable where they came from: whole transactions and exact resumes hold.
+    public let health = SourceHealth(durability: .durable)
     let history: Int
     let logger: Logger
     private let position = Mutex(Position())
@@ -39,40 +40,38 @@ public final class EdgeFeed: Service, Sendable {
         var lag: UInt64?
     }
 
-    public init(configuration: ClusterConfiguration, stream: String, broker: Broker, listener: PostgresListener, history: Int, version: String, logger: Logger) {
+    public init(configuration: ClusterConfiguration, stream: String, broker: Broker, history: Int, version: String, logger: Logger) {
         servers = configuration.servers
         options = NATSConnectOptions(name: "pgherald edge", version: version, authentication: configuration.authentication)
         tls = configuration.tls
         self.stream = stream
         self.broker = broker
-        self.listener = listener
         self.history = history
         self.logger = logger
     }
 
     public func run() async throws {
-        listener.beginFeed()
-        defer { listener.reportFeed(.stopped, freshness: freshness) }
+        defer { report(.stopped) }
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await cancelWhenGracefulShutdown { try await self.readUntilStopped() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.reportEverySecond() } }
         }
     }
 
-    private var freshness: PostgresListener.FeedFreshness {
+    private var readPosition: SourceHealth.Position {
         let now = position.withLock { $0 }
         return .init(source: "nats stream \(stream)", position: now.next.map { $0 - 1 }, lag: now.lag)
     }
 
-    private func report(_ status: PostgresListener.Status) {
-        listener.reportFeed(status, freshness: freshness)
+    private func report(_ status: SourceHealth.Status) {
+        health.report(status, position: readPosition)
     }
 
     /// Shows that the feed is not stuck, for the systemd watchdog, while nothing arrives.
     private func reportEverySecond() async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: .seconds(1)) } catch { return }
-            listener.reportFeed(listener.status, freshness: freshness)
+            report(health.status)
         }
     }
 

@@ -32,7 +32,7 @@ extension EventLogOutput: Output {
 
     public convenience init(configuration: EventLogConfiguration, context: OutputContext) throws {
         try self.init(
-            configuration: configuration, broker: context.broker, listener: context.listener, sourceOffers: context.source.offers,
+            configuration: configuration, broker: context.broker, health: context.source.health, sourceOffers: context.source.offers,
             journal: context.journalFeed(named: Self.section), logger: context.logger
         )
     }

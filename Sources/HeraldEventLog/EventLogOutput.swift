@@ -41,7 +41,7 @@ public final class EventLogOutput: Sendable {
     static let batchRows = 1000
 
     let broker: Broker
-    let listener: PostgresListener
+    let health: SourceHealth
     /// What the event source offers: without durable feeds (an edge), the log is live.
     let sourceOffers: EventSourceOffers
     let logger: Logger
@@ -60,9 +60,9 @@ public final class EventLogOutput: Sendable {
     let counters = Mutex(Statistics())
 
     /// Opens (or creates) the file; a live log subscribes here.
-    public init(configuration: EventLogConfiguration, broker: Broker, listener: PostgresListener, sourceOffers: EventSourceOffers, journal: JournalFeed, logger: Logger) throws(EventLogError) {
+    public init(configuration: EventLogConfiguration, broker: Broker, health: SourceHealth, sourceOffers: EventSourceOffers, journal: JournalFeed, logger: Logger) throws(EventLogError) {
         self.broker = broker
-        self.listener = listener
+        self.health = health
         self.sourceOffers = sourceOffers
         self.logger = logger
         self.journal = journal
@@ -124,9 +124,9 @@ public final class EventLogOutput: Sendable {
     /// live where it was asked for, or where the default cannot be durable.
     private func chooseFeed() async throws -> OutputStatistics.Feed {
         // An edge reads no journal; its configuration refuses a durable log that was asked for.
-        guard wantedFeed == .durable, sourceOffers.contains(.durableFeeds), await listener.waitUntilConnected() else { return .live }
+        guard wantedFeed == .durable, sourceOffers.contains(.durableFeeds), await health.waitUntilConnected() else { return .live }
         do {
-            guard listener.durability != .notifyOnly else {
+            guard health.durability != .notifyOnly else {
                 throw EventLogError(description: "event_log.feed is durable, but the database was installed notify-only and keeps no journal; use feed: live, or install durable")
             }
             try await openCursor()

@@ -24,6 +24,8 @@ public final class DaemonMetrics: Sendable {
 
     public let registry: PrometheusCollectorRegistry
     let broker: Broker
+    /// The source's state; ``listener``'s own counters stay 0 where it does not run (an edge).
+    let health: SourceHealth
     let listener: PostgresListener
     let maintenance: JournalMaintenance?
     let outputs: OutputDirectory
@@ -41,13 +43,14 @@ public final class DaemonMetrics: Sendable {
     /// - Parameter registry: the one swift-metrics was bootstrapped with (``factory(for:)``).
     /// - Parameter outputs: filled as `serve` builds them; each adds its report's series.
     public init(
-        registry: PrometheusCollectorRegistry, broker: Broker, listener: PostgresListener,
+        registry: PrometheusCollectorRegistry, broker: Broker, health: SourceHealth, listener: PostgresListener,
         maintenance: JournalMaintenance?, outputs: OutputDirectory, rowSecurity: RowSecurityGate? = nil
     ) {
         self.rowSecurity = rowSecurity
         self.outputs = outputs
         self.registry = registry
         self.broker = broker
+        self.health = health
         self.listener = listener
         self.maintenance = maintenance
     }
@@ -93,8 +96,8 @@ public final class DaemonMetrics: Sendable {
         }
         advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers whose mailbox overflowed: dropped, or a socket stream that read on from the history.")
 
-        let state = listener.status.name
-        for candidate in PostgresListener.Status.names {
+        let state = health.status.name
+        for candidate in SourceHealth.Status.names {
             gauge("pgherald_listener_state", candidate == state ? 1 : 0, labels: [("state", candidate)], help: "1 for the listener's state now.")
         }
         advance("pgherald_listener_reconnects_total", to: listener.reconnects, help: "Connections to PostgreSQL re-established after a loss.")
@@ -105,7 +108,7 @@ public final class DaemonMetrics: Sendable {
               help: "1 while the durable listener is parked, waiting for the doorbell; 0 while it reads the journal and writers skip NOTIFY.")
         advance("pgherald_journal_backstop_events_total", to: listener.backstopEvents,
                 help: "Events that only the parked listener's backstop sweep found: their notification never came. Should stay 0.")
-        if let feed = listener.feedFreshness {
+        if let feed = health.position {
             gauge("pgherald_edge_stream_sequence", Double(feed.position ?? 0), help: "An edge's last stream sequence read (source: nats).")
             gauge("pgherald_edge_stream_lag", Double(feed.lag ?? 0), help: "Messages the stream holds past an edge's last read; 0 when it keeps up.")
         }

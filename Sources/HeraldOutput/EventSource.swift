@@ -1,3 +1,4 @@
+public import Herald
 public import ServiceLifecycle
 
 /// Where a daemon's events come from: a service that publishes them into
@@ -11,4 +12,7 @@ public import ServiceLifecycle
 public protocol EventSource: Service, Sendable {
     /// What outputs may rely on while this source feeds the broker.
     var offers: EventSourceOffers { get }
+    /// The source's state, durability and progress, as health checks,
+    /// statistics and the watchdog read them.
+    var health: SourceHealth { get }
 }

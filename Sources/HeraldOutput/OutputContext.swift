@@ -5,7 +5,7 @@ public import Logging
 /// What the daemon hands every output it builds.
 public struct OutputContext: Sendable {
     public var broker: Broker
-    /// The journal listener: on an edge it does not run, and holds the state the edge's feed reports.
+    /// The journal's listener, for durable feeds (``journalFeed(named:)``); on an edge it does not run.
     public var listener: PostgresListener
     /// Where the events come from: the listener, or an edge's feed.
     public var source: any EventSource

@@ -17,7 +17,7 @@ extension RealtimeEndpoint: Output {
 
     public convenience init(configuration: RealtimeConfiguration, context: OutputContext) {
         self.init(
-            configuration: configuration, broker: context.broker, listener: context.listener, catalog: context.catalog,
+            configuration: configuration, broker: context.broker, health: context.source.health, catalog: context.catalog,
             rowSecurity: context.rowSecurity, metrics: context.metrics,
             cluster: context.outputs.first(ClusterLink.self), logger: context.logger
         )
@@ -32,7 +32,7 @@ extension RealtimeEndpoint: Output {
         guard let address = ListenAddress(listen) else {
             throw ConfigurationError(key: "realtime.listen", source: "configuration", reason: "'\(listen)' is not HOST:PORT")
         }
-        try await RealtimeServer(address: address, endpoint: self, listener: listener, logger: logger).run()
+        try await RealtimeServer(address: address, endpoint: self, health: health, logger: logger).run()
     }
 
     /// Applies changed keys and token settings to later joins and token pushes.

@@ -25,7 +25,7 @@ public final class RealtimeEndpoint: Sendable {
 
     public let configuration: RealtimeConfiguration
     let broker: Broker
-    let listener: PostgresListener
+    let health: SourceHealth
     let catalog: SchemaCatalog
     /// Channels of callers under `rls: true` read their cohort's broker; nil: such callers are refused.
     let rowSecurity: RowSecurityGate?
@@ -51,12 +51,12 @@ public final class RealtimeEndpoint: Sendable {
     let consumers: Mutex<ConsumerLedger>
 
     public init(
-        configuration: RealtimeConfiguration, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog,
+        configuration: RealtimeConfiguration, broker: Broker, health: SourceHealth, catalog: SchemaCatalog,
         rowSecurity: RowSecurityGate? = nil, metrics: DaemonMetrics? = nil, cluster: ClusterLink? = nil, logger: Logger
     ) {
         self.configuration = configuration
         self.broker = broker
-        self.listener = listener
+        self.health = health
         self.catalog = catalog
         self.rowSecurity = rowSecurity
         self.metrics = metrics

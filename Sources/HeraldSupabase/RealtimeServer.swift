@@ -1,5 +1,5 @@
 public import HeraldHTTP
-public import HeraldPostgres
+public import Herald
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -11,19 +11,19 @@ public import ServiceLifecycle
 public struct RealtimeServer: Service {
     let address: ListenAddress
     let endpoint: RealtimeEndpoint
-    let listener: PostgresListener
+    let health: SourceHealth
     let logger: Logger
 
-    public init(address: ListenAddress, endpoint: RealtimeEndpoint, listener: PostgresListener, logger: Logger) {
+    public init(address: ListenAddress, endpoint: RealtimeEndpoint, health: SourceHealth, logger: Logger) {
         self.address = address
         self.endpoint = endpoint
-        self.listener = listener
+        self.health = health
         self.logger = logger
     }
 
     public func run() async throws {
         // As the socket does: bind once the database has answered, so a failing start shows only its own error.
-        guard await listener.waitUntilConnected() else {
+        guard await health.waitUntilConnected() else {
             try? await gracefulShutdown()
             return
         }

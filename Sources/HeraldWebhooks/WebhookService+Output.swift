@@ -15,7 +15,7 @@ extension WebhookService: Output {
     public convenience init(configuration: [WebhookEndpoint], context: OutputContext) {
         self.init(
             endpoints: configuration, store: WebhookStore(connection: context.database, daemon: context.daemonName),
-            broker: context.broker, listener: context.listener, catalog: context.catalog, version: context.version, logger: context.logger
+            broker: context.broker, health: context.source.health, catalog: context.catalog, version: context.version, logger: context.logger
         )
     }
 
@@ -65,7 +65,7 @@ extension WebhookService: Output {
             statistics: OutputStatistics(
                 health: failing.isEmpty ? "ok" : "degraded",
                 reason: failing.isEmpty ? nil : "failing: \(failing.joined(separator: ", "))",
-                feed: listener.durability == .notifyOnly ? .live : .durable,
+                feed: health.durability == .notifyOnly ? .live : .durable,
                 delivered: all.values.reduce(0) { $0 + $1.successes },
                 backlog: all.values.contains { $0.backlog != nil } ? all.values.reduce(0) { $0 + ($1.backlog ?? 0) } : nil
             ),

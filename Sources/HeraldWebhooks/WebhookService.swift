@@ -18,7 +18,7 @@ public final class WebhookService: Service, Sendable {
 
     let store: WebhookStore
     let broker: Broker
-    let listener: PostgresListener
+    let health: SourceHealth
     let version: String
     let logger: Logger
     /// Checks each endpoint's filter at start and on reload; nil: not checked.
@@ -39,13 +39,13 @@ public final class WebhookService: Service, Sendable {
     }
 
     public init(
-        endpoints: [WebhookEndpoint], store: WebhookStore, broker: Broker, listener: PostgresListener, catalog: SchemaCatalog?,
+        endpoints: [WebhookEndpoint], store: WebhookStore, broker: Broker, health: SourceHealth, catalog: SchemaCatalog?,
         version: String, logger: Logger
     ) {
         self.catalog = catalog
         self.store = store
         self.broker = broker
-        self.listener = listener
+        self.health = health
         self.version = version
         self.logger = logger
         state = Mutex(State(endpoints: endpoints))
@@ -55,7 +55,7 @@ public final class WebhookService: Service, Sendable {
 
     public func run() async throws {
         defer { started.set(false) }
-        guard await listener.waitUntilConnected() else {
+        guard await health.waitUntilConnected() else {
             try? await gracefulShutdown()
             return
         }
@@ -66,7 +66,7 @@ public final class WebhookService: Service, Sendable {
             logger.error("webhooks cannot start", metadata: ["error": "\(error)"])
             throw error
         }
-        let durable = listener.durability != .notifyOnly
+        let durable = health.durability != .notifyOnly
         await withDiscardingTaskGroup { group in
             group.addTask { await cancelWhenGracefulShutdown { await self.measureBacklog() } }
             if durable {

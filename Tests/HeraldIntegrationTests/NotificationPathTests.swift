@@ -31,7 +31,7 @@ extension IntegrationTests {
             #expect(ContinuousClock.now - noticed < .seconds(5))
 
             // Notify-only mode hears nothing committed before it listens again.
-            while daemon.listener.reconnects == 0 || daemon.listener.status != .listening, ContinuousClock.now - noticed < .seconds(15) {
+            while daemon.listener.reconnects == 0 || daemon.listener.health.status != .listening, ContinuousClock.now - noticed < .seconds(15) {
                 try await Task.sleep(for: .milliseconds(100))
             }
             try database.execute("INSERT INTO course (short_code, name) VALUES ('AFTER', 'Reconnected')")

@@ -163,7 +163,7 @@ extension IntegrationTests {
             let event = try await daemon.inbox.next()
             #expect(event.new?["short_code"] == .string("AFTER"))
             #expect(event.count == 1)
-            #expect(daemon.listener.status == .listening)
+            #expect(daemon.listener.health.status == .listening)
             try await daemon.stop()
         }
     }

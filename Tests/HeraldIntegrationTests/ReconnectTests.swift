@@ -16,7 +16,7 @@ extension IntegrationTests {
                 """)
             #expect(terminated.rows == [["t"]])
 
-            let reconnecting = await daemon.listener.waitForStatus { if case .reconnecting = $0 { true } else { false } }
+            let reconnecting = await daemon.listener.health.waitForStatus { if case .reconnecting = $0 { true } else { false } }
             guard case .reconnecting = reconnecting else {
                 Issue.record("listener did not notice the lost connection: \(reconnecting)")
                 return
@@ -34,7 +34,7 @@ extension IntegrationTests {
             #expect(event.new?["short_code"] == .string("R1"))
             #expect(ContinuousClock.now - started < .seconds(5))
             // Catch-up publishes before the status says listening.
-            #expect(await daemon.listener.waitUntilListening())
+            #expect(await daemon.listener.health.waitUntilListening())
             try await daemon.stop()
         }
     }

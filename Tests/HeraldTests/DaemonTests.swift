@@ -39,8 +39,10 @@ struct DaemonTests {
         #expect(daemon.source is EdgeFeed)
         #expect(daemon.source.offers == [.changeCount])
         #expect(!daemon.parts.contains { $0 is JournalMaintenance }, "an edge has no journal to maintain")
-        #expect(!daemon.parts.contains { $0 is PostgresListener }, "the listener only holds the feed's state")
+        #expect(!daemon.parts.contains { $0 is PostgresListener }, "the journal's listener does not run on an edge")
         #expect(daemon.parts.contains { $0 is EdgeFeed })
+        #expect(daemon.source.health !== daemon.listener.health, "the edge reports its own state")
+        #expect(daemon.source.health.durability == .durable, "the stream's events were durable where they came from")
         #expect(daemon.outputs.first(ClusterLink.self) != nil)
     }
 

@@ -22,7 +22,7 @@ extension SocketServer: Output {
     public convenience init(configuration: SocketConfiguration, context: OutputContext) {
         Self.raiseOpenFileLimit(toServe: configuration.maximumSubscribers, logger: context.logger)
         self.init(
-            configuration: configuration, broker: context.broker, listener: context.listener, catalog: context.catalog,
+            configuration: configuration, broker: context.broker, health: context.source.health, catalog: context.catalog,
             journal: context.journal, maintenance: context.maintenance, metrics: context.metrics, outputs: context.outputs,
             realtime: context.outputs.first(RealtimeEndpoint.self), rowSecurity: context.rowSecurity, access: context.access, version: context.version,
             logger: context.logger

@@ -70,7 +70,7 @@ extension SocketServer {
             overflows: broker.overflowCount,
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
             listener: listenerState(),
-            durability: listener.durability?.rawValue,
+            durability: health.durability?.rawValue,
             journal: journal,
             outputs: outputs.reports.mapValues(\.statistics)
         )
@@ -95,8 +95,8 @@ extension SocketServer {
     }
 
     func listenerState() -> DaemonStatistics.Listener {
-        let status = listener.status
-        let feed = listener.feedFreshness
+        let status = health.status
+        let feed = health.position
         let reason: String? = switch status {
         case .notStarted, .connecting: feed == nil ? "connecting to PostgreSQL" : "connecting to NATS"
         case .catchingUp: feed == nil ? "replaying events committed while not listening" : "reading the stream's backlog"

@@ -92,7 +92,7 @@ extension SocketServer {
         case .failure(let refusal): return .refused(refusal)
         }
         if let refusal = await validate(parsed.requested) { return .refused(refusal) }
-        if parsed.groupsTransactions, let refusal = refuseGrouping(under: listener.durability) { return .refused(refusal) }
+        if parsed.groupsTransactions, let refusal = refuseGrouping(under: health.durability) { return .refused(refusal) }
         // Under `rls: true` the stream reads its cohort's broker, where every event is one its role and claims may see.
         var cohort: RowSecurityCohort?
         if let identity = viewer.scope.rowSecurity {
@@ -363,7 +363,7 @@ extension SocketServer {
     }
 
     private func journalBacklog(after eventID: UInt64) async -> Backlog {
-        guard listener.durability == .durable else {
+        guard health.durability == .durable else {
             return .reset(reason: "event \(eventID) is older than the daemon's memory, and there is no journal (notify-only mode)")
         }
         do {

@@ -31,7 +31,8 @@ import Synchronization
 public final class SocketServer: Service, Sendable {
     public let configuration: SocketConfiguration
     let broker: Broker
-    let listener: PostgresListener
+    /// The event source's state, for /healthz, /stats and what the journal allows.
+    let health: SourceHealth
     let catalog: SchemaCatalog
     let journal: JournalReader
     let maintenance: JournalMaintenance?
@@ -67,7 +68,7 @@ public final class SocketServer: Service, Sendable {
     public init(
         configuration: SocketConfiguration,
         broker: Broker,
-        listener: PostgresListener,
+        health: SourceHealth,
         catalog: SchemaCatalog,
         journal: JournalReader,
         maintenance: JournalMaintenance? = nil,
@@ -89,7 +90,7 @@ public final class SocketServer: Service, Sendable {
         self.rowSecurity = rowSecurity
         self.configuration = configuration
         self.broker = broker
-        self.listener = listener
+        self.health = health
         self.catalog = catalog
         self.version = version
         self.logger = logger
@@ -108,7 +109,7 @@ public final class SocketServer: Service, Sendable {
         defer { serving.set(false) }
         // Bind once the database has answered: a start that cannot connect then
         // never touches the socket, and its one error line is the connection's.
-        guard await listener.waitUntilConnected() else {
+        guard await health.waitUntilConnected() else {
             // The listener's failure ends the group; finishing first would start a shutdown that hides it.
             try? await gracefulShutdown()
             return

@@ -83,7 +83,7 @@ public final class JournalFeed: Sendable {
     /// - Throws: when the database cannot be reached, or has no `pgherald.output_cursor` (run `pgherald install`);
     ///   ``LibpqError/Code/stopped`` when the listener stopped before it connected.
     public func open() async throws(LibpqError) {
-        guard await listener.waitUntilConnected() else {
+        guard await listener.health.waitUntilConnected() else {
             throw LibpqError(.stopped, "the listener stopped before it connected; the cursor of \(output) was not opened")
         }
         let (position, lastEventID) = try await connection.run { [daemon, output] connection throws(LibpqError) in

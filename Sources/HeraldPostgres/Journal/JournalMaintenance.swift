@@ -68,7 +68,7 @@ public final class JournalMaintenance: Service, Sendable {
     }
 
     public func run() async throws {
-        guard await listener.waitUntilListening(), listener.durability == .durable else {
+        guard await listener.health.waitUntilListening(), listener.health.durability == .durable else {
             // Nothing to maintain; a service that ends while the group shuts down counts as a failure.
             try? await gracefulShutdown()
             return

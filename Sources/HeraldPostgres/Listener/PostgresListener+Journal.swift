@@ -39,7 +39,7 @@ extension PostgresListener {
                     + "(the same --db as serve; it upgrades in place and keeps the journal), then start serve again"
             )
         }
-        state.withLock { $0.durability = durability }
+        health.recordDurability(durability)
         guard durability == .durable else { return nil }
         let checkpoint = try Journal.latestCheckpoint(of: configuration.name, on: connection)
         if let lastEventID = checkpoint?.lastEventID {

@@ -11,12 +11,12 @@ extension PostgresListener {
         var cursor: DeliveryCursor?
         var firstConnection = true
         var action = machine.start()
-        defer { setStatus(.stopped) }
+        defer { health.report(.stopped) }
         while true {
-            recordProgress()
+            health.recordProgress()
             switch action {
             case .connect(let attempt):
-                if attempt == 0 { setStatus(.connecting) }
+                if attempt == 0 { health.report(.connecting) }
                 do {
                     let opened = try openConnection()
                     if machine.hasListened {
@@ -49,7 +49,7 @@ extension PostgresListener {
                     action = machine.connectionLost(heldFor: .now - opened, random: Double.random(in: 0..<1))
                 }
             case .waitBeforeReconnect(let delay, let attempt):
-                setStatus(.reconnecting(attempt: attempt, lastError: lastError.message))
+                health.report(.reconnecting(attempt: attempt, lastError: lastError.message))
                 logger.info("reconnecting", metadata: ["attempt": "\(attempt)", "delay": "\(delay.secondsText)"])
                 if waitInSlices(until: .now + delay) == .woken {
                     action = machine.stop()
@@ -69,7 +69,7 @@ extension PostgresListener {
     /// Waits for the backoff a second at a time, recording progress, so a long backoff does not look like a wedge.
     private func waitInSlices(until deadline: ContinuousClock.Instant) -> WakeSignal.WaitResult {
         while true {
-            recordProgress()
+            health.recordProgress()
             let slice = min(deadline, .now + Self.idleWake)
             let outcome = wake.wait(until: slice)
             if outcome == .woken || slice == deadline { return outcome }
@@ -118,14 +118,14 @@ extension PostgresListener {
     private func listen(on connection: LibpqConnection, cursor: inout DeliveryCursor?, firstConnection: Bool) -> LibpqError {
         var receiver = Receiver(listener: self, connection: connection, durable: cursor != nil, resumable: !firstConnection)
         if cursor != nil {
-            setStatus(.catchingUp)
+            health.report(.catchingUp)
             do throws(LibpqError) {
                 try receiver.catchUp(cursor: &cursor!)
             } catch {
                 return error
             }
         }
-        setStatus(.listening)
+        health.report(.listening)
         let error = receiver.run(cursor: &cursor)
         recordParked(false)
         if error.code == .stopped, cursor != nil {

@@ -41,7 +41,7 @@ extension PostgresListener {
             // What the checkpoint it starts from covers was delivered by an earlier run.
             listener.recordDelivered(through: cursor?.covered)
             while true {
-                listener.recordProgress()
+                listener.health.recordProgress()
                 do throws(LibpqError) {
                     // Queries (sweeps, ticks, references) leave notifications in libpq's buffer: take those first.
                     try drain(cursor: &cursor)
@@ -344,7 +344,7 @@ extension PostgresListener {
         private mutating func markTransactionEnds() throws(LibpqError) {
             batch.markTransactionEndsBeforeTheLast()
             // Without a journal, nothing says whether more of the last transaction follows.
-            guard let event = batch.admitted.last, listener.durability == .durable else { return }
+            guard let event = batch.admitted.last, listener.health.durability == .durable else { return }
             // Events sent by hand carry no journal position: each stands alone.
             if let transactionID = UInt64(event.transactionID), let id = UInt64(event.id),
                 let journalLast = try Journal.lastEventID(ofTransaction: transactionID, on: connection), journalLast > id {

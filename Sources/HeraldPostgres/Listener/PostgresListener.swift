@@ -60,35 +60,17 @@ public final class PostgresListener: Service, Sendable {
         }
     }
 
-    /// What the listener is doing, for health checks.
-    public enum Status: Sendable, Hashable {
-        case notStarted
-        case connecting
-        /// Connected, replaying from the journal what was committed during a gap.
-        case catchingUp
-        case listening
-        case reconnecting(attempt: Int, lastError: String)
-        case stopped
-    }
-
-    struct StatusWaiter {
-        let predicate: @Sendable (Status) -> Bool
-        let continuation: CheckedContinuation<Status, Never>
-    }
-
     struct State {
-        var status: Status = .notStarted
-        var statusWaiters: [StatusWaiter] = []
         var started = false
-        var durability: Durability?
         /// The channel the triggers notify on, read from the install at each connection.
         var channel = PostgresListener.uninstalledChannel
         var deliveredSnapshot: TransactionSnapshot?
         var deliveryObservers: [@Sendable () -> Void] = []
-        var feedFreshness: FeedFreshness?
     }
 
     public let configuration: Configuration
+    /// The listener's state, its durability once connected, and its progress.
+    public let health = SourceHealth()
     let broker: Broker
     let logger: Logger
     let wake = WakeSignal()
@@ -101,20 +83,9 @@ public final class PostgresListener: Service, Sendable {
     private let observed = Atomic<Bool>(false)
     /// Delivery time minus the event's `at`, for every event handed to the broker.
     private let deliveryLag = Metrics.Timer(label: "pgherald_delivery_lag_seconds")
-    /// When the listener thread last came round its loop, in nanoseconds after `createdAt`.
-    private let progress = Atomic<Int64>(0)
-    private let createdAt = ContinuousClock.now
 
     /// The longest the thread waits without coming round its loop, when nothing is wedged.
     static let idleWake: Duration = .seconds(1)
-
-    /// How long ago the listener thread last showed it was not stuck. Waits
-    /// are at most a second, except a connection attempt (up to the connect
-    /// timeout) and a query; a value well past those means a wedged thread.
-    public var timeSinceProgress: Duration {
-        let last = createdAt + .nanoseconds(progress.load(ordering: .relaxed))
-        return ContinuousClock.now - last
-    }
 
     /// Connections re-established after a loss, since start.
     public var reconnects: Int64 { reconnectCount.load(ordering: .relaxed) }
@@ -159,20 +130,11 @@ public final class PostgresListener: Service, Sendable {
         }
     }
 
-    func recordProgress() {
-        progress.store(Int64((ContinuousClock.now - createdAt) / .nanoseconds(1)), ordering: .relaxed)
-    }
-
     public init(configuration: Configuration, broker: Broker, logger: Logger) {
         self.configuration = configuration
         self.broker = broker
         self.logger = logger
     }
-
-    public var status: Status { state.withLock { $0.status } }
-
-    /// The durability in force, once the first connection has found it.
-    public var durability: Durability? { state.withLock { $0.durability } }
 
     /// Durable mode: every journal event whose transaction is visible here has
     /// reached the broker, in this run or (visible in the checkpoint it
@@ -230,43 +192,5 @@ public final class PostgresListener: Service, Sendable {
     /// Asks the listener thread to close its connection and end.
     public func stop() {
         wake.signal()
-    }
-
-    /// Waits until the listener reaches a status for which `predicate` holds,
-    /// or stops, and returns that status.
-    @discardableResult
-    public func waitForStatus(where predicate: @escaping @Sendable (Status) -> Bool) async -> Status {
-        await withCheckedContinuation { continuation in
-            let current: Status? = state.withLock { state in
-                if predicate(state.status) || state.status == .stopped { return state.status }
-                state.statusWaiters.append(StatusWaiter(predicate: predicate, continuation: continuation))
-                return nil
-            }
-            if let current { continuation.resume(returning: current) }
-        }
-    }
-
-    /// Waits until the first connection has answered (catching up or listening); false if the listener stopped instead.
-    public func waitUntilConnected() async -> Bool {
-        await waitForStatus { $0 != .notStarted && $0 != .connecting } != .stopped
-    }
-
-    /// Waits until the listener is receiving notifications; returns false if it stopped instead.
-    public func waitUntilListening() async -> Bool {
-        await waitForStatus { $0 == .listening } == .listening
-    }
-
-    func setStatus(_ status: Status) {
-        let satisfied = state.withLock { state -> [StatusWaiter] in
-            state.status = status
-            var satisfied: [StatusWaiter] = []
-            state.statusWaiters.removeAll { waiter in
-                let done = waiter.predicate(status) || status == .stopped
-                if done { satisfied.append(waiter) }
-                return done
-            }
-            return satisfied
-        }
-        for waiter in satisfied { waiter.continuation.resume(returning: status) }
     }
 }

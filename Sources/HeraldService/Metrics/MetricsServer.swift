@@ -10,17 +10,17 @@ public import ServiceLifecycle
 public struct MetricsServer: Service {
     let address: ListenAddress
     let metrics: DaemonMetrics
-    let listener: PostgresListener
+    let health: SourceHealth
     let maintenance: JournalMaintenance?
     let outputs: OutputDirectory
     let logger: Logger
 
     /// - Parameter address: `HOST:PORT`, `[::1]:PORT` for IPv6.
-    public init?(address: String, metrics: DaemonMetrics, listener: PostgresListener, maintenance: JournalMaintenance?, outputs: OutputDirectory, logger: Logger) {
+    public init?(address: String, metrics: DaemonMetrics, health: SourceHealth, maintenance: JournalMaintenance?, outputs: OutputDirectory, logger: Logger) {
         guard let address = ListenAddress(address) else { return nil }
         self.address = address
         self.metrics = metrics
-        self.listener = listener
+        self.health = health
         self.maintenance = maintenance
         self.outputs = outputs
         self.logger = logger
@@ -28,7 +28,7 @@ public struct MetricsServer: Service {
 
     public func run() async throws {
         // As the socket does: bind once the database has answered, so a failing start shows only its own error.
-        guard await listener.waitUntilConnected() else {
+        guard await health.waitUntilConnected() else {
             try? await gracefulShutdown()
             return
         }
@@ -36,8 +36,8 @@ public struct MetricsServer: Service {
         router.get("metrics") { [metrics, maintenance] _, _ in
             metrics.response(journal: await maintenance?.statistics(maximumAge: .seconds(2)))
         }
-        router.get("healthz") { [listener, outputs] _, _ -> HTTPResponse.Status in
-            listener.status == .listening && outputs.starting.isEmpty ? .ok : .serviceUnavailable
+        router.get("healthz") { [health, outputs] _, _ -> HTTPResponse.Status in
+            health.status == .listening && outputs.starting.isEmpty ? .ok : .serviceUnavailable
         }
         let application = Application(
             router: router,

@@ -32,22 +32,22 @@ public final class SystemdService: Service, Sendable {
 
     public let configuration: Configuration
     let notifier: SystemdNotifier
-    let listener: PostgresListener
+    let health: SourceHealth
     let broker: Broker
     let outputs: OutputDirectory
     let logger: Logger
 
-    public init(configuration: Configuration, notifier: SystemdNotifier, listener: PostgresListener, broker: Broker, outputs: OutputDirectory, logger: Logger) {
+    public init(configuration: Configuration, notifier: SystemdNotifier, health: SourceHealth, broker: Broker, outputs: OutputDirectory, logger: Logger) {
         self.configuration = configuration
         self.notifier = notifier
-        self.listener = listener
+        self.health = health
         self.broker = broker
         self.outputs = outputs
         self.logger = logger
     }
 
     public func run() async throws {
-        var ready = await listener.waitUntilListening()
+        var ready = await health.waitUntilListening()
         for output in outputs.all where ready {
             ready = await output.waitUntilReady()
         }
@@ -77,7 +77,7 @@ public final class SystemdService: Service, Sendable {
                 lastStatus = status
             }
             if let interval = configuration.watchdogInterval, ContinuousClock.now - lastPing >= interval {
-                let stalled = listener.timeSinceProgress
+                let stalled = health.timeSinceProgress
                 let healthy = stalled < configuration.stallLimit
                 if healthy {
                     message.append("WATCHDOG=1")
@@ -102,9 +102,9 @@ public final class SystemdService: Service, Sendable {
     /// its lock, so a deadlocked broker stops this loop and the pings with it.
     func status() -> String {
         let statistics = broker.statistics
-        let listenerState = switch listener.status {
+        let listenerState = switch health.status {
         case .reconnecting(let attempt, let error): "reconnecting (attempt \(attempt): \(error.prefix(120)))"
-        default: listener.status.name
+        default: health.status.name
         }
         let subscribers = statistics.subscribersByKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         return "\(listenerState); \(statistics.changeCount) changes; subscribers: \(subscribers.isEmpty ? "none" : subscribers.joined(separator: ", "))"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Herald
 import HeraldPostgres
 
 struct Install: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Herald
 import HeraldConfiguration
 import HeraldOutput
 import HeraldPostgres

@@ -1,5 +1,6 @@
 public import ArgumentParser
 import Foundation
+import Herald
 public import HeraldPostgres
 
 struct DatabaseOptions: ParsableArguments {

@@ -16,7 +16,7 @@ import ServiceLifecycle
 /// and listens nowhere, so what a configuration turns into can be tested.
 struct Daemon {
     let broker: Broker
-    /// Holds the source's state for health checks; the source itself on a database daemon.
+    /// The journal's listener: the source itself on a database daemon; on an edge it never runs.
     let listener: PostgresListener
     let source: any EventSource
     let maintenance: JournalMaintenance
@@ -51,7 +51,7 @@ struct Daemon {
         )
         outputs = OutputDirectory()
         let metrics = DaemonMetrics(
-            registry: registry, broker: broker, listener: listener, maintenance: maintenance, outputs: outputs, rowSecurity: rowSecurity
+            registry: registry, broker: broker, health: source.health, listener: listener, maintenance: maintenance, outputs: outputs, rowSecurity: rowSecurity
         )
         let context = OutputContext(
             broker: broker, listener: listener, source: source, database: connection, daemonName: settings.name, version: version,
@@ -67,7 +67,7 @@ struct Daemon {
         services.append(.init(service: rowSecurity, successTerminationBehavior: .ignore))
         if let address = settings.metricsListen {
             guard let server = MetricsServer(
-                address: address, metrics: metrics, listener: listener, maintenance: maintenance, outputs: outputs, logger: LogCategory.lifecycle.logger
+                address: address, metrics: metrics, health: source.health, maintenance: maintenance, outputs: outputs, logger: LogCategory.lifecycle.logger
             ) else { throw ValidationError("metrics.listen: '\(address)' is not HOST:PORT") }
             services.append(.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup))
         }
@@ -85,7 +85,7 @@ struct Daemon {
                 watchdogInterval: SystemdNotifier.watchdogInterval(environment: environment),
                 stallLimit: settings.connectTimeout + .seconds(5)
             ),
-            notifier: notifier, listener: listener, broker: broker, outputs: outputs, logger: LogCategory.lifecycle.logger
+            notifier: notifier, health: source.health, broker: broker, outputs: outputs, logger: LogCategory.lifecycle.logger
         )))
         services.append(.init(service: HeapTrimmer(broker: broker), successTerminationBehavior: .ignore))
         // Last of all, so that it hears the stop first and bounds it.
@@ -103,12 +103,11 @@ struct Daemon {
         }
     }
 
-    /// An edge's feed from the cluster's stream (`source: nats`), where the
-    /// listener only holds the state the feed reports; else the listener.
+    /// An edge's feed from the cluster's stream (`source: nats`); else the listener.
     static func source(settings: DaemonConfiguration, broker: Broker, listener: PostgresListener, version: String) -> any EventSource {
         guard settings.source == .nats, let edge = settings[ClusterLink.self], let stream = edge.stream else { return listener }
         return EdgeFeed(
-            configuration: edge, stream: stream, broker: broker, listener: listener, history: settings.history,
+            configuration: edge, stream: stream, broker: broker, history: settings.history,
             version: version, logger: LogCategory.cluster.logger
         )
     }

@@ -35,7 +35,7 @@ final class RunningListener: Sendable {
         inbox = EventInbox(subscription: broker.subscribe(filter))
         let listener = self.listener
         task = Task { try await listener.run() }
-        let listening = await listener.waitUntilListening()
+        let listening = await listener.health.waitUntilListening()
         try #require(listening, "listener did not start")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Herald
 import HeraldPostgres
 import Testing
 

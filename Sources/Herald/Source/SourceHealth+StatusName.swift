@@ -1,4 +1,4 @@
-extension PostgresListener.Status {
+extension SourceHealth.Status {
     /// The state's one spelling, the same in logs, `/stats`, `/healthz`,
     /// `pgherald_listener_state` and `systemctl status`.
     public var name: String {
