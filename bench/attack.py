@@ -195,10 +195,13 @@ def main():
 
     def settle(messages):
         for message in messages:
-            if message.get("event") == "system" and message.get("topic", "").startswith("realtime:like-"):
-                settled.add(message.get("topic"))
-                if message.get("payload", {}).get("status") != "ok":
-                    refused.add(message.get("topic"))
+            payload = message.get("payload") or {}
+            # The channel a system message is about, by its payload's name where it has one.
+            topic = "realtime:" + payload["channel"] if isinstance(payload.get("channel"), str) else message.get("topic") or ""
+            if message.get("event") == "system" and topic.startswith("realtime:like-"):
+                settled.add(topic)
+                if payload.get("status") != "ok":
+                    refused.add(topic)
 
     for index in range(joins):
         connection = others[index % len(others)]

@@ -193,6 +193,13 @@ struct BenchResults: Codable {
         var closedByDaemon: Int?
         /// Rows of 2,000 characters its writer committed to the attacked table.
         var rowsWritten: Int?
+        /// The connections and channels the daemon counted for the key (`/stats`), just after the bystanders' run.
+        var heldByKey: Held?
+
+        struct Held: Codable {
+            var connections: Int
+            var channels: Int
+        }
     }
 
     /// The queries run while the apps followed one query.
