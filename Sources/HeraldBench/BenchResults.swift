@@ -163,6 +163,43 @@ struct BenchResults: Codable {
         var journalScans: Int?
         /// Scenario v.: how long the writer ran.
         var runSeconds: Int?
+        /// Scenario w.: what the attacking key held and sent while the bystanders were measured.
+        var attack: AttackFigures?
+    }
+
+    /// Scenario w.: one realtime key's attacks at their limits, as bench/attack.py counted them.
+    struct AttackFigures: Codable {
+        var seconds: Double
+        /// WebSocket upgrades the key got, and those answered 429.
+        var connections: Int
+        var connectionsRefused: Int
+        /// postgres_changes channels joined with like filters, and joins refused.
+        var channels: Int
+        var channelsRefused: Int
+        /// `/events?where=` streams of like patterns on the attacked table, and the lines they read.
+        var likeStreams: Int
+        var likeStreamLines: Int
+        /// Broadcasts sent to a member that never reads, their bytes, and those refused.
+        var broadcasts: Int
+        var broadcastBytes: Int
+        var broadcastsRefused: Int
+        /// Broadcasts not sent because the daemon had not yet taken 1 MiB already sent: it reads a socket no faster than it handles it.
+        var broadcastsHeldBack: Int?
+        /// Presence tracks with large metas.
+        var presenceTracks: Int
+        /// Bytes all the attacker's sockets read, the non-reader's aside.
+        var bytesRead: Int
+        /// Attacker sockets the daemon closed while the attack ran.
+        var closedByDaemon: Int?
+        /// Rows of 2,000 characters its writer committed to the attacked table.
+        var rowsWritten: Int?
+        /// The connections and channels the daemon counted for the key (`/stats`), just after the bystanders' run.
+        var heldByKey: Held?
+
+        struct Held: Codable {
+            var connections: Int
+            var channels: Int
+        }
     }
 
     /// The queries run while the apps followed one query.

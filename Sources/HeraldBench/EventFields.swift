@@ -37,6 +37,13 @@ enum EventFields {
         number(in: line, after: find(#""record":{"id":"#, in: line))
     }
 
+    /// The `id` of an `/events` event's key (`"pk":{"id":N`): with one writer
+    /// on a table whose `id` comes from a sequence, it rises by one per event
+    /// of that table, as `count` does across all tables.
+    static func keyID(in line: UnsafeRawBufferPointer) -> UInt64? {
+        number(in: line, after: find(#""pk":{"id":"#, in: line))
+    }
+
     /// Each event's `count` and `at` in a transaction frame's
     /// `{"txid":…,"count":N,"events":[{…},…]}`, in order.
     static func groupedEvents(in line: UnsafeRawBufferPointer) -> [(count: UInt64, at: Int64)] {

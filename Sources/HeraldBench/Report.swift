@@ -44,6 +44,7 @@ struct MarkdownReport {
         rowSecurity()
         network()
         ingestion()
+        underAttack()
         writers()
     }
 
@@ -851,5 +852,35 @@ extension MarkdownReport {
     private func totalCPUPerThousand(_ run: BenchResults.Run) -> Double? {
         guard let daemon = run.daemonCPUSeconds, let backend = run.rowSecurityBackendCPUSeconds, run.result.received > 0 else { return nil }
         return (daemon + backend) * 1000 / Double(run.result.received)
+    }
+}
+
+extension MarkdownReport {
+    /// w.: bystanders on one table, with no attack and then while one realtime key runs the fair-share attacks at their limits.
+    private mutating func underAttack() {
+        let runs = results.runs("under-attack")
+        guard !runs.isEmpty else { return }
+        line("### w. Under attack: bystanders while one key runs the fair-share attacks")
+        line()
+        line("SSE subscribers on the socket follow `bench_event` alone (`/events?table=bench_event`) while one writer commits 100 rows/s there; first with no attack, then while one realtime key holds its connections and channels up to `realtime.max_connections_per_key` and `max_channels_per_key` (each channel a `like` filter of `%`, 280 `_` and a letter on `bench_attack`), `/events?where=` streams of 25 such patterns read `bench_attack`, a writer puts 2,000-character rows into it, and a member of a topic that never reads receives broadcasts near `realtime.broadcast.max_bytes` and large presence metas. Latency is commit to receipt; the daemon's CPU covers the attack's work too.")
+        line()
+        let quiet = runs.first { $0.attack == nil }
+        table(["run", "delivered ratio", "p50 ms", "p99 ms", "max ms", "p99 ÷ no attack's", "pgherald CPU s"], runs.map { run in
+            let ratio = quiet.flatMap { quiet in
+                run.result.latencyMilliseconds.flatMap { own in quiet.result.latencyMilliseconds.map { own.p99 / max($0.p99, 0.001) } }
+            }
+            return [
+                run.result.label, format(run.result.deliveredRatio, 4), milliseconds(run, \.p50), milliseconds(run, \.p99), milliseconds(run, \.max),
+                ratio.map { format($0, 2) } ?? "-", run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
+            ]
+        })
+        for run in runs {
+            guard let attack = run.attack else { continue }
+            // The daemon's own count (/stats) of what the key held; the client's view of its joins is a guess by the replies it read.
+            let held = attack.heldByKey.map { "the daemon counted \($0.connections) connections and \($0.channels) channels for the key" }
+                ?? "\(attack.connections) connections and \(attack.channels) channels held, as the client saw it"
+            line("The attack over \(format(attack.seconds, 0)) s: \(attack.connections + attack.connectionsRefused) connections tried with one key (\(attack.connectionsRefused) refused with 429) and \(attack.channels + attack.channelsRefused) channel joins, all but the topic's 3 a like filter: \(held); \(attack.likeStreams) like streams that read \(grouped(Double(attack.likeStreamLines))) lines, \(grouped(Double(attack.broadcasts))) broadcasts of \(format(Double(attack.broadcastBytes) / Double(max(attack.broadcasts, 1)) / 1024, 1)) KiB to a member that never reads (\(attack.broadcastsRefused) refused, \(attack.broadcastsHeldBack.map { grouped(Double($0)) } ?? "?") held back while the daemon had not taken the last MiB sent), \(attack.presenceTracks) presence tracks, \(attack.rowsWritten.map { grouped(Double($0)) } ?? "?") rows of 2,000 characters written to `bench_attack`; its sockets read \(format(Double(attack.bytesRead) / 1_048_576, 1)) MiB, and the daemon closed \(attack.closedByDaemon.map(String.init) ?? "?") of them.")
+            line()
+        }
     }
 }

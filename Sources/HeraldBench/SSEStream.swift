@@ -34,6 +34,9 @@ final class SSEStream: BenchStream {
     /// With `group=transaction`: how many events each transaction must hold;
     /// one that arrives split, or merged with another, fails the stream.
     var transactionSize: Int?
+    /// Checks each event's key `id` for gaps instead of `count`, for a stream
+    /// that follows one table while others change too (`?table=`).
+    var countsByKey = false
     /// Whether the daemon refused or broke the stream in a way a resume cannot mend.
     var failure: String?
     private var partialLine: [UInt8] = []
@@ -152,7 +155,7 @@ final class SSEStream: BenchStream {
                     failure = "a transaction of \(transactionSize) rows arrived as a message of \(events.count)"
                 }
                 for event in events { record.record(count: event.count, at: event.at, now: now) }
-            } else if let count = EventFields.count(in: line), let at = EventFields.timestamp(in: line) {
+            } else if let count = countsByKey ? EventFields.keyID(in: line) : EventFields.count(in: line), let at = EventFields.timestamp(in: line) {
                 record.record(count: count, at: at, now: now)
             }
         case UInt8(ascii: "i"):  // id: N

@@ -44,6 +44,9 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "With a number N: GET /events?group=transaction, every message checked to hold N events (the writers' rows per transaction).")
     var transactionSize: Int?
 
+    @Option(help: "With --protocol sse: follow this table alone (GET /events?table=NAME), each event's key id checked for gaps instead of count; its writer must be one, so that ids come in commit order.")
+    var followTable: String?
+
     @Option(help: "With --protocol realtime: the table joined (public).")
     var table = "bench_event"
 
@@ -72,9 +75,14 @@ struct Subscribe: AsyncParsableCommand {
         switch self.protocol {
         case .sse:
             let transport = try transportMaker()
-            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [transactionSize] loop in
-                let stream = SSEStream(transport: transport(loop), path: transactionSize == nil ? "/events" : "/events?group=transaction", eventLoop: loop)
+            var path = transactionSize == nil ? "/events" : "/events?group=transaction"
+            if let followTable {
+                path += (transactionSize == nil ? "?" : "&") + "table=" + followTable
+            }
+            try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [transactionSize, followTable, path] loop in
+                let stream = SSEStream(transport: transport(loop), path: path, eventLoop: loop)
                 stream.transactionSize = transactionSize
+                stream.countsByKey = followTable != nil
                 return stream
             })
         case .realtime:
