@@ -75,7 +75,10 @@ public final class RealtimeEndpoint: Sendable {
 
     /// Frames as large as a client may send; the server pings idle sockets every 30 s.
     var webSocketConfiguration: WebSocketServerConfiguration {
-        WebSocketServerConfiguration(maxFrameSize: configuration.maximumMessageSize, autoPing: .enabled(timePeriod: .seconds(30)))
+        WebSocketServerConfiguration(
+            maxFrameSize: configuration.maximumMessageSize, extensions: [.nonNegotiatedExtension { MaskedFramesRequired() }],
+            autoPing: .enabled(timePeriod: .seconds(30))
+        )
     }
 
     /// Applies reloaded keys and token settings to later connections, joins and token pushes.

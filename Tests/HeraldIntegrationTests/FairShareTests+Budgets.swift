@@ -132,7 +132,7 @@ extension IntegrationTests.FairShareTests {
         }
         // Joins, then never reads again.
         let silent = try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
-            + Self.maskedTextFrame(#"["1","1","realtime:lobby","phx_join",\#(join)]"#))
+            + Self.textFrame(#"["1","1","realtime:lobby","phx_join",\#(join)]"#))
         let connected = ContinuousClock.now
         try await Task.sleep(for: .seconds(1))
         let before = daemon.residentBytes
@@ -179,34 +179,47 @@ extension IntegrationTests.FairShareTests {
             """.utf8)
     }
 
-    /// One masked text frame, as a client sends it.
-    static func maskedTextFrame(_ text: String) -> [UInt8] {
+    /// One text frame, masked as a client must send it, or not.
+    static func textFrame(_ text: String, masked: Bool = true) -> [UInt8] {
         let payload = Array(text.utf8)
+        let maskBit: UInt8 = masked ? 0x80 : 0
         var frame: [UInt8] = [0x81]
         if payload.count < 126 {
-            frame.append(0x80 | UInt8(payload.count))
+            frame.append(maskBit | UInt8(payload.count))
         } else {
-            frame.append(0x80 | 126)
+            frame.append(maskBit | 126)
             frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
         }
+        guard masked else { return frame + payload }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
         return frame
     }
-}
 
-extension SilentPeer {
-    /// Reads what waited for it until nothing comes for `quietFor` seconds: the bytes, and whether the other side closed.
-    func drain(quietFor seconds: Double) -> (bytes: Int, closed: Bool) {
-        var total = 0
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, Int32(seconds * 1000)) > 0 else { return (total, false) }
-            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if read <= 0 { return (total, true) }
-            total += read
-        }
+    /// Fault 10's first item: a client's unmasked frame was read as if masked.
+    /// Now the daemon sends a close frame and closes that socket before the
+    /// frame's message is read, and a masked client beside it joins as before.
+    @Test func anUnmaskedFrameClosesItsSocketAndNoOtherOne() async throws {
+        let database = try TestDatabase.create()
+        let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database)
+        let join = #"{"config":{"broadcast":{"ack":false,"self":false},"presence":{"key":"","enabled":false},"private":false,"postgres_changes":[]}}"#
+        let bystander = try await RealtimeTestClient(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
+        let unmasked = try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
+            + Self.textFrame(#"["1","1","realtime:lobby","phx_join",\#(join)]"#, masked: false))
+        let (answer, closed) = unmasked.read(quietFor: 5)
+        let text = String(decoding: answer, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 101"), "\(text.prefix(200))")
+        #expect(closed, "the daemon closes the socket")
+        #expect(!text.contains("phx_reply"), "the unmasked join was never read")
+        // After the 101's blank line, the only frame is a close frame (0x88) with a status code.
+        let frames = text.range(of: "\r\n\r\n").map { Array(answer[text.utf8.distance(from: text.startIndex, to: $0.upperBound)...]) } ?? []
+        #expect(frames.first == 0x88 && frames.count == 4, "\(frames)")
+
+        try await bystander.send(joinRef: "1", ref: "1", topic: "realtime:lobby", event: "phx_join", payload: join)
+        let reply = try await bystander.next(within: 10, "the masked client's join reply") { $0.event == "phx_reply" }
+        #expect(reply.payload["status"] == .string("ok"))
+        await bystander.close()
+        _ = try await daemon.stop()
     }
 }

@@ -80,3 +80,30 @@ final class SilentPeer: Sendable {
         return bytes
     }
 }
+
+extension SilentPeer {
+    /// Reads what waited for it until nothing comes for `quietFor` seconds: the bytes, and whether the other side closed.
+    func drain(quietFor seconds: Double) -> (bytes: Int, closed: Bool) {
+        var total = 0
+        let closed = receive(quietFor: seconds) { total += $0.count }
+        return (total, closed)
+    }
+
+    /// What waited for it and came until nothing comes for `quietFor` seconds, and whether the other side closed.
+    func read(quietFor seconds: Double) -> (bytes: [UInt8], closed: Bool) {
+        var bytes: [UInt8] = []
+        let closed = receive(quietFor: seconds) { bytes += $0 }
+        return (bytes, closed)
+    }
+
+    private func receive(quietFor seconds: Double, _ body: (ArraySlice<UInt8>) -> Void) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(seconds * 1000)) > 0 else { return false }
+            let read = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if read <= 0 { return true }
+            body(buffer[..<read])
+        }
+    }
+}
