@@ -68,10 +68,12 @@ public final class EdgeFeed: Service, Sendable {
     }
 
     /// Shows that the feed is not stuck, for the systemd watchdog, while nothing arrives.
+    /// Only the position: the reading task's reports own the state, and a
+    /// state read here and written back could undo its `.reconnecting`.
     private func reportEverySecond() async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: .seconds(1)) } catch { return }
-            report(health.status)
+            health.recordPosition(readPosition)
         }
     }
 

@@ -44,5 +44,11 @@ struct SourceHealthTests {
         #expect(health.timeSinceProgress < before)
         health.recordDurability(.notifyOnly)
         #expect(health.durability == .notifyOnly)
+        let reported = health.timeSinceProgress
+        health.report(.reconnecting(attempt: 1, lastError: "gone"))
+        health.recordPosition(.init(source: "nats stream S", position: 7, lag: 0))
+        #expect(health.status == .reconnecting(attempt: 1, lastError: "gone"), "a position leaves the state as it is")
+        #expect(health.position?.position == 7)
+        #expect(health.timeSinceProgress <= reported)
     }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A live stream of the events that match one subscriber's filter.
 ///
 /// Iterate it once, from one task. The stream ends when the broker shuts
@@ -20,6 +22,8 @@ public final class Subscription: AsyncSequence, Sendable {
     /// than by the publisher: one subscriber's costly conditions (a `like` over long rows) must not
     /// hold up the delivery to every other.
     private let checksColumns: Bool
+    /// How many events ``pollDelivery(limit:)`` takes while it checks columns; only its caller's loop uses it.
+    private let checkBatch = Mutex(ColumnCheckBatch())
 
     init(id: UInt64, filter: EventFilter, startCount: UInt64, mailbox: Mailbox, broker: Broker) {
         self.id = id
@@ -28,11 +32,6 @@ public final class Subscription: AsyncSequence, Sendable {
         self.mailbox = mailbox
         self.broker = broker
         checksColumns = filter.readsColumns
-    }
-
-    /// The events of a batch the filter's conditions on columns let through.
-    private func passing(_ events: [Event]) -> [Event] {
-        checksColumns ? events.filter(filter.matches) : events
     }
 
     /// The events a consumer on a task lets through, yielding its thread each millisecond of
@@ -111,11 +110,24 @@ public final class Subscription: AsyncSequence, Sendable {
     /// rather than a task: see ``whenReady(_:)``. The events may be none, when
     /// those taken all failed the filter's conditions on columns.
     public func pollDelivery(limit: Int = 1024) throws(SubscriptionOverflowError) -> Delivery? {
-        // Checked one event at a time, and an event that fails comes back as an empty batch: the
-        // caller, which cannot yield in the middle, decides between events whether its turn goes on.
-        switch try mailbox.poll(upTo: checksColumns ? 1 : limit) {
+        guard checksColumns else {
+            switch try mailbox.poll(upTo: limit) {
+            case .events(let events)?: return .events(events)
+            case .heartbeat?: return .heartbeat
+            case .finished?: return .finished
+            case nil: return nil
+            }
+        }
+        // Checked in batches that fit the budget at the cost seen so far, one event at a time when
+        // that is costly; a batch that fails whole comes back empty: the caller, which cannot yield
+        // in the middle, decides between batches whether its turn goes on.
+        switch try mailbox.poll(upTo: Swift.min(limit, checkBatch.withLock { $0.size })) {
         case .events(let events)?:
-            return .events(passing(events))
+            let started = ContinuousClock.now
+            let passed = events.filter(filter.matches)
+            let took = ContinuousClock.now - started
+            checkBatch.withLock { $0.checked(events.count, took: took) }
+            return .events(passed)
         case .heartbeat?: return .heartbeat
         case .finished?: return .finished
         case nil: return nil

@@ -79,6 +79,12 @@ public final class SourceHealth: Sendable {
         progress.store(Int64((ContinuousClock.now - createdAt) / .nanoseconds(1)), ordering: .relaxed)
     }
 
+    /// Records how far a stream elsewhere has been read, and shows progress; the state stays as it is.
+    public func recordPosition(_ position: Position) {
+        recordProgress()
+        state.withLock { $0.position = position }
+    }
+
     public func recordDurability(_ durability: Durability) {
         state.withLock { $0.durability = durability }
     }

@@ -6,18 +6,19 @@ public import ServiceLifecycle
 
 /// Readiness, status and the watchdog for systemd (`Type=notify`).
 ///
-/// `READY=1` goes out once the listener is listening, which is after its
-/// journal catch-up has been handed to the broker, and every output is ready
+/// `READY=1` goes out once the event source is listening, which for the
+/// journal's listener is after its catch-up has been handed to the broker, and every output is ready
 /// (the socket accepts connections, the webhook feeds and durable cursors
 /// have their places): when `systemctl start` returns, events flow to all of them.
-/// `WATCHDOG=1` goes out only while the listener thread keeps coming round
-/// its loop and the broker answers, so a wedged daemon is restarted.
+/// `WATCHDOG=1` goes out only while the event source shows progress
+/// (``SourceHealth/timeSinceProgress`` under the stall limit) and the broker
+/// answers, so a wedged daemon is restarted.
 public final class SystemdService: Service, Sendable {
     /// Watchdog and status settings.
     public struct Configuration: Sendable {
         /// Half of `WATCHDOG_USEC`; nil sends no pings.
         public var watchdogInterval: Duration?
-        /// The listener counts as wedged once it has shown no progress for this long.
+        /// The event source counts as wedged once it has shown no progress for this long.
         /// Default: the connect timeout plus 5 s, the longest it waits when healthy.
         public var stallLimit: Duration
         /// How often `STATUS=` is refreshed. Default 5 s.
@@ -83,7 +84,7 @@ public final class SystemdService: Service, Sendable {
                     message.append("WATCHDOG=1")
                     lastPing = .now
                 } else if wasHealthy {
-                    logger.critical("the listener thread has made no progress; withholding the watchdog ping so systemd restarts the daemon", metadata: [
+                    logger.critical("the event source has made no progress; withholding the watchdog ping so systemd restarts the daemon", metadata: [
                         "stalled_for": "\(stalled.secondsText)",
                     ])
                 }
