@@ -405,7 +405,7 @@ extension SocketServer {
                 let groups = grouper!.add(events)
                 if !groups.isEmpty { try await send(format.frames(groups, allocator: channel.allocator)) }
             } else if !events.isEmpty {
-                try await send(format.frames(events, allocator: channel.allocator))
+                try await send(format.frames(Array(events), allocator: channel.allocator))
             }
         }
         // The head leaves at once; SSE clients are told how soon to reconnect.

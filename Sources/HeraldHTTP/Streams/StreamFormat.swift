@@ -21,7 +21,7 @@ public enum StreamFormat: String, Sendable, CaseIterable {
     ///
     /// With `asHTTPChunk`, the buffer is also one HTTP/1.1 chunk (size, data,
     /// CRLF), for ``DirectChunkWriter``.
-    package func frames(_ events: some Collection<Event>, allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
+    package func frames(_ events: [Event], allocator: ByteBufferAllocator, asHTTPChunk: Bool = false) -> ByteBuffer {
         // Each event's JSON is looked up once: one replayed from the journal is encoded here.
         let encoded = events.map(\.jsonBytes)
         var size = 0
