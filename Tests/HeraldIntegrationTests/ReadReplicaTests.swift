@@ -52,8 +52,10 @@ extension IntegrationTests {
                 CREATE POLICY no_presence_writes_by_ben ON realtime.messages AS RESTRICTIVE FOR INSERT TO \(role)
                   WITH CHECK (extension = 'broadcast' OR realtime.sub() <> 'ben');
                 """)
-            // The standby has replayed all of it before it is asked.
-            let target = try #require(try admin.execute("SELECT pg_current_wal_lsn()::text").rows.first?[0] ?? nil)
+            // The standby has replayed all of it before it is asked. The test
+            // cluster commits asynchronously, so the last commit can still be
+            // in WAL buffers past pg_current_wal_lsn(): wait for the insert position.
+            let target = try #require(try admin.execute("SELECT pg_current_wal_insert_lsn()::text").rows.first?[0] ?? nil)
             let standbyAdmin = try LibpqConnection.connect(ConnectionString("host=\(standby.host) port=\(standby.port) user=postgres dbname=postgres"))
             try await waitFor(seconds: 30) {
                 try standbyAdmin.execute("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", parameters: [target]).rows.first?[0] == "t"
