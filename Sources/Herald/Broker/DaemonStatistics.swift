@@ -105,6 +105,9 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     /// The realtime keys and users holding the most connections and channels, most first, named
     /// as `key NAME`, `role ROLE` or `role ROLE, sub SUB` (never a key or token); `nil` while none holds any.
     public var consumers: [ConsumerStatistics]?
+    /// The keys, users and addresses holding the most `/events` and `/queries` streams over the
+    /// network, most first, named as ``consumers`` are or as `address IP`; `nil` while none holds any.
+    public var streamConsumers: [StreamConsumerStatistics]?
 
     /// What one realtime consumer holds, against its limits.
     public struct ConsumerStatistics: Codable, Sendable, Hashable {
@@ -116,6 +119,17 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
             self.consumer = consumer
             self.connections = connections
             self.channels = channels
+        }
+    }
+
+    /// What one key, user or address holds of the socket API's streams.
+    public struct StreamConsumerStatistics: Codable, Sendable, Hashable {
+        public var consumer: String
+        public var streams: Int
+
+        public init(consumer: String, streams: Int) {
+            self.consumer = consumer
+            self.streams = streams
         }
     }
 

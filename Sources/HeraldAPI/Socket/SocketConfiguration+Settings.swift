@@ -19,6 +19,12 @@ extension SocketConfiguration {
         let group = settings.string("socket.group")
         if let group, getgrnam(group) == nil { throw settings.fail("socket.group", "no group named '\(group)'") }
         let maximum = try settings.int("socket.max_subscribers", default: 10_000, in: 1...Int.max)
+        let defaults = StreamShares()
+        let shares = StreamShares(
+            perKey: try settings.int("socket.max_subscribers_per_key", default: defaults.perKey, in: 0...Int.max),
+            perUser: try settings.int("socket.max_subscribers_per_user", default: defaults.perUser, in: 0...Int.max),
+            perAddress: try settings.int("socket.max_subscribers_per_address", default: defaults.perAddress, in: 0...Int.max)
+        )
         let connections = try settings.int("socket.max_connections", default: maximum + 128, in: 1...Int.max)
         let idleTimeout = try settings.value("socket.idle_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
         let buffer = try settings.int("socket.subscriber_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
@@ -32,7 +38,7 @@ extension SocketConfiguration {
             return nil
         }
         return SocketConfiguration(
-            path: path, mode: mode, group: group, maximumSubscribers: maximum, maximumConnections: connections,
+            path: path, mode: mode, group: group, maximumSubscribers: maximum, streamShares: shares, maximumConnections: connections,
             idleTimeout: idleTimeout.duration, mailboxCapacity: buffer,
             heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate, console: console,
             network: network

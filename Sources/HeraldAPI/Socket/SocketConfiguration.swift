@@ -14,6 +14,8 @@ public struct SocketConfiguration: Sendable, Equatable {
     public var group: String?
     /// Concurrent event streams allowed; more get 503. Default 10,000.
     public var maximumSubscribers: Int
+    /// Each key's, user's and address's share of ``maximumSubscribers``.
+    public var streamShares: StreamShares
     /// Open connections allowed, streaming or not; one beyond gets 503 at
     /// its first request. Default: `maximumSubscribers` + 128.
     public var maximumConnections: Int
@@ -48,6 +50,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         mode: mode_t = 0o660,
         group: String? = nil,
         maximumSubscribers: Int = 10_000,
+        streamShares: StreamShares = StreamShares(),
         maximumConnections: Int? = nil,
         idleTimeout: Duration = .seconds(10),
         mailboxCapacity: Int = 4096,
@@ -60,6 +63,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.mode = mode
         self.group = group
         self.maximumSubscribers = maximumSubscribers
+        self.streamShares = streamShares
         self.maximumConnections = maximumConnections ?? maximumSubscribers + 128
         self.idleTimeout = idleTimeout
         self.mailboxCapacity = mailboxCapacity
@@ -67,6 +71,28 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.writeRate = writeRate
         self.console = console
         self.network = network
+    }
+
+    /// How many streams (`/events` and `/queries`) one holder may have open
+    /// over the network, so that no key, user or address takes
+    /// ``maximumSubscribers`` from the rest; 0 turns a limit off. The Unix
+    /// socket's peers are local, and one of them is often a proxy for many
+    /// clients: the access rules and the daemon's limit apply there.
+    public struct StreamShares: Sendable, Hashable {
+        /// Key `socket.max_subscribers_per_key`: streams of one shared
+        /// credential (a key of `realtime.keys`, or a token without `sub`). Default 5,000.
+        public var perKey: Int
+        /// Key `socket.max_subscribers_per_user`: streams of one token subject. Default 100.
+        public var perUser: Int
+        /// Key `socket.max_subscribers_per_address`: streams from one peer
+        /// address, but for those in `http.proxies`. Default 1,000.
+        public var perAddress: Int
+
+        public init(perKey: Int = 5_000, perUser: Int = 100, perAddress: Int = 1_000) {
+            self.perKey = perKey
+            self.perUser = perUser
+            self.perAddress = perAddress
+        }
     }
 
     /// How long a stream waits after a write before its next one, with

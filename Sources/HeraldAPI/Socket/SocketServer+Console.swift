@@ -24,8 +24,12 @@ extension SocketServer {
         let mayControl: Bool
         /// A token's expiry, in seconds since 1970: its streams end then.
         var expiresAt: Double? = nil
+        /// The key or user of a `realtime.keys` key or `realtime.jwt` token, whose share of the
+        /// daemon's streams and live queries it takes; nil for the console key and on the Unix socket.
+        var consumer: RealtimeConsumer? = nil
+
         /// A key, or a token without `sub`, that many clients may share: its limits are a key's, not a user's.
-        var sharedCredential = false
+        var sharedCredential: Bool { consumer.map { !$0.isUser } ?? false }
     }
 
     /// What `GET /console/state` answers, once a second at most per open console.
@@ -75,7 +79,7 @@ extension SocketServer {
         do {
             let identity = try credentials.identify(token, now: Date().timeIntervalSince1970)
             return .success(Viewer(
-                name: identity.name, scope: identity.scope, mayControl: false, expiresAt: identity.expiresAt, sharedCredential: !identity.consumer.isUser
+                name: identity.name, scope: identity.scope, mayControl: false, expiresAt: identity.expiresAt, consumer: identity.consumer
             ))
         } catch {
             metrics?.recordRefusal(status: 401)

@@ -35,7 +35,22 @@ extension SocketServer: Output {
     }
 
     public var report: OutputReport {
-        OutputReport(statistics: OutputStatistics(feed: .live, delivered: eventsWritten.load(ordering: .relaxed)))
+        let metrics = streams.withLock { $0.top(Self.consumersShown) }.map { holder, count in
+            OutputReport.Metric(
+                "pgherald_socket_consumer_streams", .gauge(Double(count)), labels: [("consumer", holder.description)],
+                help: "Streams (/events, /queries) of the keys, users and addresses holding the most over the network (the top \(Self.consumersShown))."
+            )
+        }
+        return OutputReport(statistics: OutputStatistics(feed: .live, delivered: eventsWritten.load(ordering: .relaxed)), metrics: metrics)
+    }
+
+    /// How many of the top holders of streams `/stats` and `/metrics` list.
+    static let consumersShown = 10
+
+    public func contribute(to statistics: inout DaemonStatistics) {
+        let top = streams.withLock { $0.top(Self.consumersShown) }
+        guard !top.isEmpty else { return }
+        statistics.streamConsumers = top.map { .init(consumer: $0.holder.description, streams: $0.streams) }
     }
 
     /// Each stream holds a descriptor; raise the soft limit as far as the hard

@@ -119,9 +119,13 @@ extension SocketServer {
             return refusal(.tooManyRequests, "too_many_parameter_sets", reason)
         }
         let releaseSet = { [self, caller = viewer.name] in parameterSets.withLock { $0.close(values, of: name, by: caller) } }
-        guard let slot = reserveStream() else {
+        let slot: StreamSlot
+        switch reserveStream(for: viewer, on: context.channel) {
+        case .success(let reserved): slot = reserved
+        case .failure(let refused):
             releaseSet()
-            return refusal(.serviceUnavailable, "too_many_subscribers", "the daemon serves at most \(configuration.maximumSubscribers) streams")
+            logger.notice("refused a live query: its holder's share of streams", metadata: ["viewer": "\(viewer.name)", "reason": "\(refused.message)"])
+            return refusal(refused.status, refused.code, refused.message)
         }
         let subscription: LiveQuerySubscription
         let updates: UpdateIterator

@@ -123,12 +123,14 @@ extension SocketServer {
         if trackedStreams.withLock({ $0.isShuttingDown }) {
             return .refused(refuse(.serviceUnavailable, ErrorBody(code: "shutting_down", message: "the daemon is shutting down")))
         }
-        guard let slot = reserveStream() else {
-            logger.warning("refused a stream: subscriber limit reached", metadata: ["limit": "\(configuration.maximumSubscribers)"])
-            return .refused(refuse(
-                .serviceUnavailable,
-                ErrorBody(code: "too_many_subscribers", message: "the daemon serves at most \(configuration.maximumSubscribers) streams")
-            ))
+        let slot: StreamSlot
+        switch reserveStream(for: viewer, on: channel) {
+        case .success(let reserved): slot = reserved
+        case .failure(let refusal):
+            logger.warning("refused a stream: \(refusal.code == "too_many_subscribers" ? "subscriber limit reached" : "its holder's share is taken")", metadata: [
+                "viewer": "\(viewer.name)", "reason": "\(refusal.message)",
+            ])
+            return .refused(refuse(refusal.status, ErrorBody(code: refusal.code, message: refusal.message)))
         }
         let progress = StreamProgress()
         // Before the subscription, so that the events it gets are marked.
@@ -475,6 +477,6 @@ extension SocketServer {
     /// ``SocketConfiguration/writeRate`` sets for the streams open now; nil without a rate.
     func writeCeiling() -> TimeAmount? {
         guard configuration.writeRate != nil else { return nil }
-        return configuration.writeSpacing(openStreams: openStreams.withLock { $0 }).map { .nanoseconds(Int64($0 / .nanoseconds(1))) }
+        return configuration.writeSpacing(openStreams: streams.withLock { $0.total }).map { .nanoseconds(Int64($0 / .nanoseconds(1))) }
     }
 }

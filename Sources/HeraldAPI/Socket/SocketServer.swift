@@ -46,7 +46,8 @@ public final class SocketServer: Service, Sendable {
     let logger: Logger
     let version: String
     let started = ContinuousClock.now
-    let openStreams = Mutex(0)
+    /// The streams open, in all and by key, user and address.
+    let streams: Mutex<StreamLedger>
     /// Events written to streams since start, for `/stats`; relaxed, as no decision depends on it.
     let eventsWritten = Atomic<UInt64>(0)
     /// The `access:` section in force; nil: whoever may connect sees everything.
@@ -89,6 +90,7 @@ public final class SocketServer: Service, Sendable {
         self.realtime = realtime
         self.rowSecurity = rowSecurity
         self.configuration = configuration
+        self.streams = Mutex(StreamLedger(maximum: configuration.maximumSubscribers, limits: configuration.streamShares))
         self.broker = broker
         self.health = health
         self.catalog = catalog
@@ -244,7 +246,7 @@ public final class SocketServer: Service, Sendable {
     /// Waits until every stream has written its end and closed, or `limit` has passed.
     private func waitForStreamsToEnd(within limit: Duration) async {
         let deadline = ContinuousClock.now + limit
-        while openStreams.withLock({ $0 }) > 0, ContinuousClock.now < deadline {
+        while streams.withLock({ $0.total }) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -260,21 +262,36 @@ public final class SocketServer: Service, Sendable {
     }
 
     /// Takes a stream slot, or returns nil when `maximumSubscribers` are open.
-    func reserveStream() -> StreamSlot? {
-        let granted = openStreams.withLock { count -> Bool in
-            guard count < configuration.maximumSubscribers else { return false }
-            count += 1
-            return true
+    func reserveStream(for viewer: Viewer, on channel: any Channel) -> Result<StreamSlot, StreamLedger.Refusal> {
+        let holders = streamHolders(of: viewer, on: channel)
+        do {
+            try streams.withLock { ledger throws(StreamLedger.Refusal) in try ledger.open(holders) }
+        } catch {
+            return .failure(error)
         }
-        return granted ? StreamSlot(server: self) : nil
+        return .success(StreamSlot(server: self, holders: holders))
+    }
+
+    /// Who a stream counts against: over the network, the key or user that
+    /// opened it and its peer's address (unless a proxy's); nobody on the
+    /// Unix socket, nor the console key.
+    private func streamHolders(of viewer: Viewer, on channel: any Channel) -> [StreamLedger.Holder] {
+        guard Self.isNetworkListener(channel) else { return [] }
+        var holders = viewer.consumer.map { [StreamLedger.Holder.credential($0)] } ?? []
+        if let address = channel.remoteAddress?.ipAddress, !(configuration.network?.addressLimit.proxies.contains(address) ?? false) {
+            holders.append(.address(address))
+        }
+        return holders
     }
 
     /// One open stream; returns its slot, and forgets the stream, when released.
     final class StreamSlot: Sendable {
         let server: SocketServer
+        let holders: [StreamLedger.Holder]
 
-        init(server: SocketServer) {
+        init(server: SocketServer, holders: [StreamLedger.Holder]) {
             self.server = server
+            self.holders = holders
         }
 
         /// Keeps `stream` where a reload of the access rules and shutdown
@@ -304,7 +321,7 @@ public final class SocketServer: Service, Sendable {
                 tracked.byID[ObjectIdentifier(self)] = nil
                 tracked.queries[ObjectIdentifier(self)] = nil
             }
-            server.openStreams.withLock { $0 -= 1 }
+            server.streams.withLock { $0.close(holders) }
         }
     }
 
