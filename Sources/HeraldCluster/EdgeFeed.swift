@@ -130,10 +130,27 @@ public final class EdgeFeed: Service, Sendable {
         ])
         var batch: [Event] = []
         var batchStart: UInt64 = 0
+        // An event larger than the server's max_payload comes in parts; its count is its last part's sequence.
+        var parts = NATSMessageParts.Assembler()
         for try await stored in jetStream.messages(of: stream, from: start) {
+            var payload = stored.message.payload
+            if let part = stored.message.headers.last(where: { $0.name == NATSMessageParts.header })?.value {
+                if !batch.isEmpty { publish(&batch, from: batchStart, lag: stored.pending + 1) }
+                switch parts.add(part: part, payload: payload) {
+                case .waiting:
+                    continue
+                case .skipped(let reason):
+                    logger.notice("skipped a part of a large event", metadata: ["stream": "\(stream)", "sequence": "\(stored.streamSequence)", "reason": "\(reason)"])
+                    if parts.isJoining { continue }
+                    position.withLock { $0.next = stored.streamSequence + 1 }
+                    continue
+                case .whole(let joined):
+                    payload = joined
+                }
+            }
             if !batch.isEmpty, stored.streamSequence != batchStart + UInt64(batch.count) { publish(&batch, from: batchStart, lag: stored.pending + 1) }
             if batch.isEmpty { batchStart = stored.streamSequence }
-            if let event = decode(stored) {
+            if let event = decode(payload, headers: stored.message.headers, sequence: stored.streamSequence) {
                 batch.append(event)
             } else if !batch.isEmpty {
                 publish(&batch, from: batchStart, lag: stored.pending)
@@ -150,14 +167,14 @@ public final class EdgeFeed: Service, Sendable {
         report(lag == 0 ? .listening : .catchingUp)
     }
 
-    /// The event a message carries, marked as its transaction's last when the stream says so; nil (logged) for anything else.
-    private func decode(_ stored: JetStream.StoredMessage) -> Event? {
+    /// The event a message (or its parts) carries, marked as its transaction's last when the stream says so; nil (logged) for anything else.
+    private func decode(_ payload: [UInt8], headers: [(name: String, value: String)], sequence: UInt64) -> Event? {
         do {
-            let event = try stored.message.payload.withUnsafeBufferPointer { bytes throws(EventDecodingError) in try Event(payload: bytes) }
-            return stored.message.headers.contains { $0.name == "Pgherald-Ends-Transaction" && $0.value == "true" } ? event.endingTransaction() : event
+            let event = try payload.withUnsafeBufferPointer { bytes throws(EventDecodingError) in try Event(payload: bytes) }
+            return headers.contains { $0.name == "Pgherald-Ends-Transaction" && $0.value == "true" } ? event.endingTransaction() : event
         } catch {
             logger.error("skipped a stream message that is not a pgherald event", metadata: [
-                "stream": "\(stream)", "sequence": "\(stored.streamSequence)", "error": "\(error)",
+                "stream": "\(stream)", "sequence": "\(sequence)", "error": "\(error)",
             ])
             return nil
         }

@@ -4,8 +4,10 @@ public struct NATSServerInfo: Sendable, Equatable, Decodable {
     public var version: String
     /// Whether the server takes `HPUB` (NATS 2.2 and later).
     public var headers: Bool
-    /// The largest payload the server accepts, in bytes.
+    /// The largest payload the server accepts, in bytes, headers included.
     public var maximumPayload: Int
+    /// nats-server's `max_payload` when the INFO does not say: 1 MiB.
+    public static let defaultMaximumPayload = 1 << 20
     public var jetStream: Bool
     public var authenticationRequired: Bool
     public var tlsRequired: Bool
@@ -24,7 +26,7 @@ public struct NATSServerInfo: Sendable, Equatable, Decodable {
         serverID = try container.decode(String.self, forKey: .serverID)
         version = try container.decodeIfPresent(String.self, forKey: .version) ?? "?"
         headers = try container.decodeIfPresent(Bool.self, forKey: .headers) ?? false
-        maximumPayload = try container.decodeIfPresent(Int.self, forKey: .maximumPayload) ?? 1 << 20
+        maximumPayload = try container.decodeIfPresent(Int.self, forKey: .maximumPayload) ?? Self.defaultMaximumPayload
         jetStream = try container.decodeIfPresent(Bool.self, forKey: .jetStream) ?? false
         authenticationRequired = try container.decodeIfPresent(Bool.self, forKey: .authenticationRequired) ?? false
         tlsRequired = try container.decodeIfPresent(Bool.self, forKey: .tlsRequired) ?? false

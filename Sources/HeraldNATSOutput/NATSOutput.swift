@@ -161,26 +161,36 @@ public final class NATSOutput: Service, Sendable {
     /// once every one is acknowledged. The last event published of each
     /// transaction in `ended` carries `Pgherald-Ends-Transaction`.
     private func publish(_ events: [Event], endingTransactions ended: Set<String>, _ jetStream: JetStream) async throws {
-        var waiting: Deque<(reply: String, subject: String)> = []
+        // Each message awaiting its acknowledgement, and whether it is its event's last (the event counts once, there).
+        var waiting: Deque<(reply: String, subject: String, endsEvent: Bool)> = []
         var acknowledged = 0
         var repeats = 0
+        func acknowledgeOldest() async throws {
+            let oldest = waiting.removeFirst()
+            let duplicate = try await jetStream.acknowledgement(of: oldest.reply, subject: oldest.subject).duplicate == true
+            guard oldest.endsEvent else { return }
+            if duplicate { repeats += 1 }
+            acknowledged += 1
+        }
+        let maximumPayload = jetStream.connection.info?.maximumPayload ?? NATSServerInfo.defaultMaximumPayload
         for (index, event) in events.enumerated() {
-            if waiting.count >= configuration.maximumInFlight {
-                let oldest = waiting.removeFirst()
-                if try await jetStream.acknowledgement(of: oldest.reply, subject: oldest.subject).duplicate == true { repeats += 1 }
-                acknowledged += 1
-            }
             let subject = configuration.subject.subject(for: event)
             var headers = [("Pgherald-Count", String(event.count)), ("Pgherald-Txid", event.transactionID), ("Pgherald-Table", "\(event.table)")]
             let lastOfItsTransaction = index == events.count - 1 || events[index + 1].transactionID != event.transactionID
             if lastOfItsTransaction, ended.contains(event.transactionID) { headers.append(("Pgherald-Ends-Transaction", "true")) }
-            let reply = try await jetStream.send(subject: subject, messageID: event.id, headers: headers, payload: event.jsonBytes)
-            waiting.append((reply, subject))
+            let parts = NATSMessageParts.split(event.jsonBytes, messageID: event.id, headers: headers, maximumPayload: maximumPayload)
+            if parts.count > 1 {
+                logger.debug("an event larger than the NATS server's max_payload goes in parts", metadata: [
+                    "id": "\(event.id)", "bytes": "\(event.jsonBytes.count)", "parts": "\(parts.count)", "max_payload": "\(maximumPayload)",
+                ])
+            }
+            for (partIndex, part) in parts.enumerated() {
+                if waiting.count >= configuration.maximumInFlight { try await acknowledgeOldest() }
+                let reply = try await jetStream.send(subject: subject, messageID: part.messageID, headers: part.headers, payload: Array(part.payload))
+                waiting.append((reply, subject, partIndex == parts.count - 1))
+            }
         }
-        while let oldest = waiting.popFirst() {
-            if try await jetStream.acknowledgement(of: oldest.reply, subject: oldest.subject).duplicate == true { repeats += 1 }
-            acknowledged += 1
-        }
+        while !waiting.isEmpty { try await acknowledgeOldest() }
         counters.withLock { counters in
             counters.published += Int64(acknowledged - repeats)
             counters.duplicates += Int64(repeats)

@@ -223,3 +223,55 @@ extension IntegrationTests.FairShareTests {
         _ = try await daemon.stop()
     }
 }
+
+extension IntegrationTests.FairShareTests {
+    /// A row or a database broadcast larger than the NATS server's
+    /// `max_payload` (64 KiB here), which any role that writes a published
+    /// table can commit: the `nats` output published it whole, nats-server
+    /// cut the connection, and the output tried the same event again and
+    /// again, so every edge stopped at it. Now it goes in parts that the edge
+    /// joins, and the events around it arrive in order on the edge.
+    @Test(.enabled(if: NATSServer.executable != nil, "scripts/test provides nats-server"))
+    func anEventLargerThanMaxPayloadReachesTheEdgesWhole() async throws {
+        let database = try TestDatabase.create()
+        let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-bigevent-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let natsConfig = directory.appending(path: "nats.conf").path
+        try "max_payload: 65536\n".write(toFile: natsConfig, atomically: true, encoding: .utf8)
+        let nats = try await NATSServer(extraArguments: ["-c", natsConfig])
+        func config(_ name: String, _ text: String) throws -> String {
+            let path = directory.appending(path: name).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let source = try await SocketDaemon(database: database, arguments: ["--name", "db", "--config", try config("db.yaml", """
+            nats:
+              servers: [\(nats.url)]
+              stream: PGHERALD
+              create_stream: true
+            """)])
+        try await waitFor(seconds: 30) { try await source.statistics().outputs?["nats"]?.health == "ok" }
+        let edge = try await SocketDaemon(database: database, arguments: ["--name", "edge", "--config", try config("edge.yaml", """
+            source: nats
+            cluster:
+              name: big
+              nats: [\(nats.url)]
+              member: edge
+              stream: PGHERALD
+            """)])
+        try await waitFor(seconds: 30) { try await edge.statistics().listener.state == "listening" } failure: { "the edge did not start reading" }
+        try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
+        let stream = try await RawStream(socketPath: edge.socketPath, path: "/events?table=note&format=ndjson")
+        let large = String(repeating: "é", count: 100_000) + "end"
+        for body in ["before", large, "after"] { try database.execute("INSERT INTO note (body) VALUES ($1)", parameters: [body]) }
+        try await stream.waitForLines(3, within: 30)
+        let events = try stream.lines.map { try Event(payload: String($0)) }
+        #expect(events.map { $0.row?["body"]?.stringValue?.count } == [6, large.count, 5])
+        #expect(events.dropFirst().first?.row?["body"]?.stringValue == large, "the large row arrived whole")
+        #expect(events.map(\.count) == events.map(\.count).sorted() && Set(events.map(\.id)).count == 3)
+        let published = try await source.statistics().outputs?["nats"]
+        #expect(published?.health == "ok" && published?.delivered == 3, "\(String(describing: published))")
+        _ = try await edge.stop()
+        _ = try await source.stop()
+    }
+}
