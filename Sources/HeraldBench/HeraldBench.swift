@@ -11,7 +11,7 @@ struct HeraldBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pgherald-bench",
         abstract: "Load client and report for scripts/bench.",
-        subcommands: [Subscribe.self, LiveQueryLoad.self, Listen.self, Receive.self, Report.self]
+        subcommands: [Subscribe.self, LiveQueryLoad.self, Listen.self, Receive.self, Publish.self, Report.self]
     )
 }
 

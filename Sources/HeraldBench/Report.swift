@@ -45,6 +45,7 @@ struct MarkdownReport {
         network()
         ingestion()
         underAttack()
+        sideBySide()
         writers()
     }
 
@@ -882,5 +883,53 @@ extension MarkdownReport {
             line("The attack over \(format(attack.seconds, 0)) s: \(attack.connections + attack.connectionsRefused) connections tried with one key (\(attack.connectionsRefused) refused with 429) and \(attack.channels + attack.channelsRefused) channel joins, all but the topic's 3 a like filter: \(held); \(attack.likeStreams) like streams that read \(grouped(Double(attack.likeStreamLines))) lines, \(grouped(Double(attack.broadcasts))) broadcasts of \(format(Double(attack.broadcastBytes) / Double(max(attack.broadcasts, 1)) / 1024, 1)) KiB to a member that never reads (\(attack.broadcastsRefused) refused, \(attack.broadcastsHeldBack.map { grouped(Double($0)) } ?? "?") held back while the daemon had not taken the last MiB sent), \(attack.presenceTracks) presence tracks, \(attack.rowsWritten.map { grouped(Double($0)) } ?? "?") rows of 2,000 characters written to `bench_attack`; its sockets read \(format(Double(attack.bytesRead) / 1_048_576, 1)) MiB, and the daemon closed \(attack.closedByDaemon.map(String.init) ?? "?") of them.")
             line()
         }
+    }
+}
+
+extension MarkdownReport {
+    /// x.: pgherald and nginx + nchan at c.'s two shapes, in alternating rounds; means per side and shape.
+    private mutating func sideBySide() {
+        let runs = results.runs("side-by-side")
+        guard !runs.isEmpty else { return }
+        line("### x. Side by side: nginx + nchan")
+        line()
+        line("The same load client reads Server-Sent Events on a Unix socket from pgherald and from one nginx worker with nchan (in-memory storage); nchan's events are POSTed in pgherald's event shape and size. pgherald's latency starts at the trigger, so its commit and read are in it; nchan's starts at the POST. CPU is pgherald's process and nginx's worker, per delivery; figures are means over the rounds. The last column is what pgherald's writer waited for its own commits (fsync on), which is in pgherald's latency and in nothing of nchan's.")
+        line()
+        // "SIDE, SHAPE": the shapes in the order first run.
+        func split(_ label: String) -> (side: String, shape: String) {
+            let comma = label.firstIndex(of: ",") ?? label.endIndex
+            return (String(label[..<comma]), label[comma...].drop { $0 == "," || $0 == " " }.description)
+        }
+        var shapes: [String] = []
+        for run in runs where !shapes.contains(split(run.result.label).shape) { shapes.append(split(run.result.label).shape) }
+        func mean(_ side: String, _ shape: String, _ figure: (BenchResults.Run) -> Double?) -> Double? {
+            let values = runs.filter { split($0.result.label) == (side, shape) }.compactMap(figure)
+            return values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
+        }
+        let perDelivery: (BenchResults.Run) -> Double? = { $0.daemonCPUPerThousand.map { $0 * 1000 } }
+        let p50: (BenchResults.Run) -> Double? = { $0.result.latencyMilliseconds?.p50 }
+        let p99: (BenchResults.Run) -> Double? = { $0.result.latencyMilliseconds?.p99 }
+        let rss: (BenchResults.Run) -> Double? = { $0.daemonPeakRSSKiB.map { Double($0) / 1024 } }
+        let delivered: (BenchResults.Run) -> Double? = { $0.result.deliveredRatio }
+        var rows: [[String]] = []
+        for shape in shapes {
+            for side in ["pgherald", "nchan"] {
+                rows.append([
+                    shape, side, mean(side, shape, delivered).map { format($0, 4) } ?? "-",
+                    mean(side, shape, perDelivery).map { format($0, 2) } ?? "-",
+                    mean(side, shape, p50).map { format($0, 2) } ?? "-", mean(side, shape, p99).map { format($0, 2) } ?? "-",
+                    mean(side, shape, rss).map { format($0, 0) } ?? "-",
+                    mean(side, shape) { $0.commitLatencyMilliseconds?.p99 }.map { format($0, 2) } ?? "-",
+                ])
+            }
+            func ratio(_ figure: (BenchResults.Run) -> Double?) -> String {
+                guard let ours = mean("pgherald", shape, figure), let theirs = mean("nchan", shape, figure), theirs > 0 else { return "-" }
+                return format(ours / theirs, 2) + "×"
+            }
+            rows.append([shape, "pgherald ÷ nchan", "", ratio(perDelivery), ratio(p50), ratio(p99), ratio(rss), ""])
+        }
+        table(["shape", "side", "delivered ratio", "CPU µs a delivery", "p50 ms", "p99 ms", "peak RSS MB", "writer's commit p99 ms"], rows)
+        line("Target (issue \"Speed round 4\"): pgherald's CPU a delivery at or below nchan's at both shapes.")
+        line()
     }
 }

@@ -41,6 +41,9 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "sse (GET /events) or realtime (WebSocket, Supabase Realtime postgres_changes on bench_event).")
     var `protocol`: StreamProtocol = .sse
 
+    @Option(help: "With --protocol sse: GET this path instead of /events, on another server's socket (scenario x.: nginx + nchan).")
+    var path: String?
+
     @Option(help: "With a number N: GET /events?group=transaction, every message checked to hold N events (the writers' rows per transaction).")
     var transactionSize: Int?
 
@@ -75,7 +78,7 @@ struct Subscribe: AsyncParsableCommand {
         switch self.protocol {
         case .sse:
             let transport = try transportMaker()
-            var path = transactionSize == nil ? "/events" : "/events?group=transaction"
+            var path = self.path ?? (transactionSize == nil ? "/events" : "/events?group=transaction")
             if let followTable {
                 path += (transactionSize == nil ? "?" : "&") + "table=" + followTable
             }
