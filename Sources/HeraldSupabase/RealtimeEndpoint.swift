@@ -76,7 +76,7 @@ public final class RealtimeEndpoint: Sendable {
     /// Frames as large as a client may send; the server pings idle sockets every 30 s.
     var webSocketConfiguration: WebSocketServerConfiguration {
         WebSocketServerConfiguration(
-            maxFrameSize: configuration.maximumMessageSize, extensions: [.nonNegotiatedExtension { MaskedFramesRequired() }],
+            maxFrameSize: configuration.maximumMessageSize,
             autoPing: .enabled(timePeriod: .seconds(30))
         )
     }
@@ -183,6 +183,9 @@ public final class RealtimeEndpoint: Sendable {
             case .refused:
                 return .dontUpgrade
             }
+            // Every frame passes the guard, from the first one after the 101 on.
+            let logger = self.logger
+            try await channel.eventLoop.submit { try channel.pipeline.syncOperations.addHandler(ClientFrameGuard.Installer(logger: logger)) }.get()
             // Its connection was counted against the caller's limit by the guard in front (``childChannel``).
             return .upgrade([:]) { inbound, outbound, _ in
                 let connection = RealtimeConnection(

@@ -197,24 +197,31 @@ extension IntegrationTests.FairShareTests {
         return frame
     }
 
-    /// Fault 10's first item: a client's unmasked frame was read as if masked.
-    /// Now the daemon sends a close frame and closes that socket before the
-    /// frame's message is read, and a masked client beside it joins as before.
+    /// The smaller items' first: a client's unmasked frame was read as if
+    /// masked, and an unmasked ping was answered even once message frames
+    /// had to be masked. Now the daemon sends a close frame with 1002 and
+    /// closes that socket at either, before reading the frame, and a masked
+    /// client beside them joins as before.
     @Test func anUnmaskedFrameClosesItsSocketAndNoOtherOne() async throws {
         let database = try TestDatabase.create()
         let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database)
         let join = #"{"config":{"broadcast":{"ack":false,"self":false},"presence":{"key":"","enabled":false},"private":false,"postgres_changes":[]}}"#
         let bystander = try await RealtimeTestClient(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
-        let unmasked = try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
-            + Self.textFrame(#"["1","1","realtime:lobby","phx_join",\#(join)]"#, masked: false))
-        let (answer, closed) = unmasked.read(quietFor: 5)
-        let text = String(decoding: answer, as: UTF8.self)
-        #expect(text.hasPrefix("HTTP/1.1 101"), "\(text.prefix(200))")
-        #expect(closed, "the daemon closes the socket")
-        #expect(!text.contains("phx_reply"), "the unmasked join was never read")
-        // After the 101's blank line, the only frame is a close frame (0x88) with a status code.
-        let frames = text.range(of: "\r\n\r\n").map { Array(answer[text.utf8.distance(from: text.startIndex, to: $0.upperBound)...]) } ?? []
-        #expect(frames.first == 0x88 && frames.count == 4, "\(frames)")
+        let unmaskedFrames: [(String, [UInt8])] = [
+            ("a join", Self.textFrame(#"["1","1","realtime:lobby","phx_join",\#(join)]"#, masked: false)),
+            ("a ping", [0x89, 0x02] + Array("hi".utf8)),
+        ]
+        for (what, frame) in unmaskedFrames {
+            let unmasked = try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey) + frame)
+            let (answer, closed) = unmasked.read(quietFor: 5)
+            let text = String(decoding: answer, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 101"), "\(what): \(text.prefix(200))")
+            #expect(closed, "the daemon closes the socket that sent \(what) unmasked")
+            #expect(!text.contains("phx_reply"), "the unmasked join was never read")
+            // After the 101's blank line, the only frame is a close frame (0x88) with 1002: no pong (0x8A), no reply.
+            let frames = text.range(of: "\r\n\r\n").map { Array(answer[text.utf8.distance(from: text.startIndex, to: $0.upperBound)...]) } ?? []
+            #expect(frames == [0x88, 0x02, 0x03, 0xEA], "\(what): \(frames.prefix(16))")
+        }
 
         try await bystander.send(joinRef: "1", ref: "1", topic: "realtime:lobby", event: "phx_join", payload: join)
         let reply = try await bystander.next(within: 10, "the masked client's join reply") { $0.event == "phx_reply" }
