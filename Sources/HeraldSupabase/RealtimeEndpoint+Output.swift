@@ -56,7 +56,11 @@ extension RealtimeEndpoint: Output {
                 ),
             ]
         }
-        return OutputReport(statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }), metrics: metrics)
+        let held = OutputReport.Metric(
+            "pgherald_realtime_held_bytes", .gauge(Double(heldBytes.heldBytes)),
+            help: "Bytes the realtime sockets hold: frames waiting for their clients and the messages they are sending, unfinished."
+        )
+        return OutputReport(statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }), metrics: metrics + [held])
     }
 
     /// How many of the top consumers `/stats` and `/metrics` list.

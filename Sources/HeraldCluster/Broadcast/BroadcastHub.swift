@@ -7,7 +7,7 @@ import Synchronization
 /// the hand-off of messages to them. A member's frames wait in a bounded
 /// inbox that its channel's task writes out, bounded in frames
 /// (``backlog``) and, with its socket's other channels, in bytes
-/// (``OutboundBudget``); a member that stops reading misses what comes once
+/// (``SocketBudget``); a member that stops reading misses what comes once
 /// either is full, and never slows the sender or the others.
 ///
 /// In a cluster (``ClusterLink``) the hub also hands its clients' broadcasts
@@ -33,7 +33,7 @@ package final class BroadcastHub: Sendable {
         let echo: Bool
         let inbox: AsyncStream<[UInt8]>.Continuation
         /// Its socket's bytes waiting, and its own place in them.
-        let budget: OutboundBudget
+        let budget: SocketBudget
         let channel: ObjectIdentifier
         var presence: PresenceEntry?
     }
@@ -59,7 +59,7 @@ package final class BroadcastHub: Sendable {
 
     /// Adds `channel` to `topic`; its frames, until ``leave(_:channel:)``.
     /// The reader gives each frame's bytes back to `budget` once written.
-    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool, budget: OutboundBudget) -> AsyncStream<[UInt8]> {
+    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool, budget: SocketBudget) -> AsyncStream<[UInt8]> {
         let (frames, inbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlog))
         budget.open(channel)
         let member = Member(framing: framing, echo: echo, inbox: inbox, budget: budget, channel: channel)
