@@ -67,7 +67,7 @@ public final class RealtimeEndpoint: Sendable {
         credentials = Mutex(configuration.credentials)
         consumers = Mutex(ConsumerLedger(limits: configuration.consumerLimits))
         resumeBook = Mutex(ResumeBook(window: configuration.resumeWindow))
-        broadcasts = BroadcastHub(relay: cluster?.relay)
+        broadcasts = BroadcastHub(relay: cluster?.relay, logger: logger)
         self.cluster = cluster
         cluster?.attach(broadcasts)
         cluster?.onResumePosition { [weak self] key, eventID in

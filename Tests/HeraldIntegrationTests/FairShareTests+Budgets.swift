@@ -116,6 +116,8 @@ extension IntegrationTests.FairShareTests {
     /// 900 KB each. Now its socket's waiting bytes are bounded
     /// (`realtime.max_queued_bytes`, 8 MiB): it misses the rest as it would
     /// past 1,024 frames, keeps its socket, and a bystander gets every one.
+    /// What it misses shows in `pgherald_realtime_missed_frames_total` and
+    /// `/stats`, and one notice tells of it, not one a frame.
     @Test func aMemberThatNeverReadsHoldsBoundedBytes() async throws {
         let database = try TestDatabase.create()
         let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database, extra: """
@@ -161,9 +163,23 @@ extension IntegrationTests.FairShareTests {
         print("the member that never read had \(received) bytes waiting, closed: \(closed)")
         #expect(!closed, "the member that did not read keeps its socket, as past the frame limit")
         #expect(received > 900_000 && received < 40 << 20, "the silent member got \(received) bytes")
+
+        // What it missed is counted in /metrics and /stats, and logged once: it never caught up.
+        let metrics = try await daemon.get("/metrics").body
+        let counted = metrics.split(separator: "\n").first { $0.hasPrefix("pgherald_realtime_missed_frames_total ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? -1
+        let stated = try await daemon.statistics().outputs?["realtime"]?.missed.map(Int.init) ?? -1
+        print("frames missed: \(counted) in /metrics, \(stated) in /stats")
+        // Every broadcast that did not reach it was missed: it read what it was sent, 900 KB and a few bytes each, and a reply.
+        let delivered = received / 900_000
+        #expect(counted > 0 && abs(counted - (sent - delivered)) <= 1, "pgherald_realtime_missed_frames_total is \(counted) of \(sent), \(delivered) delivered")
+        #expect(stated == counted, "/stats says \(stated)")
         await sender.close()
         await bystander.close()
-        _ = try await daemon.stop()
+        let stopped = try await daemon.stop()
+        let told = stopped.stderr.split(separator: "\n").filter { $0.contains("misses frames") }
+        #expect(told.count == 1 && told.first?.contains("lobby") == true && told.first?.contains("max_queued_bytes") == true,
+                "one notice for the episode, naming the topic and the limit: \(told.prefix(3))")
     }
 
     static func webSocketUpgrade(port: Int, apikey: String) -> [UInt8] {

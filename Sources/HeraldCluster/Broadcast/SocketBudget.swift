@@ -15,7 +15,23 @@ package final class SocketBudget: Sendable {
         /// Bytes of the unfinished message.
         var message = 0
         /// What each open channel has waiting; a closed channel is absent, and takes nothing more.
-        var channels: [ObjectIdentifier: Int] = [:]
+        var channels: [ObjectIdentifier: Waiting] = [:]
+    }
+
+    private struct Waiting {
+        var bytes = 0
+        /// Missing frames since it last had nothing waiting: one episode, logged once.
+        var missing = false
+    }
+
+    /// What became of a frame offered to a channel.
+    package enum Reservation: Equatable {
+        case reserved
+        /// The socket's budget had no room: the channel misses the frame.
+        /// `startsEpisode` when it missed none since it last had nothing waiting.
+        case missed(startsEpisode: Bool)
+        /// The channel is closed: it takes nothing more, and misses nothing.
+        case closed
     }
 
     /// The bytes every socket holds, for `/metrics`.
@@ -51,37 +67,63 @@ package final class SocketBudget: Sendable {
 
     /// Starts counting for `channel`.
     package func open(_ channel: ObjectIdentifier) {
-        state.withLock { $0.channels[channel] = 0 }
+        state.withLock { $0.channels[channel] = Waiting() }
     }
 
-    /// Takes `bytes` for a frame queued to `channel`; false when the socket's
-    /// budget, less a message's room, has no room, or the channel is closed: the frame is missed.
-    package func reserve(_ bytes: Int, for channel: ObjectIdentifier) -> Bool {
-        let reserved = state.withLock { state in
-            guard let queued = state.channels[channel], state.queued + state.message + bytes <= maximumBytes - messageBytes else { return false }
-            state.channels[channel] = queued + bytes
+    /// Takes `bytes` for a frame queued to `channel`, unless the socket's
+    /// budget, less a message's room, has no room, or the channel is closed.
+    package func reserve(_ bytes: Int, for channel: ObjectIdentifier) -> Reservation {
+        let reservation = state.withLock { state -> Reservation in
+            guard var waiting = state.channels[channel] else { return .closed }
+            guard state.queued + state.message + bytes <= maximumBytes - messageBytes else {
+                defer { state.channels[channel]?.missing = true }
+                return .missed(startsEpisode: !waiting.missing)
+            }
+            waiting.bytes += bytes
+            state.channels[channel] = waiting
             state.queued += bytes
-            return true
+            return .reserved
         }
-        if reserved { tally?.add(bytes) }
-        return reserved
+        if reservation == .reserved { tally?.add(bytes) }
+        return reservation
     }
 
-    /// Gives back a frame's `bytes` once it is written, or was not queued after all.
+    /// Gives back a frame's `bytes` once it is written, or was not queued
+    /// after all. A channel left with nothing waiting has caught up: its episode of missing ends.
     package func release(_ bytes: Int, for channel: ObjectIdentifier) {
         let released = state.withLock { state in
-            guard let queued = state.channels[channel] else { return false }
-            state.channels[channel] = queued - bytes
+            guard var waiting = state.channels[channel] else { return false }
+            waiting.bytes -= bytes
+            if waiting.bytes == 0 { waiting.missing = false }
+            state.channels[channel] = waiting
             state.queued -= bytes
             return true
         }
         if released { tally?.add(-bytes) }
     }
 
+    /// Gives back the `bytes` of a frame reserved for `channel` that its inbox
+    /// had no room for: the channel misses it. True when that starts an episode of missing.
+    package func miss(_ bytes: Int, for channel: ObjectIdentifier) -> Bool {
+        // Nil for a closed channel, whose bytes went with it.
+        let startsEpisode = state.withLock { state -> Bool? in
+            guard var waiting = state.channels[channel] else { return nil }
+            defer { state.channels[channel] = waiting }
+            waiting.bytes -= bytes
+            state.queued -= bytes
+            guard !waiting.missing else { return false }
+            waiting.missing = true
+            return true
+        }
+        guard let startsEpisode else { return false }
+        tally?.add(-bytes)
+        return startsEpisode
+    }
+
     /// Gives back everything `channel` had waiting: its inbox is gone, unread.
     package func close(_ channel: ObjectIdentifier) {
         let released = state.withLock { state in
-            let queued = state.channels.removeValue(forKey: channel) ?? 0
+            let queued = state.channels.removeValue(forKey: channel)?.bytes ?? 0
             state.queued -= queued
             return queued
         }
