@@ -26,8 +26,10 @@ extension RealtimeConfiguration {
         let maximumChannels = try settings.int("realtime.max_channels", default: 10_000, in: 1...Int.max)
         let broadcastBytes = try settings.int("realtime.broadcast.max_bytes", default: 65_536, in: 1...(1 << 20))
         let broadcastRate = try settings.int("realtime.broadcast.max_per_second", default: 100, in: 1...100_000)
-        // At least two of the largest broadcasts, so that any one of them can wait for a socket.
-        let queuedBytes = try settings.int("realtime.max_queued_bytes", default: 8 << 20, in: (2 << 20)...Int.max)
+        // At least two of the largest broadcasts, so that any one of them can wait for a socket, beside the room
+        // kept for the largest message the socket's client may be sending.
+        let queuedMinimum = max(2 << 20, 2 * broadcastBytes + (broadcastBytes + Self.messageEnvelopeBytes))
+        let queuedBytes = try settings.int("realtime.max_queued_bytes", default: 8 << 20, in: queuedMinimum...Int.max)
         let defaults = ConsumerLedger.Limits()
         let consumerLimits = ConsumerLedger.Limits(
             connectionsPerKey: try settings.int("realtime.max_connections_per_key", default: defaults.connectionsPerKey, in: 0...Int.max),

@@ -29,9 +29,11 @@ public struct RealtimeConfiguration: Sendable, Equatable {
     public var broadcastMaximumBytes: Int
     /// Key `realtime.broadcast.max_per_second`: broadcasts one socket (or one REST caller) may send a second. Default 100.
     public var broadcastMaximumPerSecond: Int
-    /// Key `realtime.max_queued_bytes`: the bytes of broadcasts and presence
-    /// one socket may have waiting across its channels; a channel misses a
-    /// frame that would pass it, as it does one past its 1,024 frames. Default 8 MiB.
+    /// Key `realtime.max_queued_bytes`: the bytes one socket may hold, the
+    /// broadcasts and presence waiting across its channels and the message
+    /// its client is sending while unfinished; a channel misses a frame that
+    /// would pass it less room for one ``maximumMessageSize`` message, as it
+    /// does one past its 1,024 frames. Default 8 MiB.
     public var maximumQueuedBytes: Int
     /// Connections and channels per key and per token subject, so that no one of them takes
     /// ``maximumConnections`` or ``maximumChannels`` from the rest (see ``ConsumerLedger/Limits``).

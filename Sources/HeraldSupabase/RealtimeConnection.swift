@@ -18,8 +18,8 @@ struct RealtimeConnection {
     let outbound: WebSocketOutboundWriter
     /// The connection's NIO channel: channels run on its event loop and write to it directly.
     let socket: any Channel
-    /// Bytes this socket's channels may have waiting: `realtime.max_queued_bytes`.
-    let budget: OutboundBudget
+    /// Bytes this socket's channels may have waiting, with its unfinished message: `realtime.max_queued_bytes`.
+    let budget: SocketBudget
 
     func run(_ inbound: WebSocketInboundStream) async {
         var session = RealtimeSession()

@@ -56,7 +56,18 @@ extension RealtimeEndpoint: Output {
                 ),
             ]
         }
-        return OutputReport(statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }), metrics: metrics)
+        let held = OutputReport.Metric(
+            "pgherald_realtime_held_bytes", .gauge(Double(heldBytes.heldBytes)),
+            help: "Bytes the realtime sockets hold: frames waiting for their clients and the messages they are sending, unfinished."
+        )
+        let missed = broadcasts.missedFrames
+        let missedMetric = OutputReport.Metric(
+            "pgherald_realtime_missed_frames_total", .counter(Int64(missed)),
+            help: "Broadcast and presence frames realtime channels missed: past their 1,024 frames or their socket's realtime.max_queued_bytes waiting."
+        )
+        return OutputReport(
+            statistics: OutputStatistics(feed: .live, delivered: delivered.withLock { $0 }, missed: missed), metrics: metrics + [held, missedMetric]
+        )
     }
 
     /// How many of the top consumers `/stats` and `/metrics` list.

@@ -49,6 +49,8 @@ public final class RealtimeEndpoint: Sendable {
     let restLimiters = Mutex<[String: BroadcastLimiter]>([:])
     /// The connections and channels each key and user holds, within their limits.
     let consumers: Mutex<ConsumerLedger>
+    /// What every socket's budget holds: frames waiting and unfinished messages.
+    let heldBytes = SocketBudget.Tally()
 
     public init(
         configuration: RealtimeConfiguration, broker: Broker, health: SourceHealth, catalog: SchemaCatalog,
@@ -65,7 +67,7 @@ public final class RealtimeEndpoint: Sendable {
         credentials = Mutex(configuration.credentials)
         consumers = Mutex(ConsumerLedger(limits: configuration.consumerLimits))
         resumeBook = Mutex(ResumeBook(window: configuration.resumeWindow))
-        broadcasts = BroadcastHub(relay: cluster?.relay)
+        broadcasts = BroadcastHub(relay: cluster?.relay, logger: logger)
         self.cluster = cluster
         cluster?.attach(broadcasts)
         cluster?.onResumePosition { [weak self] key, eventID in
@@ -76,7 +78,7 @@ public final class RealtimeEndpoint: Sendable {
     /// Frames as large as a client may send; the server pings idle sockets every 30 s.
     var webSocketConfiguration: WebSocketServerConfiguration {
         WebSocketServerConfiguration(
-            maxFrameSize: configuration.maximumMessageSize, extensions: [.nonNegotiatedExtension { MaskedFramesRequired() }],
+            maxFrameSize: configuration.maximumMessageSize,
             autoPing: .enabled(timePeriod: .seconds(30))
         )
     }
@@ -183,11 +185,18 @@ public final class RealtimeEndpoint: Sendable {
             case .refused:
                 return .dontUpgrade
             }
+            let budget = SocketBudget(
+                maximumBytes: self.configuration.maximumQueuedBytes, messageBytes: self.configuration.maximumMessageSize, tally: self.heldBytes
+            )
+            // Every frame passes the guard, from the first one after the 101 on.
+            let logger = self.logger
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.addHandler(ClientFrameGuard.Installer(logger: logger, budget: budget))
+            }.get()
             // Its connection was counted against the caller's limit by the guard in front (``childChannel``).
             return .upgrade([:]) { inbound, outbound, _ in
                 let connection = RealtimeConnection(
-                    endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel,
-                    budget: OutboundBudget(maximumBytes: self.configuration.maximumQueuedBytes)
+                    endpoint: self, framing: framing, caller: caller, outbound: outbound, socket: channel, budget: budget
                 )
                 await connection.run(inbound)
             }

@@ -19,14 +19,20 @@ public struct OutputStatistics: Codable, Sendable, Hashable {
     public var lastEventID: String?
     /// A durable output's events still to deliver: those the broker has published since the output last caught up.
     public var backlog: Int?
+    /// Frames its subscribers missed since the daemon started, where they can
+    /// miss some and go on: the realtime endpoint's broadcasts and presence.
+    public var missed: UInt64?
 
-    public init(health: String = "ok", reason: String? = nil, feed: Feed, delivered: UInt64, lastEventID: String? = nil, backlog: Int? = nil) {
+    public init(
+        health: String = "ok", reason: String? = nil, feed: Feed, delivered: UInt64, lastEventID: String? = nil, backlog: Int? = nil, missed: UInt64? = nil
+    ) {
         self.health = health
         self.reason = reason
         self.feed = feed
         self.delivered = delivered
         self.lastEventID = lastEventID
         self.backlog = backlog
+        self.missed = missed
     }
 
 }

@@ -13,7 +13,7 @@ extension BroadcastHub {
             if case .broadcast(let broadcast) = message { broadcastMembers = Array((state.topics[broadcast.topic] ?? [:]).values) }
             return (outcome, recipients, broadcastMembers)
         }
-        if case .broadcast(let broadcast) = message { send(broadcast.message, to: broadcastMembers) }
+        if case .broadcast(let broadcast) = message { send(broadcast.message, on: broadcast.topic, to: broadcastMembers) }
         tell(outcome.changes, to: recipients)
         return outcome.requestState
     }
@@ -67,7 +67,7 @@ extension BroadcastHub {
     private func tell(_ changes: [Topic: ClusterPresenceBook.Change], to recipients: [(topic: Topic, members: [Member])]) {
         for (topic, members) in recipients {
             guard let change = changes[topic], !members.isEmpty else { continue }
-            send(diff(topic, joins: change.joins, leaves: change.leaves), to: members)
+            send(diff(topic, joins: change.joins, leaves: change.leaves), on: topic, to: members)
         }
     }
 }

@@ -1,13 +1,14 @@
 import Foundation
 package import Herald
 package import HeraldRealtime
+package import Logging
 import Synchronization
 
 /// The members of each broadcast topic on this daemon, their presence, and
 /// the hand-off of messages to them. A member's frames wait in a bounded
 /// inbox that its channel's task writes out, bounded in frames
 /// (``backlog``) and, with its socket's other channels, in bytes
-/// (``OutboundBudget``); a member that stops reading misses what comes once
+/// (``SocketBudget``); a member that stops reading misses what comes once
 /// either is full, and never slows the sender or the others.
 ///
 /// In a cluster (``ClusterLink``) the hub also hands its clients' broadcasts
@@ -33,7 +34,7 @@ package final class BroadcastHub: Sendable {
         let echo: Bool
         let inbox: AsyncStream<[UInt8]>.Continuation
         /// Its socket's bytes waiting, and its own place in them.
-        let budget: OutboundBudget
+        let budget: SocketBudget
         let channel: ObjectIdentifier
         var presence: PresenceEntry?
     }
@@ -50,16 +51,20 @@ package final class BroadcastHub: Sendable {
     static let backlog = 1024
     let state: Mutex<State>
     let relay: ClusterLink.Relay?
+    /// Tells of each episode of a member missing frames, once.
+    let logger: Logger
+    private let missed = Atomic<UInt64>(0)
 
     /// - Parameter relay: where this daemon's broadcasts and presence changes go for the other members; nil outside a cluster.
-    package init(relay: ClusterLink.Relay? = nil) {
+    package init(relay: ClusterLink.Relay? = nil, logger: Logger) {
         self.relay = relay
+        self.logger = logger
         state = Mutex(State(cluster: ClusterPresenceBook(memberTimeout: relay?.memberTimeout ?? .seconds(5))))
     }
 
     /// Adds `channel` to `topic`; its frames, until ``leave(_:channel:)``.
     /// The reader gives each frame's bytes back to `budget` once written.
-    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool, budget: OutboundBudget) -> AsyncStream<[UInt8]> {
+    package func join(_ topic: Topic, channel: ObjectIdentifier, framing: PhoenixFraming, echo: Bool, budget: SocketBudget) -> AsyncStream<[UInt8]> {
         let (frames, inbox) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(Self.backlog))
         budget.open(channel)
         let member = Member(framing: framing, echo: echo, inbox: inbox, budget: budget, channel: channel)
@@ -80,7 +85,7 @@ package final class BroadcastHub: Sendable {
         }
         member?.inbox.finish()
         if let left = member?.presence {
-            send(diff(topic, joins: [], leaves: [left]), to: others)
+            send(diff(topic, joins: [], leaves: [left]), on: topic, to: others)
         }
     }
 
@@ -88,7 +93,7 @@ package final class BroadcastHub: Sendable {
     /// asked for `self`), and to the topic's members on the other cluster members.
     package func publish(_ message: PhoenixMessage, to topic: Topic, from sender: ObjectIdentifier?) {
         let members = state.withLock { $0.topics[topic] ?? [:] }
-        send(message, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
+        send(message, on: topic, to: members.filter { $0.key != sender || $0.value.echo }.map(\.value))
         relay?.outbound.yield(.broadcast(topic, message))
     }
 
@@ -107,7 +112,7 @@ package final class BroadcastHub: Sendable {
             return (previous, Array((state.topics[topic] ?? [:]).values))
         }
         guard tracked != nil || previous != nil else { return }
-        send(diff(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? []), to: members)
+        send(diff(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? []), on: topic, to: members)
     }
 
     /// Everyone tracked on `topic`, here and on the other cluster members, as
@@ -136,18 +141,40 @@ package final class BroadcastHub: Sendable {
         return .object(object)
     }
 
+    /// Frames members missed since the daemon started: each one past a
+    /// member's inbox of ``backlog`` frames, or its socket's budget.
+    package var missedFrames: UInt64 { missed.load(ordering: .relaxed) }
+
     /// A member whose inbox is full, or whose socket has its budget of bytes waiting, misses `message`.
-    func send(_ message: PhoenixMessage, to members: [Member]) {
+    func send(_ message: PhoenixMessage, on topic: Topic, to members: [Member]) {
         var frames: [PhoenixFraming: [UInt8]] = [:]
         for member in members {
             let frame = frames[member.framing] ?? member.framing.encode(message)
             frames[member.framing] = frame
-            guard member.budget.reserve(frame.count, for: member.channel) else { continue }
-            switch member.inbox.yield(frame) {
-            case .enqueued: break
-            case .dropped, .terminated: member.budget.release(frame.count, for: member.channel)
-            @unknown default: member.budget.release(frame.count, for: member.channel)
+            switch member.budget.reserve(frame.count, for: member.channel) {
+            case .reserved:
+                switch member.inbox.yield(frame) {
+                case .enqueued: break
+                case .dropped:
+                    let startsEpisode = member.budget.miss(frame.count, for: member.channel)
+                    recordMiss(on: topic, limit: "its \(Self.backlog) frames waiting", startsEpisode: startsEpisode)
+                case .terminated: member.budget.release(frame.count, for: member.channel)
+                @unknown default: member.budget.release(frame.count, for: member.channel)
+                }
+            case .missed(let startsEpisode):
+                recordMiss(on: topic, limit: "realtime.max_queued_bytes (\(member.budget.maximumBytes)) waiting on its socket", startsEpisode: startsEpisode)
+            case .closed:
+                break
             }
         }
+    }
+
+    /// Counts a missed frame; logs the first of an episode, which lasts until the member has nothing waiting.
+    private func recordMiss(on topic: Topic, limit: String, startsEpisode: Bool) {
+        missed.wrappingAdd(1, ordering: .relaxed)
+        guard startsEpisode else { return }
+        logger.notice("a realtime channel misses frames: its client reads slower than they come", metadata: [
+            "topic": "\(topic.name)", "private": "\(topic.isPrivate)", "limit": "\(limit)",
+        ])
     }
 }
