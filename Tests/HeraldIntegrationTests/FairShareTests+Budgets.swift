@@ -3,6 +3,15 @@ import Herald
 import Testing
 
 extension IntegrationTests.FairShareTests {
+    /// A nats-server whose `max_payload` is 64 KiB, and a folder for the daemons' configurations beside its own.
+    static func natsServerWithSmallMaxPayload() async throws -> (NATSServer, URL) {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-maxpayload-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let natsConfig = directory.appending(path: "nats.conf").path
+        try "max_payload: 65536\n".write(toFile: natsConfig, atomically: true, encoding: .utf8)
+        return (try await NATSServer(extraArguments: ["-c", natsConfig]), directory)
+    }
+
     /// Fault 6: presence metas within the documented limits whose whole state
     /// passes the NATS server's `max_payload` (64 KiB here) made nats-server
     /// cut the member again and again; the other member saw none of it and
@@ -11,11 +20,7 @@ extension IntegrationTests.FairShareTests {
     @Test(.enabled(if: NATSServer.executable != nil, "scripts/test provides nats-server"))
     func clusterMessagesStayUnderTheNATSServersMaxPayload() async throws {
         let database = try TestDatabase.create()
-        let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-maxpayload-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let natsConfig = directory.appending(path: "nats.conf").path
-        try "max_payload: 65536\n".write(toFile: natsConfig, atomically: true, encoding: .utf8)
-        let nats = try await NATSServer(extraArguments: ["-c", natsConfig])
+        let (nats, directory) = try await Self.natsServerWithSmallMaxPayload()
         let key = "budget-key-0123456789"
         func member(_ index: Int) async throws -> (daemon: SocketDaemon, port: Int) {
             let port = freeLoopbackPort()
@@ -314,11 +319,7 @@ extension IntegrationTests.FairShareTests {
     @Test(.enabled(if: NATSServer.executable != nil, "scripts/test provides nats-server"))
     func anEventLargerThanMaxPayloadReachesTheEdgesWhole() async throws {
         let database = try TestDatabase.create()
-        let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-bigevent-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let natsConfig = directory.appending(path: "nats.conf").path
-        try "max_payload: 65536\n".write(toFile: natsConfig, atomically: true, encoding: .utf8)
-        let nats = try await NATSServer(extraArguments: ["-c", natsConfig])
+        let (nats, directory) = try await Self.natsServerWithSmallMaxPayload()
         func config(_ name: String, _ text: String) throws -> String {
             let path = directory.appending(path: name).path
             try text.write(toFile: path, atomically: true, encoding: .utf8)
