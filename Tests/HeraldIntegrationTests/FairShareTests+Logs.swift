@@ -45,7 +45,8 @@ extension IntegrationTests.FairShareTests {
         await bystander.close()
         _ = try await logged.stop()
         let stderr = await log.value
-        let lines = stderr.split(separator: "\n", omittingEmptySubsequences: false)
+        // Split where a log reader would: CR LF is one Character, not "\n".
+        let lines = stderr.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         #expect(!lines.contains { $0.hasPrefix("ts=2026-01-01") }, "a forged line: \(lines.filter { $0.contains("2026-01-01") }.prefix(3))")
         #expect(!stderr.utf8.contains(0x1B) && !stderr.utf8.contains(UInt8(ascii: "\r")), "a raw ESC or CR reached the log")
         let refusals = lines.filter { $0.contains("refused a private realtime channel") }
