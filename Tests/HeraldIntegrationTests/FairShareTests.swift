@@ -118,6 +118,32 @@ extension IntegrationTests {
             _ = try await daemon.stop()
         }
 
+        /// Fault 10: a realtime key that happened to be named `console`, granted
+        /// only `public.course`, got `/stats`, `/metrics`, `mayControl: true` and
+        /// the replay control, and `check-config` accepted it. Now both
+        /// `check-config` and `serve` refuse such a configuration, naming the key.
+        /// No bystander is measured: the fault was a right, not a resource, so
+        /// there is no load to apply, and the daemon that had it never starts.
+        @Test func aRealtimeKeyNamedConsoleIsRefusedBeforeItServes() async throws {
+            let database = try TestDatabase.create()
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-console-key-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let config = directory.appending(path: "pgherald.yaml").path
+            try """
+                realtime:
+                  listen: 127.0.0.1:\(freeLoopbackPort())
+                  keys:
+                    console:
+                      key: console-0123456789abcdef
+                      tables: [public.course]
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let checked = try await DaemonProcess(["check-config", config]).finish(within: 20)
+            #expect(checked.status != 0 && (checked.stdout + checked.stderr).contains("realtime.keys.console"), "\(checked)")
+            let served = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", SocketDaemon.temporarySocketPath(), "--config", config]).finish(within: 20)
+            #expect(served.status == 78 && served.stderr.contains("realtime.keys.console"), "\(served)")
+            try? FileManager.default.removeItem(at: directory)
+        }
+
         /// A realtime upgrade's answer: the status and body of a refusal, or 101.
         static func upgrade(port: Int, apikey: String) async throws -> (status: Int, body: String) {
             let result = try await DaemonProcess([
