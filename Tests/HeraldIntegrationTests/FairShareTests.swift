@@ -86,6 +86,10 @@ extension IntegrationTests {
         /// linear in the value: while 40 streams of 25 such patterns judge 2,000-character rows, the
         /// bystander's events come within 2 s in a debug build (0.25 to 0.7 s measured with 60; they
         /// came 24 to 28 s late), and every attacker stream keeps its own rows.
+        ///
+        /// This attack still misses the suite's bound (``Bystander/floor``): its p99 was 0.63 s
+        /// against an idle 6.5 ms, so it keeps its own bound of 2 s until a stream's checks cost
+        /// the others no more than a few milliseconds, as issue 68 asks.
         @Test func likePatternsAtTheirLimitsCannotStallABystander() async throws {
             let database = try TestDatabase.create()
             try database.execute("CREATE TABLE doc (id serial PRIMARY KEY, body text)")
@@ -95,24 +99,15 @@ extension IntegrationTests {
             let query = (0..<25).map { _ in "where=\(pattern)" }.joined(separator: "&")
             var attackers: [RawStream] = []
             for _ in 0..<40 { attackers.append(try await RawStream(socketPath: daemon.socketPath, path: "/events?table=doc&format=ndjson&\(query)")) }
-            let bystander = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course&format=ndjson")
-            let writer = Task {
+            let bystander = try await Bystander(socket: daemon)
+            let idle = try await bystander.measure("idle", rows: 15, spacing: .milliseconds(50))
+            let (_, underAttack) = try await bystander.measure("40 streams of 25 like patterns judging 2,000-character rows", spacing: .milliseconds(50)) {
                 for index in 0..<100 {
                     try database.execute("INSERT INTO doc (body) VALUES ($1)", parameters: [String(repeating: "a", count: 1_999) + (index % 2 == 0 ? "Z" : "y")])
                     try await Task.sleep(for: .milliseconds(20))
                 }
             }
-            var waits: [Duration] = []
-            for index in 0..<15 {
-                let sent = ContinuousClock.now
-                try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'bystander')", parameters: ["BY\(index)"])
-                try await bystander.waitForLines(index + 1, within: 30)
-                waits.append(ContinuousClock.now - sent)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            try await writer.value
-            let slowest = waits.max() ?? .zero
-            #expect(slowest < .seconds(2), "the bystander waited up to \(slowest) for its events: \(waits)")
+            try await bystander.expectFairShare(idle: idle, underAttack: underAttack, floor: .seconds(2))
             // Half the rows end in Z and match: each attacker stream has its 50, and no other.
             for attacker in attackers { try await attacker.waitForLines(50, within: 60) }
             _ = try await daemon.stop()
