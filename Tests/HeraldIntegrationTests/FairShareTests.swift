@@ -12,6 +12,7 @@ extension IntegrationTests {
     @Suite
     struct FairShareTests {
         /// 900 KB beside a small payload, or in the event's name, was delivered as a 900 KB frame to every member.
+        /// Now both are refused, one after another for 3 s, while a bystander following `course` keeps its idle p99.
         @Test func aBroadcastIsMeasuredWhole() async throws {
             let database = try TestDatabase.create()
             let (daemon, port, _) = try await RealtimeTests.start(database)
@@ -27,12 +28,18 @@ extension IntegrationTests {
                 #"{"type":"broadcast","event":"e","payload":{"n":1},"beside":"\#(bulk)"}"#,
                 #"{"type":"broadcast","event":"\#(bulk)","payload":{"n":2}}"#,
             ]
-            for (index, payload) in oversized.enumerated() {
-                let ref = "big\(index)"
-                try await sender.send(joinRef: "1", ref: ref, topic: "realtime:lobby", event: "broadcast", payload: payload)
-                let reply = try await sender.next(within: 10, "the refusal of \(ref)") { $0.event == "phx_reply" && $0.ref == .string(ref) }
-                #expect(reply.payload["response"]?["reason"]?.stringValue?.contains("realtime.broadcast.max_bytes") == true, "\(reply.payload.jsonText.prefix(300))")
+            let watcher = try await Bystander(realtimePort: port, apikey: RealtimeTests.coursesKey, database: database)
+            let idle = try await watcher.measure("idle")
+            let (_, underAttack) = try await watcher.measure("oversized broadcasts, one after another") {
+                let started = ContinuousClock.now
+                for index in 0..<300 where ContinuousClock.now - started < .seconds(3) {
+                    let ref = "big\(index)"
+                    try await sender.send(joinRef: "1", ref: ref, topic: "realtime:lobby", event: "broadcast", payload: oversized[index % 2])
+                    let reply = try await sender.next(within: 10, "the refusal of \(ref)") { $0.event == "phx_reply" && $0.ref == .string(ref) }
+                    #expect(reply.payload["response"]?["reason"]?.stringValue?.contains("realtime.broadcast.max_bytes") == true, "\(reply.payload.jsonText.prefix(300))")
+                }
             }
+            try await watcher.expectFairShare(idle: idle, underAttack: underAttack)
             try await sender.send(joinRef: "1", ref: "small", topic: "realtime:lobby", event: "broadcast", payload: #"{"type":"broadcast","event":"e","payload":{"n":3}}"#)
             let heard = try await bystander.next(within: 10, "the small broadcast") { $0.event == "broadcast" }
             #expect(heard.payload["payload"]?["n"] == .number(JSONNumber(3)), "only the small one reaches the bystander: \(heard.payload.jsonText.prefix(300))")
@@ -49,6 +56,7 @@ extension IntegrationTests {
             #expect(bystander.unreadMessages.filter { $0.event == "broadcast" }.isEmpty, "nothing oversized reached the bystander")
             await sender.close()
             await bystander.close()
+            await watcher.close()
             _ = try await daemon.stop()
         }
 
