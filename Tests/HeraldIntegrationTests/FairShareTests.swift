@@ -160,7 +160,8 @@ extension IntegrationTests {
 
         /// One key held every connection and one user every channel, so that another user's join was
         /// refused: each now has a share, the refusal names the limit reached, and `/stats` and
-        /// `/metrics` name the top holders without their key or token.
+        /// `/metrics` name the top holders without their key or token. While the key and the user
+        /// at their limits try again and again for 3 s, a bystander with another key keeps its idle p99.
         @Test func aKeyOrAUserTakesItsShareAndNoMore() async throws {
             let database = try TestDatabase.create()
             let (daemon, port, _) = try await RealtimeTests.start(database, extra: """
@@ -189,6 +190,22 @@ extension IntegrationTests {
             try await RealtimeTests.join(other, topic: "realtime:c", bindings: binding)
             try database.execute("INSERT INTO course (short_code, name) VALUES ('FS1', 'fair share')")
             _ = try await bobClient.next(within: 10, "bob's event") { $0.event == "postgres_changes" }
+
+            // The key and the user at their limits knock again and again: another key's bystander keeps its idle p99.
+            let watcher = try await Bystander(realtimePort: port, apikey: RealtimeTests.coursesKey, database: database)
+            let idle = try await watcher.measure("idle")
+            let (_, underAttack) = try await watcher.measure("a key and a user past their limits, again and again") {
+                let started = ContinuousClock.now
+                for round in 0..<200 where ContinuousClock.now - started < .seconds(3) {
+                    let fifth = try? await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
+                    #expect(fifth == nil, "a fifth connection of key all was upgraded")
+                    try await aliceClient.send(joinRef: "r\(round)", ref: "r\(round)", topic: "realtime:a3", event: "phx_join", payload: RealtimeTests.joinPayload(binding))
+                    let again = try await aliceClient.next(within: 10, "the refusal of join r\(round)") { $0.event == "system" && $0.topic == "realtime:a3" }
+                    #expect(again.payload["message"]?.stringValue?.contains("(realtime.max_channels_per_user)") == true, "\(again.payload.jsonText)")
+                }
+            }
+            try await watcher.expectFairShare(idle: idle, underAttack: underAttack)
+            await watcher.close()
 
             let statistics = try await daemon.get("/stats").body
             #expect(statistics.contains(#"{"channels":0,"connections":4,"consumer":"key all"}"#), "\(statistics)")
