@@ -7,7 +7,9 @@ extension IntegrationTests.FairShareTests {
     /// passes the NATS server's `max_payload` (64 KiB here) made nats-server
     /// cut the member again and again; the other member saw none of it and
     /// lost broadcasts. Now the state goes in parts, a meta too large for one
-    /// message is refused at track time, and the link is never cut.
+    /// message is refused at track time, and the link is never cut; a
+    /// bystander on the first member keeps its idle p99 while the second
+    /// member gets that state.
     @Test(.enabled(if: NATSServer.executable != nil, "scripts/test provides nats-server"))
     func clusterMessagesStayUnderTheNATSServersMaxPayload() async throws {
         let database = try TestDatabase.create()
@@ -17,7 +19,7 @@ extension IntegrationTests.FairShareTests {
         try "max_payload: 65536\n".write(toFile: natsConfig, atomically: true, encoding: .utf8)
         let nats = try await NATSServer(extraArguments: ["-c", natsConfig])
         let key = "budget-key-0123456789"
-        func member(_ index: Int) async throws -> (daemon: SocketDaemon, port: Int) {
+        @Sendable func member(_ index: Int) async throws -> (daemon: SocketDaemon, port: Int) {
             let port = freeLoopbackPort()
             let config = directory.appending(path: "member-\(index).yaml").path
             try """
@@ -66,18 +68,27 @@ extension IntegrationTests.FairShareTests {
         #expect(refusal.payload["status"]?.stringValue == "error"
                 && refusal.payload["response"]?["reason"]?.stringValue?.contains("max_payload 65536") == true, "\(refusal.payload.jsonText.prefix(300))")
 
-        // The second member arrives afterwards, so it asks for member-0's whole state: 300 KB against 64 KiB.
-        let second = try await member(1)
-        try await waitFor(seconds: 20) {
-            try await second.daemon.statistics().cluster?.members.first { $0.name == "member-0" }?.presences == 12
-        } failure: { "member-1 did not get member-0's 12 entries" }
-        let watcher = try await RealtimeTestClient(port: second.port, apikey: key)
-        for (index, topic) in topics.enumerated() {
-            let ref = "\(index + 1)"
-            try await watcher.send(joinRef: ref, ref: ref, topic: topic, event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "watcher"))
-            let state = try await watcher.next(within: 10, "presence_state of \(topic)") { $0.event == "presence_state" && $0.topic == topic }
-            #expect(Set(state.payload.objectValue?.keys.map { $0 } ?? []) == ["s0", "s1", "s2"], "\(topic): \(state.payload.jsonText.prefix(200))")
+        // The second member arrives afterwards, so it asks for member-0's whole state: 300 KB against 64 KiB,
+        // sent in parts while a bystander on member-0 follows course.
+        let bystander = try await Bystander(realtimePort: first.port, apikey: key, database: database)
+        let idle = try await bystander.measure("idle")
+        // A row every 20 ms: a member's arrival takes about a second.
+        let ((second, watcher), underAttack) = try await bystander.measure("member-0's whole presence state sent in parts", spacing: .milliseconds(20)) {
+            let second = try await member(1)
+            try await waitFor(seconds: 20) {
+                try await second.daemon.statistics().cluster?.members.first { $0.name == "member-0" }?.presences == 12
+            } failure: { "member-1 did not get member-0's 12 entries" }
+            let watcher = try await RealtimeTestClient(port: second.port, apikey: key)
+            for (index, topic) in topics.enumerated() {
+                let ref = "\(index + 1)"
+                try await watcher.send(joinRef: ref, ref: ref, topic: topic, event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "watcher"))
+                let state = try await watcher.next(within: 10, "presence_state of \(topic)") { $0.event == "presence_state" && $0.topic == topic }
+                #expect(Set(state.payload.objectValue?.keys.map { $0 } ?? []) == ["s0", "s1", "s2"], "\(topic): \(state.payload.jsonText.prefix(200))")
+            }
+            return (second, watcher)
         }
+        try await bystander.expectFairShare(idle: idle, underAttack: underAttack)
+        await bystander.close()
 
         // Broadcasts between the members: 10 of 10, and one too large for a cluster message is refused where it enters.
         try await watcher.send(joinRef: "20", ref: "20", topic: "realtime:chat", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "watcher"))
