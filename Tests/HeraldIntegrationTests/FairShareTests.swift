@@ -63,24 +63,30 @@ extension IntegrationTests {
         /// A body sent a byte at a time restarted the read timeout with each byte and held its
         /// connection for good; it now has as long as a head, from its head. A message larger than the
         /// largest broadcast with its envelope ends the socket, so that unfinished fragments cannot
-        /// each hold a MiB.
+        /// each hold a MiB. A bystander following `course` keeps its idle p99 while the body trickles.
         @Test func aTrickledBodyAndAnOversizedMessageAreCutOff() async throws {
             let database = try TestDatabase.create()
             let (daemon, port, _) = try await RealtimeTests.start(database)
-            let trickle = try RawConnection(port: port)
-            let head = "POST /realtime/v1/api/broadcast HTTP/1.1\r\nHost: x\r\napikey: \(RealtimeTests.allKey)\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
-            #expect(trickle.send(Array(head.utf8)))
-            let started = ContinuousClock.now
-            var cut: Duration?
-            // A byte every 500 ms: 200 bytes would take 100 s.
-            for _ in 0..<60 {
-                guard trickle.send([UInt8(ascii: " ")]) else { break }
-                if let closed = try await trickle.closed(within: 0.5) {
-                    cut = closed
-                    break
+            let bystander = try await Bystander(realtimePort: port, apikey: RealtimeTests.coursesKey, database: database)
+            let idle = try await bystander.measure("idle")
+            let (_, underAttack) = try await bystander.measure("a body trickled a byte every 500 ms") {
+                let trickle = try RawConnection(port: port)
+                let head = "POST /realtime/v1/api/broadcast HTTP/1.1\r\nHost: x\r\napikey: \(RealtimeTests.allKey)\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
+                #expect(trickle.send(Array(head.utf8)))
+                let started = ContinuousClock.now
+                var cut: Duration?
+                // A byte every 500 ms: 200 bytes would take 100 s.
+                for _ in 0..<60 {
+                    guard trickle.send([UInt8(ascii: " ")]) else { break }
+                    if let closed = try await trickle.closed(within: 0.5) {
+                        cut = closed
+                        break
+                    }
                 }
+                #expect(cut != nil && ContinuousClock.now - started < .seconds(20), "the trickled body held its connection for \(ContinuousClock.now - started)")
             }
-            #expect(cut != nil && ContinuousClock.now - started < .seconds(20), "the trickled body held its connection for \(ContinuousClock.now - started)")
+            try await bystander.expectFairShare(idle: idle, underAttack: underAttack)
+            await bystander.close()
 
             let client = try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
             try await client.sendRaw(String(repeating: "x", count: 200_000))
