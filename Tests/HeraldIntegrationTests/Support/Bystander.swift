@@ -55,35 +55,32 @@ final class Bystander {
 
     private let feed: Feed
     private let writer: LibpqConnection
-    /// The short codes written so far, in order.
+    /// The short codes written so far, in order: `BY0`, `BY1`, …
     private var written: [String] = []
-    /// A prefix per bystander, so that two in one database never share a code.
-    private let prefix: String
 
-    private init(feed: Feed, database: TestDatabase, prefix: String) throws {
+    private init(feed: Feed, database: TestDatabase) throws {
         self.feed = feed
-        self.prefix = prefix
         writer = try database.connect()
     }
 
     /// Follows `course` on the daemon's socket.
-    convenience init(socket daemon: SocketDaemon, prefix: String = "BY") async throws {
+    convenience init(socket daemon: SocketDaemon) async throws {
         let stream = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course&format=ndjson")
-        try self.init(feed: .stream(stream), database: daemon.database, prefix: prefix)
+        try self.init(feed: .stream(stream), database: daemon.database)
     }
 
     /// Follows `course` through a listener's `/events` at `base`, such as the network listener over HTTPS.
-    convenience init(base: String, headers: [(String, String)], client: HTTPClient, database: TestDatabase, prefix: String = "BY") async throws {
+    convenience init(base: String, headers: [(String, String)], client: HTTPClient, database: TestDatabase) async throws {
         let stream = try await RawStream(url: base + "/events?table=course&format=ndjson", headers: headers, client: client)
-        try self.init(feed: .stream(stream), database: database, prefix: prefix)
+        try self.init(feed: .stream(stream), database: database)
     }
 
     /// Follows `course` on a realtime channel of its own, joined with `apikey`.
-    convenience init(realtimePort port: Int, apikey: String, database: TestDatabase, prefix: String = "BY") async throws {
+    convenience init(realtimePort port: Int, apikey: String, database: TestDatabase) async throws {
         let client = try await RealtimeTestClient(port: port, apikey: apikey)
         let topic = "realtime:bystander"
         try await IntegrationTests.RealtimeTests.join(client, topic: topic, bindings: #"{"event":"INSERT","schema":"public","table":"course"}"#)
-        try self.init(feed: .realtime(client, topic: topic), database: database, prefix: prefix)
+        try self.init(feed: .realtime(client, topic: topic), database: database)
     }
 
     /// Writes `rows` rows `spacing` apart, each once the last one's event came, and times them.
@@ -143,7 +140,7 @@ final class Bystander {
 
     /// Inserts the next row and waits for its event; returns the time between.
     private func writeAndWait(within seconds: Double = 30) async throws -> Duration {
-        let code = "\(prefix)\(written.count)"
+        let code = "BY\(written.count)"
         written.append(code)
         let sent = ContinuousClock.now
         try writer.execute("INSERT INTO course (short_code, name) VALUES ($1, 'bystander')", parameters: [code])
