@@ -12,6 +12,7 @@ extension IntegrationTests {
     @Suite
     struct FairShareTests {
         /// 900 KB beside a small payload, or in the event's name, was delivered as a 900 KB frame to every member.
+        /// Now both are refused, one after another for 3 s, while a bystander following `course` keeps its idle p99.
         @Test func aBroadcastIsMeasuredWhole() async throws {
             let database = try TestDatabase.create()
             let (daemon, port, _) = try await RealtimeTests.start(database)
@@ -27,12 +28,18 @@ extension IntegrationTests {
                 #"{"type":"broadcast","event":"e","payload":{"n":1},"beside":"\#(bulk)"}"#,
                 #"{"type":"broadcast","event":"\#(bulk)","payload":{"n":2}}"#,
             ]
-            for (index, payload) in oversized.enumerated() {
-                let ref = "big\(index)"
-                try await sender.send(joinRef: "1", ref: ref, topic: "realtime:lobby", event: "broadcast", payload: payload)
-                let reply = try await sender.next(within: 10, "the refusal of \(ref)") { $0.event == "phx_reply" && $0.ref == .string(ref) }
-                #expect(reply.payload["response"]?["reason"]?.stringValue?.contains("realtime.broadcast.max_bytes") == true, "\(reply.payload.jsonText.prefix(300))")
+            let watcher = try await Bystander(realtimePort: port, apikey: RealtimeTests.coursesKey, database: database)
+            let idle = try await watcher.measure("idle")
+            let (_, underAttack) = try await watcher.measure("oversized broadcasts, one after another") {
+                let started = ContinuousClock.now
+                for index in 0..<300 where ContinuousClock.now - started < .seconds(3) {
+                    let ref = "big\(index)"
+                    try await sender.send(joinRef: "1", ref: ref, topic: "realtime:lobby", event: "broadcast", payload: oversized[index % 2])
+                    let reply = try await sender.next(within: 10, "the refusal of \(ref)") { $0.event == "phx_reply" && $0.ref == .string(ref) }
+                    #expect(reply.payload["response"]?["reason"]?.stringValue?.contains("realtime.broadcast.max_bytes") == true, "\(reply.payload.jsonText.prefix(300))")
+                }
             }
+            try await watcher.expectFairShare(idle: idle, underAttack: underAttack)
             try await sender.send(joinRef: "1", ref: "small", topic: "realtime:lobby", event: "broadcast", payload: #"{"type":"broadcast","event":"e","payload":{"n":3}}"#)
             let heard = try await bystander.next(within: 10, "the small broadcast") { $0.event == "broadcast" }
             #expect(heard.payload["payload"]?["n"] == .number(JSONNumber(3)), "only the small one reaches the bystander: \(heard.payload.jsonText.prefix(300))")
@@ -49,30 +56,37 @@ extension IntegrationTests {
             #expect(bystander.unreadMessages.filter { $0.event == "broadcast" }.isEmpty, "nothing oversized reached the bystander")
             await sender.close()
             await bystander.close()
+            await watcher.close()
             _ = try await daemon.stop()
         }
 
         /// A body sent a byte at a time restarted the read timeout with each byte and held its
         /// connection for good; it now has as long as a head, from its head. A message larger than the
         /// largest broadcast with its envelope ends the socket, so that unfinished fragments cannot
-        /// each hold a MiB.
+        /// each hold a MiB. A bystander following `course` keeps its idle p99 while the body trickles.
         @Test func aTrickledBodyAndAnOversizedMessageAreCutOff() async throws {
             let database = try TestDatabase.create()
             let (daemon, port, _) = try await RealtimeTests.start(database)
-            let trickle = try RawConnection(port: port)
-            let head = "POST /realtime/v1/api/broadcast HTTP/1.1\r\nHost: x\r\napikey: \(RealtimeTests.allKey)\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
-            #expect(trickle.send(Array(head.utf8)))
-            let started = ContinuousClock.now
-            var cut: Duration?
-            // A byte every 500 ms: 200 bytes would take 100 s.
-            for _ in 0..<60 {
-                guard trickle.send([UInt8(ascii: " ")]) else { break }
-                if let closed = try await trickle.closed(within: 0.5) {
-                    cut = closed
-                    break
+            let bystander = try await Bystander(realtimePort: port, apikey: RealtimeTests.coursesKey, database: database)
+            let idle = try await bystander.measure("idle")
+            let (_, underAttack) = try await bystander.measure("a body trickled a byte every 500 ms") {
+                let trickle = try RawConnection(port: port)
+                let head = "POST /realtime/v1/api/broadcast HTTP/1.1\r\nHost: x\r\napikey: \(RealtimeTests.allKey)\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n"
+                #expect(trickle.send(Array(head.utf8)))
+                let started = ContinuousClock.now
+                var cut: Duration?
+                // A byte every 500 ms: 200 bytes would take 100 s.
+                for _ in 0..<60 {
+                    guard trickle.send([UInt8(ascii: " ")]) else { break }
+                    if let closed = try await trickle.closed(within: 0.5) {
+                        cut = closed
+                        break
+                    }
                 }
+                #expect(cut != nil && ContinuousClock.now - started < .seconds(20), "the trickled body held its connection for \(ContinuousClock.now - started)")
             }
-            #expect(cut != nil && ContinuousClock.now - started < .seconds(20), "the trickled body held its connection for \(ContinuousClock.now - started)")
+            try await bystander.expectFairShare(idle: idle, underAttack: underAttack)
+            await bystander.close()
 
             let client = try await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
             try await client.sendRaw(String(repeating: "x", count: 200_000))
@@ -86,6 +100,10 @@ extension IntegrationTests {
         /// linear in the value: while 40 streams of 25 such patterns judge 2,000-character rows, the
         /// bystander's events come within 2 s in a debug build (0.25 to 0.7 s measured with 60; they
         /// came 24 to 28 s late), and every attacker stream keeps its own rows.
+        ///
+        /// This attack still misses the suite's bound (``Bystander/floor``): its p99 was 0.63 s
+        /// against an idle 6.5 ms, so it keeps its own bound of 2 s until a stream's checks cost
+        /// the others no more than a few milliseconds, as issue 68 asks.
         @Test func likePatternsAtTheirLimitsCannotStallABystander() async throws {
             let database = try TestDatabase.create()
             try database.execute("CREATE TABLE doc (id serial PRIMARY KEY, body text)")
@@ -95,27 +113,44 @@ extension IntegrationTests {
             let query = (0..<25).map { _ in "where=\(pattern)" }.joined(separator: "&")
             var attackers: [RawStream] = []
             for _ in 0..<40 { attackers.append(try await RawStream(socketPath: daemon.socketPath, path: "/events?table=doc&format=ndjson&\(query)")) }
-            let bystander = try await RawStream(socketPath: daemon.socketPath, path: "/events?table=course&format=ndjson")
-            let writer = Task {
+            let bystander = try await Bystander(socket: daemon)
+            let idle = try await bystander.measure("idle", rows: 15, spacing: .milliseconds(50))
+            let (_, underAttack) = try await bystander.measure("40 streams of 25 like patterns judging 2,000-character rows", spacing: .milliseconds(50)) {
                 for index in 0..<100 {
                     try database.execute("INSERT INTO doc (body) VALUES ($1)", parameters: [String(repeating: "a", count: 1_999) + (index % 2 == 0 ? "Z" : "y")])
                     try await Task.sleep(for: .milliseconds(20))
                 }
             }
-            var waits: [Duration] = []
-            for index in 0..<15 {
-                let sent = ContinuousClock.now
-                try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'bystander')", parameters: ["BY\(index)"])
-                try await bystander.waitForLines(index + 1, within: 30)
-                waits.append(ContinuousClock.now - sent)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            try await writer.value
-            let slowest = waits.max() ?? .zero
-            #expect(slowest < .seconds(2), "the bystander waited up to \(slowest) for its events: \(waits)")
+            try await bystander.expectFairShare(idle: idle, underAttack: underAttack, floor: .seconds(2))
             // Half the rows end in Z and match: each attacker stream has its 50, and no other.
             for attacker in attackers { try await attacker.waitForLines(50, within: 60) }
             _ = try await daemon.stop()
+        }
+
+        /// Fault 10: a realtime key that happened to be named `console`, granted
+        /// only `public.course`, got `/stats`, `/metrics`, `mayControl: true` and
+        /// the replay control, and `check-config` accepted it. Now both
+        /// `check-config` and `serve` refuse such a configuration, naming the key.
+        /// No bystander is measured: the fault was a right, not a resource, so
+        /// there is no load to apply, and the daemon that had it never starts.
+        @Test func aRealtimeKeyNamedConsoleIsRefusedBeforeItServes() async throws {
+            let database = try TestDatabase.create()
+            let directory = FileManager.default.temporaryDirectory.appending(path: "pgherald-console-key-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let config = directory.appending(path: "pgherald.yaml").path
+            try """
+                realtime:
+                  listen: 127.0.0.1:\(freeLoopbackPort())
+                  keys:
+                    console:
+                      key: console-0123456789abcdef
+                      tables: [public.course]
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let checked = try await DaemonProcess(["check-config", config]).finish(within: 20)
+            #expect(checked.status != 0 && (checked.stdout + checked.stderr).contains("realtime.keys.console"), "\(checked)")
+            let served = try await DaemonProcess(["serve", "--db", database.connInfo, "--socket", SocketDaemon.temporarySocketPath(), "--config", config]).finish(within: 20)
+            #expect(served.status == 78 && served.stderr.contains("realtime.keys.console"), "\(served)")
+            try? FileManager.default.removeItem(at: directory)
         }
 
         /// A realtime upgrade's answer: the status and body of a refusal, or 101.
@@ -131,7 +166,8 @@ extension IntegrationTests {
 
         /// One key held every connection and one user every channel, so that another user's join was
         /// refused: each now has a share, the refusal names the limit reached, and `/stats` and
-        /// `/metrics` name the top holders without their key or token.
+        /// `/metrics` name the top holders without their key or token. While the key and the user
+        /// at their limits try again and again for 3 s, a bystander with another key keeps its idle p99.
         @Test func aKeyOrAUserTakesItsShareAndNoMore() async throws {
             let database = try TestDatabase.create()
             let (daemon, port, _) = try await RealtimeTests.start(database, extra: """
@@ -160,6 +196,22 @@ extension IntegrationTests {
             try await RealtimeTests.join(other, topic: "realtime:c", bindings: binding)
             try database.execute("INSERT INTO course (short_code, name) VALUES ('FS1', 'fair share')")
             _ = try await bobClient.next(within: 10, "bob's event") { $0.event == "postgres_changes" }
+
+            // The key and the user at their limits knock again and again: another key's bystander keeps its idle p99.
+            let watcher = try await Bystander(realtimePort: port, apikey: RealtimeTests.coursesKey, database: database)
+            let idle = try await watcher.measure("idle")
+            let (_, underAttack) = try await watcher.measure("a key and a user past their limits, again and again") {
+                let started = ContinuousClock.now
+                for round in 0..<200 where ContinuousClock.now - started < .seconds(3) {
+                    let fifth = try? await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
+                    #expect(fifth == nil, "a fifth connection of key all was upgraded")
+                    try await aliceClient.send(joinRef: "r\(round)", ref: "r\(round)", topic: "realtime:a3", event: "phx_join", payload: RealtimeTests.joinPayload(binding))
+                    let again = try await aliceClient.next(within: 10, "the refusal of join r\(round)") { $0.event == "system" && $0.topic == "realtime:a3" }
+                    #expect(again.payload["message"]?.stringValue?.contains("(realtime.max_channels_per_user)") == true, "\(again.payload.jsonText)")
+                }
+            }
+            try await watcher.expectFairShare(idle: idle, underAttack: underAttack)
+            await watcher.close()
 
             let statistics = try await daemon.get("/stats").body
             #expect(statistics.contains(#"{"channels":0,"connections":4,"consumer":"key all"}"#), "\(statistics)")

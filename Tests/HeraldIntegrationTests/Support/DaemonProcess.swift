@@ -65,6 +65,14 @@ struct DaemonProcess {
         return (process.terminationStatus, await out, await err)
     }
 
+    /// Reads standard error from now to its end, so that a process that logs
+    /// more than a pipe holds (64 KiB) never waits on it: the task's value
+    /// is what it wrote, and ``finish(within:)`` then finds none.
+    func drainStandardError() -> Task<String, Never> {
+        let pipe = stderr
+        return Task { await Self.readAll(pipe) }
+    }
+
     /// Writes a line to the process's standard input (see `withInput`).
     func write(line: String) {
         stdin?.fileHandleForWriting.write(Data((line + "\n").utf8))

@@ -1,0 +1,58 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests.FairShareTests {
+    /// Fault 8, the resume book: expired positions were dropped only once the
+    /// book held 100,000, and topic names had no length limit, so that 500
+    /// dropped channels with 900 KB topics held about 450 MB past the window;
+    /// and `0s`, documented as turning the window off, was refused as not a
+    /// duration. Now `0s` starts a daemon, a topic's name is at most 1,024
+    /// bytes, and the book drops what expired as it is used (its memory is
+    /// HeraldTests' `resumeBookDropsWhatExpiredAsItGoes`). Sockets join 40
+    /// channels each with 1,000-byte topics and long filters and drop them,
+    /// one after another for 3 s, while a bystander follows `course` on a
+    /// channel of its own.
+    @Test func droppedChannelsWithLongTopicsCannotSlowABystander() async throws {
+        let database = try TestDatabase.create()
+        let (off, _, _) = try await IntegrationTests.RealtimeTests.start(database, extra: "  resume_window: 0s\n")
+        _ = try await off.stop()
+
+        let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database, extra: "  resume_window: 2s\n")
+        let allKey = IntegrationTests.RealtimeTests.allKey
+        let tooLong = try await RealtimeTestClient(port: port, apikey: allKey)
+        let topic = "realtime:" + String(repeating: "t", count: 1_025)
+        try await tooLong.send(joinRef: "1", ref: "1", topic: topic, event: "phx_join", payload: IntegrationTests.RealtimeTests.joinPayload(""))
+        let refusal = try await tooLong.next(within: 10, "the long topic's refusal") { $0.event == "phx_reply" && $0.ref == .string("1") }
+        #expect(refusal.payload["response"]?["reason"]?.stringValue?.contains("a topic's name is at most 1024 bytes") == true, "\(refusal.payload.jsonText.prefix(300))")
+        await tooLong.close()
+
+        let bystander = try await Bystander(realtimePort: port, apikey: IntegrationTests.RealtimeTests.coursesKey, database: database)
+        let idle = try await bystander.measure("idle")
+        let (sockets, underAttack) = try await bystander.measure("channels with long topics, joined and dropped") {
+            let started = ContinuousClock.now
+            // Filters on a value no row has: the channels cost what they hold, not deliveries.
+            let binding = #"{"event":"*","schema":"public","table":"course","filter":"name=eq.\#(String(repeating: "f", count: 200))"}"#
+            var sockets = 0
+            for _ in 0..<20 where ContinuousClock.now - started < .seconds(3) {
+                sockets += 1
+                let client = try await RealtimeTestClient(port: port, apikey: allKey)
+                for channel in 0..<40 {
+                    let name = "realtime:\(sockets)-\(channel)-"
+                    try await client.send(joinRef: "\(channel)", ref: "\(channel)", topic: name + String(repeating: "r", count: 1_009 - name.utf8.count),
+                                          event: "phx_join", payload: IntegrationTests.RealtimeTests.joinPayload(binding))
+                }
+                for channel in 0..<40 {
+                    let reply = try await client.next(within: 20, "join \(channel) of socket \(sockets)") { $0.event == "phx_reply" && $0.ref == .string("\(channel)") }
+                    #expect(reply.payload["status"] == .string("ok"), "\(reply.payload.jsonText.prefix(300))")
+                }
+                await client.close()
+            }
+            return sockets
+        }
+        try await bystander.expectFairShare(idle: idle, underAttack: underAttack)
+        #expect(sockets >= 2, "only \(sockets) sockets joined and dropped their channels")
+        await bystander.close()
+        _ = try await daemon.stop()
+    }
+}
