@@ -8,6 +8,10 @@ import Logging
 import NIOCore
 
 extension RealtimeEndpoint {
+    /// The most bytes of events a channel frames at once, past the first event: its frames are
+    /// held until the socket has taken them, so a client that does not read holds about one batch.
+    static let batchBytes = 1 << 20
+
     /// Runs one joined channel: replies to the join, checks its bindings,
     /// subscribes, confirms with `system`, then delivers until it is left,
     /// its socket drops, its token expires or it falls behind.
@@ -55,7 +59,7 @@ extension RealtimeEndpoint {
             }
             let newest = source.broker.lastResumableEventID
             var (subscription, replay) = source.broker.subscribe(
-                filter, resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, kind: "realtime"
+                filter, resumingAfter: resumeFrom, capacity: configuration.mailboxCapacity, byteCapacity: configuration.maximumQueuedBytes, kind: "realtime"
             )
             channel.state.withLock { $0.position = replay == nil ? newest : resumeFrom }
             if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
@@ -79,7 +83,7 @@ extension RealtimeEndpoint {
             while true {
                 let delivery: Subscription.Delivery
                 do {
-                    delivery = try await subscription.nextDelivery(limit: 256)
+                    delivery = try await subscription.nextDelivery(limit: 256, bytes: Self.batchBytes)
                 } catch {
                     channel.state.withLock { $0.remember = true }
                     logger.warning("a realtime channel fell behind and was ended; its client rejoins", metadata: ["topic": "\(join.topic)", "capacity": "\(error.capacity)"])
@@ -96,7 +100,9 @@ extension RealtimeEndpoint {
                         }
                         source = moved
                         let position = channel.state.withLock { $0.position }
-                        let (next, missed) = source.broker.subscribe(filter, resumingAfter: position, capacity: configuration.mailboxCapacity, kind: "realtime")
+                        let (next, missed) = source.broker.subscribe(
+                            filter, resumingAfter: position, capacity: configuration.mailboxCapacity, byteCapacity: configuration.maximumQueuedBytes, kind: "realtime"
+                        )
                         subscription = next
                         if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
                         logger.debug("a realtime channel moved to its new token's cohort", metadata: ["topic": "\(join.topic)", "caller": "\(channel.caller.name)"])

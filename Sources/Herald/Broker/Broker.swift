@@ -82,17 +82,21 @@ public final class Broker: Sendable {
     /// The stream sees every event published after this call returns.
     /// - Parameters:
     ///   - capacity: mailbox size for this subscriber; defaults to the broker's.
+    ///   - byteCapacity: the most bytes of events its mailbox holds (one event always fits); no limit by default.
     ///   - kind: a label for statistics, such as `sse` or `stdout`.
     ///   - wantsHeartbeats: wake the consumer on ``requestHeartbeat()`` (see ``Subscription/nextDelivery(limit:isolation:)``).
     ///   - onOverflow: called once, without the broker's lock, when the subscriber is dropped for falling behind.
     public func subscribe(
         _ filter: EventFilter = .all,
         capacity: Int? = nil,
+        byteCapacity: Int? = nil,
         kind: String = "in-process",
         wantsHeartbeats: Bool = false,
         onOverflow: (@Sendable () -> Void)? = nil
     ) -> Subscription {
-        subscribe(filter, resumingAfter: nil, capacity: capacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow).subscription
+        subscribe(
+            filter, resumingAfter: nil, capacity: capacity, byteCapacity: byteCapacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow
+        ).subscription
     }
 
     /// Registers a subscriber that continues after the event `eventID`.
@@ -106,11 +110,12 @@ public final class Broker: Sendable {
         _ filter: EventFilter = .all,
         resumingAfter eventID: String?,
         capacity: Int? = nil,
+        byteCapacity: Int? = nil,
         kind: String = "in-process",
         wantsHeartbeats: Bool = false,
         onOverflow: (@Sendable () -> Void)? = nil
     ) -> (subscription: Subscription, replay: [Event]?) {
-        subscribe(filter, capacity: capacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow) { history in
+        subscribe(filter, capacity: capacity, byteCapacity: byteCapacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow) { history in
             eventID.flatMap { history.events(after: $0, matching: filter) }
         }
     }
@@ -126,11 +131,12 @@ public final class Broker: Sendable {
         _ filter: EventFilter = .all,
         resumingAfterCount position: UInt64,
         capacity: Int? = nil,
+        byteCapacity: Int? = nil,
         kind: String = "in-process",
         wantsHeartbeats: Bool = false,
         onOverflow: (@Sendable () -> Void)? = nil
     ) -> (subscription: Subscription, replay: [Event]?) {
-        subscribe(filter, capacity: capacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow) { history in
+        subscribe(filter, capacity: capacity, byteCapacity: byteCapacity, kind: kind, wantsHeartbeats: wantsHeartbeats, onOverflow: onOverflow) { history in
             history.events(afterCount: position, matching: filter, limit: .max, scanLimit: .max)?.events
         }
     }
@@ -140,18 +146,21 @@ public final class Broker: Sendable {
     /// from the history like a cursor, with the position reached and whether
     /// that is the newest event. Nil once the history no longer holds what
     /// follows `position`. Reads at most 8,192 events per call, so that a
-    /// narrow filter does not hold the broker's lock for long.
+    /// narrow filter does not hold the broker's lock for long, and past the
+    /// first event no more than `bytes` of them.
     public func historyEvents(
-        afterCount position: UInt64, matching filter: EventFilter, limit: Int
+        afterCount position: UInt64, matching filter: EventFilter, limit: Int, bytes: Int = .max
     ) -> (events: [Event], position: UInt64, isNewest: Bool)? {
-        state.withLock { $0.history.events(afterCount: position, matching: filter, limit: limit, scanLimit: 8_192) }
+        state.withLock { $0.history.events(afterCount: position, matching: filter, limit: limit, scanLimit: 8_192, byteLimit: bytes) }
     }
 
     private func subscribe(
-        _ filter: EventFilter, capacity: Int?, kind: String, wantsHeartbeats: Bool, onOverflow: (@Sendable () -> Void)?,
+        _ filter: EventFilter, capacity: Int?, byteCapacity: Int?, kind: String, wantsHeartbeats: Bool, onOverflow: (@Sendable () -> Void)?,
         replaying: (EventHistory) -> [Event]?
     ) -> (subscription: Subscription, replay: [Event]?) {
-        let mailbox = Mailbox(capacity: capacity ?? configuration.mailboxCapacity, wantsHeartbeats: wantsHeartbeats)
+        let mailbox = Mailbox(
+            capacity: capacity ?? configuration.mailboxCapacity, byteCapacity: byteCapacity ?? .max, wantsHeartbeats: wantsHeartbeats
+        )
         let (id, startCount, replay) = state.withLock { state -> (UInt64, UInt64, [Event]?) in
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
@@ -297,34 +306,41 @@ public final class Broker: Sendable {
         private(set) var reached = 0
         /// Broadcasts pass only filters that ask for them, `.all` not among them.
         private let carriesBroadcasts: Bool
+        /// Each event's ``Event/retainedBytes`` and their sum, added up once for every mailbox.
+        private let sizes: [Int]
+        private let bytes: Int
 
         init(events: [Event]) {
             self.events = events
             rows = events.map(LazyRow.init(event:))
             carriesBroadcasts = events.contains { $0.operation == .broadcast }
+            sizes = events.map(\.retainedBytes)
+            bytes = sizes.reduce(0, +)
         }
 
         mutating func deliver(to subscriber: Subscriber) {
-            let share = subscriber.takesEverything && !carriesBroadcasts ? events : matching(subscriber.filter)
+            let (share, shareBytes) = subscriber.takesEverything && !carriesBroadcasts ? (events, bytes) : matching(subscriber.filter)
             guard !share.isEmpty else { return }
-            switch subscriber.mailbox.offer(share) {
+            switch subscriber.mailbox.offer(share, bytes: shareBytes) {
             case .accepted: reached += 1
             case .overflowed: overflowed.append(subscriber.id)
             case .closed: closed.append(subscriber.id)  // The consumer was cancelled; forget it.
             }
         }
 
-        /// The events that pass `filter`; the batch itself, not a copy, when all do.
-        private mutating func matching(_ filter: EventFilter) -> [Event] {
+        /// The events that pass `filter`, and their bytes; the batch itself, not a copy, when all do.
+        private mutating func matching(_ filter: EventFilter) -> ([Event], Int) {
             var share: [Event]?
+            var shareBytes = 0
             for index in events.indices {
                 if filter.matches(events[index], row: &rows[index]) {
                     share?.append(events[index])
+                    shareBytes += sizes[index]
                 } else if share == nil {
                     share = Array(events[..<index])
                 }
             }
-            return share ?? events
+            return (share ?? events, shareBytes)
         }
     }
 

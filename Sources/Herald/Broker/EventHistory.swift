@@ -77,7 +77,7 @@ struct EventHistory {
     /// position reached and whether that is the newest event; nil when the
     /// history no longer holds the event after `position`.
     func events(
-        afterCount position: UInt64, matching filter: EventFilter, limit: Int, scanLimit: Int
+        afterCount position: UInt64, matching filter: EventFilter, limit: Int, scanLimit: Int, byteLimit: Int = .max
     ) -> (events: [Event], position: UInt64, isNewest: Bool)? {
         guard let first = events.first else { return capacity > 0 && !hasEvicted ? ([], position, true) : nil }
         // Counts are consecutive here: the broker appends every event it counts.
@@ -89,9 +89,15 @@ struct EventHistory {
         var found: [Event] = []
         var reached = position
         var scanned = 0
+        var foundBytes = 0
         while index < events.count, found.count < limit, scanned < scanLimit {
             let event = events[index]
-            if filter.matches(event) { found.append(event) }
+            if filter.matches(event) {
+                // Past the first, no more than the byte limit: a stream writes what it reads at once.
+                if !found.isEmpty, foundBytes + event.retainedBytes > byteLimit { break }
+                found.append(event)
+                foundBytes += event.retainedBytes
+            }
             reached = event.count
             index += 1
             scanned += 1

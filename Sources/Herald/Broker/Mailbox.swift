@@ -4,8 +4,10 @@ import Synchronization
 /// A bounded single-consumer queue between the broker and one subscriber.
 ///
 /// `offer` never blocks: the broker's publishing thread must not wait on any
-/// subscriber. When the buffer is full the mailbox closes with an overflow;
-/// the consumer still receives what was buffered, then the overflow error.
+/// subscriber. When the buffer is full, in events or in bytes, the mailbox
+/// closes with an overflow; the consumer still receives what was buffered,
+/// then the overflow error. Bytes are bounded too because a count alone lets
+/// a subscriber that does not read hold thousands of large rows.
 final class Mailbox: Sendable {
     enum OfferResult {
         case accepted
@@ -27,34 +29,47 @@ final class Mailbox: Sendable {
         var taken = 0
         /// Events buffered, over all batches.
         var count = 0
+        /// The events' ``Event/retainedBytes``, over all batches, and per batch (less what was taken of the first).
+        var bytes = 0
+        var batchBytes: Deque<Int> = []
         var waiter: Waiter?
         var termination: Termination?
         var heartbeatDue = false
 
-        mutating func append(_ events: [Event]) {
+        mutating func append(_ events: [Event], bytes: Int) {
             guard !events.isEmpty else { return }
             buffer.append(events)
+            batchBytes.append(bytes)
             count += events.count
+            self.bytes += bytes
         }
 
-        mutating func take(upTo limit: Int) -> [Event] {
-            if taken == 0, buffer[0].count <= limit, buffer.count == 1 || buffer[0].count + buffer[1].count > limit {
+        /// Up to `limit` events and, past the first, `byteLimit` bytes of them, in order.
+        mutating func take(upTo limit: Int, bytes byteLimit: Int) -> [Event] {
+            if taken == 0, buffer[0].count <= limit, batchBytes[0] <= byteLimit || buffer[0].count == 1,
+                buffer.count == 1 || buffer[0].count + buffer[1].count > limit || batchBytes[0] + batchBytes[1] > byteLimit {
                 count -= buffer[0].count
+                bytes -= batchBytes.removeFirst()
                 return buffer.removeFirst()
             }
             var events: [Event] = []
             events.reserveCapacity(min(limit, count))
+            var takenBytes = 0
             while events.count < limit, let first = buffer.first {
-                let end = min(first.count, taken + limit - events.count)
-                events += first[taken..<end]
-                if end == first.count {
+                let size = first[taken].retainedBytes
+                if !events.isEmpty, takenBytes + size > byteLimit { break }
+                events.append(first[taken])
+                takenBytes += size
+                batchBytes[0] -= size
+                taken += 1
+                if taken == first.count {
                     buffer.removeFirst()
+                    batchBytes.removeFirst()
                     taken = 0
-                } else {
-                    taken = end
                 }
             }
             count -= events.count
+            bytes -= takenBytes
             return events
         }
     }
@@ -81,13 +96,16 @@ final class Mailbox: Sendable {
     }
 
     let capacity: Int
+    /// The most bytes of events it holds (``Event/retainedBytes``); one event always fits an empty mailbox.
+    let byteCapacity: Int
     /// Whether ``requestHeartbeat()`` wakes this mailbox's consumer.
     let wantsHeartbeats: Bool
     private let state = Mutex(State())
 
-    init(capacity: Int, wantsHeartbeats: Bool = false) {
+    init(capacity: Int, byteCapacity: Int = .max, wantsHeartbeats: Bool = false) {
         precondition(capacity > 0, "a mailbox needs room for at least one event")
         self.capacity = capacity
+        self.byteCapacity = byteCapacity
         self.wantsHeartbeats = wantsHeartbeats
     }
 
@@ -103,17 +121,25 @@ final class Mailbox: Sendable {
         waiter?.wake()
     }
 
-    /// Appends events in order. If they do not all fit, those that fit are
-    /// kept and the mailbox closes with an overflow.
-    func offer(_ events: [Event]) -> OfferResult {
+    /// Appends events in order; `bytes` is their ``Event/retainedBytes``,
+    /// which the broker adds up once for every mailbox. If they do not all
+    /// fit, those that fit are kept and the mailbox closes with an overflow.
+    func offer(_ events: [Event], bytes: Int) -> OfferResult {
         let (result, waiter) = state.withLock { state -> (OfferResult, Waiter?) in
             guard state.termination == nil else { return (.closed, nil) }
             let room = capacity - state.count
-            if events.count > room {
-                state.append(Array(events.prefix(room)))
+            if events.count > room || (state.bytes + bytes > byteCapacity && (state.count > 0 || events.count > 1)) {
+                var (fitting, fittingBytes) = (0, 0)
+                for event in events.prefix(room) {
+                    let size = event.retainedBytes
+                    guard state.count + fitting == 0 || state.bytes + fittingBytes + size <= byteCapacity else { break }
+                    fitting += 1
+                    fittingBytes += size
+                }
+                state.append(Array(events.prefix(fitting)), bytes: fittingBytes)
                 state.termination = .overflowed
             } else {
-                state.append(events)
+                state.append(events, bytes: bytes)
             }
             let waiter = state.waiter
             state.waiter = nil
@@ -141,10 +167,11 @@ final class Mailbox: Sendable {
     /// events of an overflowed mailbox have been taken.
     func take(
         upTo limit: Int,
+        bytes byteLimit: Int = .max,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(SubscriptionOverflowError) -> Take {
         while true {
-            if let outcome = try poll(upTo: limit) { return outcome }
+            if let outcome = try poll(upTo: limit, bytes: byteLimit) { return outcome }
             if Task.isCancelled {
                 finish()
                 continue
@@ -160,11 +187,11 @@ final class Mailbox: Sendable {
     }
 
     /// What ``take(upTo:isolation:)`` would return now, or nil when it would wait.
-    func poll(upTo limit: Int) throws(SubscriptionOverflowError) -> Take? {
+    func poll(upTo limit: Int, bytes byteLimit: Int = .max) throws(SubscriptionOverflowError) -> Take? {
         let outcome = state.withLock { state -> Result<Take, SubscriptionOverflowError>? in
             if state.count > 0 {
                 state.heartbeatDue = false
-                return .success(.events(state.take(upTo: limit)))
+                return .success(.events(state.take(upTo: limit, bytes: byteLimit)))
             }
             switch state.termination {
             case .finished?: return .success(.finished)

@@ -90,12 +90,16 @@ public final class Subscription: AsyncSequence, Sendable {
 
     /// Like ``nextBatch(limit:isolation:)``, but also returns when a heartbeat
     /// is due while nothing is buffered. Needs `wantsHeartbeats` at subscribe.
+    /// - Parameter bytes: past the first event, at most this many bytes of
+    ///   events (``Event/retainedBytes``), so that a batch of large rows
+    ///   framed for a client that does not read stays small.
     public func nextDelivery(
         limit: Int = 1024,
+        bytes: Int = .max,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(SubscriptionOverflowError) -> Delivery {
         while true {
-            switch try await mailbox.take(upTo: limit) {
+            switch try await mailbox.take(upTo: limit, bytes: bytes) {
             case .events(let events):
                 let passed = await passingInTurns(events)
                 if !passed.isEmpty { return .events(passed) }
@@ -109,9 +113,9 @@ public final class Subscription: AsyncSequence, Sendable {
     /// waiting; nil when it would wait. For consumers driven by callbacks
     /// rather than a task: see ``whenReady(_:)``. The events may be none, when
     /// those taken all failed the filter's conditions on columns.
-    public func pollDelivery(limit: Int = 1024) throws(SubscriptionOverflowError) -> Delivery? {
+    public func pollDelivery(limit: Int = 1024, bytes: Int = .max) throws(SubscriptionOverflowError) -> Delivery? {
         guard checksColumns else {
-            switch try mailbox.poll(upTo: limit) {
+            switch try mailbox.poll(upTo: limit, bytes: bytes) {
             case .events(let events)?: return .events(events)
             case .heartbeat?: return .heartbeat
             case .finished?: return .finished
@@ -121,7 +125,7 @@ public final class Subscription: AsyncSequence, Sendable {
         // Checked in batches that fit the budget at the cost seen so far, one event at a time when
         // that is costly; a batch that fails whole comes back empty: the caller, which cannot yield
         // in the middle, decides between batches whether its turn goes on.
-        switch try mailbox.poll(upTo: Swift.min(limit, checkBatch.withLock { $0.size })) {
+        switch try mailbox.poll(upTo: Swift.min(limit, checkBatch.withLock { $0.size }), bytes: bytes) {
         case .events(let events)?:
             let started = ContinuousClock.now
             let passed = events.filter(filter.matches)

@@ -31,6 +31,9 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
     /// The longest a stream's turn on its event loop may run: a stream whose conditions are costly
     /// (a `like` over long rows) must let the other streams on its loop have theirs.
     private static let turnBudget = TimeAmount.milliseconds(2)
+    /// The most bytes of events one write frames, past the first event: the channel is checked for
+    /// room between writes, so what a client that does not read holds is about one such write.
+    private static let batchBytes = 1 << 20
 
     private let server: SocketServer
     private let headTimeout: TimeAmount?
@@ -215,7 +218,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
             }
             let delivery: Subscription.Delivery?
             do {
-                delivery = try subscription.pollDelivery(limit: 512)
+                delivery = try subscription.pollDelivery(limit: 512, bytes: Self.batchBytes)
             } catch {
                 // Fallen behind its mailbox: a reader that keeps reading reads on from the history.
                 guard let position else { return end(context, lastFrame: format.overflowFrame(capacity: error.capacity)) }
@@ -306,7 +309,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
             endAsRevokedOrFinished(context, stream)
             return false
         }
-        guard let read = stream.source.historyEvents(afterCount: position, matching: stream.subscribedFilter, limit: 512) else {
+        guard let read = stream.source.historyEvents(afterCount: position, matching: stream.subscribedFilter, limit: 512, bytes: Self.batchBytes) else {
             endBehindTheHistory(context, stream)
             return false
         }

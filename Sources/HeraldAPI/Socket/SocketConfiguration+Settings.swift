@@ -28,6 +28,7 @@ extension SocketConfiguration {
         let connections = try settings.int("socket.max_connections", default: maximum + 128, in: 1...Int.max)
         let idleTimeout = try settings.value("socket.idle_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")
         let buffer = try settings.int("socket.subscriber_buffer", default: 4096, in: PostgresListener.maximumBatch...Int.max)
+        let bufferBytes = try settings.int("socket.subscriber_buffer_bytes", default: 16 << 20, in: (1 << 20)...Int.max)
         let heartbeat = try settings.value("socket.heartbeat_interval", default: "15s" as HumanDuration, expected: "a duration such as 15s")
         let writeRate = try settings.int("socket.write_rate", default: 0, in: 0...Int.max)
         let console = try ConsoleConfiguration.read(from: settings)
@@ -39,7 +40,7 @@ extension SocketConfiguration {
         }
         return SocketConfiguration(
             path: path, mode: mode, group: group, maximumSubscribers: maximum, streamShares: shares, maximumConnections: connections,
-            idleTimeout: idleTimeout.duration, mailboxCapacity: buffer,
+            idleTimeout: idleTimeout.duration, mailboxCapacity: buffer, mailboxBytes: bufferBytes,
             heartbeatInterval: heartbeat.duration, writeRate: writeRate == 0 ? nil : writeRate, console: console,
             network: network
         )

@@ -27,6 +27,11 @@ public struct SocketConfiguration: Sendable, Equatable {
     /// broker's history instead; `event: overflow` ends it only once it falls
     /// behind the history too. Default 4096.
     public var mailboxCapacity: Int
+    /// Bytes of events (rows as held in memory) a stream may fall behind live
+    /// before it reads on from the history, as past ``mailboxCapacity``: a
+    /// count alone let a client that does not read hold thousands of large
+    /// rows. Default 16 MiB.
+    public var mailboxBytes: Int
     /// How often idle streams get a heartbeat comment. Default 15 s.
     public var heartbeatInterval: Duration
     /// The most writes per second to spend on all streams together; nil (the
@@ -54,6 +59,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         maximumConnections: Int? = nil,
         idleTimeout: Duration = .seconds(10),
         mailboxCapacity: Int = 4096,
+        mailboxBytes: Int = 16 << 20,
         heartbeatInterval: Duration = .seconds(15),
         writeRate: Int? = nil,
         console: ConsoleConfiguration? = nil,
@@ -67,6 +73,7 @@ public struct SocketConfiguration: Sendable, Equatable {
         self.maximumConnections = maximumConnections ?? maximumSubscribers + 128
         self.idleTimeout = idleTimeout
         self.mailboxCapacity = mailboxCapacity
+        self.mailboxBytes = mailboxBytes
         self.heartbeatInterval = heartbeatInterval
         self.writeRate = writeRate
         self.console = console

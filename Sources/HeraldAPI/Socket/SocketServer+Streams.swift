@@ -140,6 +140,7 @@ extension SocketServer {
             grouper == nil ? filter : .all,
             resumingAfter: parsed.resumeFrom.map(String.init),
             capacity: configuration.mailboxCapacity,
+            byteCapacity: configuration.mailboxBytes,
             kind: parsed.format.rawValue,
             wantsHeartbeats: true,
             onOverflow: Self.closeWhenStalled(channel, progress)
@@ -226,6 +227,7 @@ extension SocketServer {
             stream.subscribedFilter,
             resumingAfterCount: position,
             capacity: configuration.mailboxCapacity,
+            byteCapacity: configuration.mailboxBytes,
             kind: stream.format.rawValue,
             wantsHeartbeats: true,
             onOverflow: Self.closeWhenStalled(channel, stream.progress)

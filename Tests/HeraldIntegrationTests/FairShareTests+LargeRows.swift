@@ -1,0 +1,74 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests.FairShareTests {
+    /// Streams that never read, fed rows of 1 MB: a stream took up to 512
+    /// events at a time and framed them in one write, and its buffer counted
+    /// events, not bytes, so it never fell behind; ten such streams held
+    /// 1.6 GB and kept their sockets. Now a write frames at most 1 MiB past
+    /// its first event, and `socket.subscriber_buffer_bytes` (16 MiB) makes a
+    /// stream fall behind as `socket.subscriber_buffer` does: it is then cut
+    /// once it stalls, and a bystander keeps its pace.
+    @Test func streamsThatNeverReadHoldBoundedBytesOfLargeRows() async throws {
+        let database = try TestDatabase.create()
+        try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
+        let daemon = try await SocketDaemon(database: database)
+        let watcher = try await Bystander(socket: daemon)
+        // The rows alone cost the daemon their reading: the bystander is measured against them, then with the streams too.
+        let writeRows = { @Sendable () async throws -> Int in
+            for _ in 0..<4 { try database.execute("INSERT INTO note (body) SELECT repeat('q', 1000000) FROM generate_series(1, 20)") }
+            try await Task.sleep(for: .seconds(1))
+            return daemon.residentBytes
+        }
+        let (_, rowsAlone) = try await watcher.measure("80 rows of 1 MB, no other stream", during: writeRows)
+        let before = daemon.residentBytes
+        let stalled = try (0..<10).map { _ in try StalledClient(socketPath: daemon.socketPath, path: "/events?table=note&format=ndjson") }
+        try await daemon.waitForSubscribers(11, kind: "ndjson")  // and the bystander's
+        let (after, underAttack) = try await watcher.measure("the same to ten streams that never read", during: writeRows)
+        try await watcher.expectFairShare(idle: rowsAlone, underAttack: underAttack)
+        let grown = max(after, daemon.residentBytes) - before
+        print("ten streams that never read, 80 rows of 1 MB: the daemon grew by \(grown >> 20) MiB")
+        // Each stream holds one write of at most a few MB; the rows themselves are the history's, shared.
+        #expect(grown < 100 << 20, "the daemon grew by \(grown >> 20) MiB for streams that never read")
+        try await waitFor(seconds: 20) { stalled.allSatisfy(\.isHungUpByPeer) } failure: {
+            "\(stalled.filter { !$0.isHungUpByPeer }.count) of 10 streams that never read are still open"
+        }
+        await watcher.close()
+        _ = try await daemon.stop()
+    }
+
+    /// The same on the Supabase endpoint: `postgres_changes` frames for a
+    /// socket that never reads were framed 256 events at a time and counted
+    /// in nothing, so ten sockets held 1.3 GB. Now a channel frames at most
+    /// 1 MiB past its first event, and its events wait within
+    /// `realtime.max_queued_bytes`; past that the channel is ended with an
+    /// error, and its client rejoins.
+    @Test func realtimeSocketsThatNeverReadHoldBoundedBytesOfLargeRows() async throws {
+        let database = try TestDatabase.create()
+        try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
+        let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database)
+        let join = #"{"config":{"broadcast":{"ack":false,"self":false},"presence":{"key":"","enabled":false},"private":false,"postgres_changes":[{"event":"*","schema":"public","table":"note"}]}}"#
+        let watcher = try await Bystander(realtimePort: port, apikey: IntegrationTests.RealtimeTests.coursesKey, database: database)
+        let writeRows = { @Sendable () async throws -> Int in
+            for _ in 0..<4 { try database.execute("INSERT INTO note (body) SELECT repeat('q', 1000000) FROM generate_series(1, 20)") }
+            try await Task.sleep(for: .seconds(1))
+            return daemon.residentBytes
+        }
+        let (_, rowsAlone) = try await watcher.measure("80 rows of 1 MB, no other channel", during: writeRows)
+        let before = daemon.residentBytes
+        let silent = try (0..<10).map { _ in
+            try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
+                + Self.textFrame(#"["1","1","realtime:notes","phx_join",\#(join)]"#))
+        }
+        try await waitFor(seconds: 20) { try await daemon.statistics().subscribers["realtime"] ?? 0 >= 11 } failure: { "the silent sockets did not join" }
+        let (after, underAttack) = try await watcher.measure("the same to ten sockets that never read", during: writeRows)
+        try await watcher.expectFairShare(idle: rowsAlone, underAttack: underAttack)
+        let grown = max(after, daemon.residentBytes) - before
+        print("ten realtime sockets that never read, 80 rows of 1 MB: the daemon grew by \(grown >> 20) MiB")
+        #expect(grown < 200 << 20, "the daemon grew by \(grown >> 20) MiB for sockets that never read")
+        _ = silent
+        await watcher.close()
+        _ = try await daemon.stop()
+    }
+}
