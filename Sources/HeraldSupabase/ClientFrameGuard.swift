@@ -13,7 +13,10 @@ import NIOWebSocket
 ///
 /// It also counts the fragments of the message the client is sending in the
 /// socket's ``SocketBudget`` until its last frame comes, and closes the
-/// socket with 1008 (policy violation) at a fragment past the budget.
+/// socket with 1008 (policy violation) at a fragment past the budget, with
+/// 1009 (message too big) once the fragments pass the largest message, and
+/// with 1002 at a continuation that continues nothing or a message begun
+/// inside another: the library closed all three with 1000.
 final class ClientFrameGuard: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
     typealias InboundOut = WebSocketFrame
@@ -21,12 +24,17 @@ final class ClientFrameGuard: ChannelInboundHandler {
 
     private let logger: Logger
     private let budget: SocketBudget
+    /// `realtime.broadcast.max_bytes` and the envelope: the largest message, fragmented or not.
+    private let maximumMessageSize: Int
     /// Set once the socket is being closed: later frames are dropped unread.
     private var closing = false
+    /// The bytes of the fragmented message begun and not finished; nil between messages.
+    private var unfinished: Int?
 
-    init(logger: Logger, budget: SocketBudget) {
+    init(logger: Logger, budget: SocketBudget, maximumMessageSize: Int) {
         self.logger = logger
         self.budget = budget
+        self.maximumMessageSize = maximumMessageSize
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -38,6 +46,17 @@ final class ClientFrameGuard: ChannelInboundHandler {
         }
         switch frame.opcode {
         case .text, .binary, .continuation:
+            // RFC 6455 §5.4: a continuation continues a message begun, and no message begins inside another.
+            guard (frame.opcode == .continuation) == (unfinished != nil) else {
+                logger.debug("closing a realtime socket whose fragments are out of order", metadata: ["opcode": "\(frame.opcode)"])
+                return close(context, code: .protocolError)
+            }
+            let length = (unfinished ?? 0) + frame.length
+            guard length <= maximumMessageSize else {
+                logger.debug("closing a realtime socket whose message passed the largest", metadata: ["bytes": "\(length)"])
+                return close(context, code: .messageTooLarge)
+            }
+            unfinished = frame.fin ? nil : length
             // The library holds a message's fragments until its last frame, then hands the message on whole.
             if frame.fin {
                 budget.finishMessage()
@@ -77,17 +96,19 @@ final class ClientFrameGuard: ChannelInboundHandler {
 
         private let logger: Logger
         private let budget: SocketBudget
+        private let maximumMessageSize: Int
 
-        init(logger: Logger, budget: SocketBudget) {
+        init(logger: Logger, budget: SocketBudget, maximumMessageSize: Int) {
             self.logger = logger
             self.budget = budget
+            self.maximumMessageSize = maximumMessageSize
         }
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if let upgrade = event as? HTTPServerUpgradeEvents, case .upgradeComplete = upgrade {
                 do {
                     let decoder = try context.pipeline.syncOperations.handler(type: ByteToMessageHandler<WebSocketFrameDecoder>.self)
-                    try context.pipeline.syncOperations.addHandler(ClientFrameGuard(logger: logger, budget: budget), position: .after(decoder))
+                    try context.pipeline.syncOperations.addHandler(ClientFrameGuard(logger: logger, budget: budget, maximumMessageSize: maximumMessageSize), position: .after(decoder))
                 } catch {
                     // Without the guard the socket would accept unmasked frames: it does not go on.
                     logger.error("could not guard a realtime socket's frames", metadata: ["error": "\(error)"])

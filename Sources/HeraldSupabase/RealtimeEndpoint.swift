@@ -189,9 +189,9 @@ public final class RealtimeEndpoint: Sendable {
                 maximumBytes: self.configuration.maximumQueuedBytes, messageBytes: self.configuration.maximumMessageSize, tally: self.heldBytes
             )
             // Every frame passes the guard, from the first one after the 101 on.
-            let logger = self.logger
+            let (logger, maximumMessageSize) = (self.logger, self.configuration.maximumMessageSize)
             try await channel.eventLoop.submit {
-                try channel.pipeline.syncOperations.addHandler(ClientFrameGuard.Installer(logger: logger, budget: budget))
+                try channel.pipeline.syncOperations.addHandler(ClientFrameGuard.Installer(logger: logger, budget: budget, maximumMessageSize: maximumMessageSize))
             }.get()
             // Its connection was counted against the caller's limit by the guard in front (``childChannel``).
             return .upgrade([:]) { inbound, outbound, _ in

@@ -281,6 +281,33 @@ extension IntegrationTests.FairShareTests {
         _ = try await daemon.stop()
     }
 
+    /// Found by an outside attacker: fragments past the largest message, a
+    /// continuation that continues nothing, and a message begun inside
+    /// another were all closed with 1000, a normal close. Now the first gets
+    /// 1009 (message too big), as an unfragmented message that size does,
+    /// and the other two 1002 (protocol error), as RFC 6455 asks.
+    @Test func fragmentsOutOfOrderOrPastTheLargestMessageCloseWithTheirCodes() async throws {
+        let database = try TestDatabase.create()
+        let (daemon, port, _) = try await IntegrationTests.RealtimeTests.start(database)
+        let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 60_000)
+        let cases: [(String, [UInt8], [UInt8])] = [
+            ("three 60 KB fragments of one message, past 128 KiB",
+             Self.frame(opcode: 0x1, piece, fin: false) + Self.frame(opcode: 0x0, piece, fin: false) + Self.frame(opcode: 0x0, piece, fin: false),
+             [0x88, 0x02, 0x03, 0xF1]),
+            ("a continuation that continues nothing", Self.frame(opcode: 0x0, Array("x".utf8)), [0x88, 0x02, 0x03, 0xEA]),
+            ("a text frame inside a fragmented message",
+             Self.frame(opcode: 0x1, Array("[".utf8), fin: false) + Self.frame(opcode: 0x1, Array("x".utf8)), [0x88, 0x02, 0x03, 0xEA]),
+        ]
+        for (what, frames, close) in cases {
+            let peer = try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey) + frames)
+            let (answer, closed) = peer.read(quietFor: 5)
+            let text = String(decoding: answer, as: UTF8.self)
+            let after = text.range(of: "\r\n\r\n").map { Array(answer[text.utf8.distance(from: text.startIndex, to: $0.upperBound)...]) } ?? []
+            #expect(closed && after == close, "\(what): \(after.prefix(16)), closed: \(closed)")
+        }
+        _ = try await daemon.stop()
+    }
+
     /// The smaller items' last: 100 unfinished 1 MB fragmented messages held
     /// 110 MB, about 10 GiB at 10,000 connections. A message is at most
     /// `realtime.broadcast.max_bytes` and 64 KiB now, and its fragments count
