@@ -30,7 +30,9 @@ extension IntegrationTests.FairShareTests {
         let grown = max(after, daemon.residentBytes) - before
         print("ten streams that never read, 80 rows of 1 MB: the daemon grew by \(grown >> 20) MiB")
         // Each stream holds one write of at most a few MB; the rows themselves are the history's, shared.
-        #expect(grown < 100 << 20, "the daemon grew by \(grown >> 20) MiB for streams that never read")
+        // The history (96 MiB) turns over during the measurement, and the allocator keeps some of the
+        // megabyte rows' freed pages: 60 to 140 MiB were seen. Before the bound, the streams held 1.6 GB.
+        #expect(grown < 256 << 20, "the daemon grew by \(grown >> 20) MiB for streams that never read")
         try await waitFor(seconds: 20) { stalled.allSatisfy(\.isHungUpByPeer) } failure: {
             "\(stalled.filter { !$0.isHungUpByPeer }.count) of 10 streams that never read are still open"
         }
@@ -66,7 +68,8 @@ extension IntegrationTests.FairShareTests {
         try await watcher.expectFairShare(idle: rowsAlone, underAttack: underAttack)
         let grown = max(after, daemon.residentBytes) - before
         print("ten realtime sockets that never read, 80 rows of 1 MB: the daemon grew by \(grown >> 20) MiB")
-        #expect(grown < 200 << 20, "the daemon grew by \(grown >> 20) MiB for sockets that never read")
+        // As above; before the bound, the sockets held 1.3 GB.
+        #expect(grown < 256 << 20, "the daemon grew by \(grown >> 20) MiB for sockets that never read")
         _ = silent
         await watcher.close()
         _ = try await daemon.stop()
