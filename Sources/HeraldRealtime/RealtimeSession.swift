@@ -178,7 +178,7 @@ public struct RealtimeSession: Sendable {
         return actions + [.join(RealtimeJoin(
             request: message, bindings: bindings, accessToken: token, reply: reply, broadcast: options,
             presence: .init(key: presenceKey, enabled: config?["presence"]?["enabled"] == .bool(true)),
-            isPrivate: config?["private"] == .bool(true)
+            isPrivate: config?["private"] == .bool(true), conditions: joining
         ))]
     }
 }
@@ -198,6 +198,8 @@ public struct RealtimeJoin: Sendable, Equatable {
     public var presence: PresenceOptions
     /// `config.private`: a topic only callers granted it may join.
     public var isPrivate: Bool
+    /// What the bindings' filter conditions cost (``ColumnPredicate/cost``), counted against the caller's share.
+    public var conditions: Int = 0
 
     public struct PresenceOptions: Sendable, Equatable {
         public var key: String

@@ -35,7 +35,9 @@ extension RealtimeConfiguration {
             connectionsPerKey: try settings.int("realtime.max_connections_per_key", default: defaults.connectionsPerKey, in: 0...Int.max),
             connectionsPerUser: try settings.int("realtime.max_connections_per_user", default: defaults.connectionsPerUser, in: 0...Int.max),
             channelsPerKey: try settings.int("realtime.max_channels_per_key", default: defaults.channelsPerKey, in: 0...Int.max),
-            channelsPerUser: try settings.int("realtime.max_channels_per_user", default: defaults.channelsPerUser, in: 0...Int.max)
+            channelsPerUser: try settings.int("realtime.max_channels_per_user", default: defaults.channelsPerUser, in: 0...Int.max),
+            conditionsPerKey: try settings.int("realtime.max_conditions_per_key", default: defaults.conditionsPerKey, in: 0...Int.max),
+            conditionsPerUser: try settings.int("realtime.max_conditions_per_user", default: defaults.conditionsPerUser, in: 0...Int.max)
         )
 
         var keys: [RealtimeCredentials.Key] = []

@@ -140,6 +140,13 @@ struct RealtimeConnection {
             }
         }
         let channel = RealtimeChannel(join: join, caller: channelCaller, authorization: authorization)
+        // Before the `ok` reply: a join past a limit is refused as a join, and its topic is not joined.
+        if let refusal = endpoint.reserveChannel(for: channel) {
+            endpoint.logger.warning("refused a realtime channel", metadata: ["caller": "\(channelCaller.name)", "reason": "\(refusal)"])
+            session.channelEnded(topic: join.topic)
+            try await send(.errorReply(to: join.request, reason: refusal))
+            return nil
+        }
         let identifier = ObjectIdentifier(channel)
         let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: identifier, framing: framing, echo: join.broadcast.echo, budget: budget)
         channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket, budget] in
@@ -156,6 +163,7 @@ struct RealtimeConnection {
             }
             endpoint.broadcasts.leave(channel.broadcastTopic, channel: identifier)
             budget.close(identifier)
+            endpoint.releaseChannel(of: channel)
         }
         return channel
     }

@@ -12,7 +12,7 @@ extension RealtimeEndpoint {
     /// held until the socket has taken them, so a client that does not read holds about one batch.
     static let batchBytes = 1 << 20
 
-    /// Runs one joined channel: replies to the join, checks its bindings,
+    /// Runs one joined channel that ``reserveChannel(for:)`` counted: replies to the join, checks its bindings,
     /// subscribes, confirms with `system`, then delivers until it is left,
     /// its socket drops, its token expires or it falls behind.
     func serve(_ channel: RealtimeChannel, framing: PhoenixFraming, outbound: WebSocketOutboundWriter, socket: any Channel) async {
@@ -35,12 +35,6 @@ extension RealtimeEndpoint {
                 try await send(join.systemMessage(ok: false, problem))
                 return
             }
-            if let refusal = reserveChannel(for: channel) {
-                logger.warning("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "reason": "\(refusal)"])
-                try await send(join.systemMessage(ok: false, refusal))
-                return
-            }
-            defer { releaseChannel(of: channel) }
             // Built only for a channel that is served: the topic's whole state is the dearest reply a join gets.
             if join.presence.enabled { try await send(broadcasts.presenceState(channel.broadcastTopic)) }
             // Under `rls: true` the channel reads its cohort's broker, where every event is one its role and claims may see.

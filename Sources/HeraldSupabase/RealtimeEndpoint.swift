@@ -279,7 +279,7 @@ public final class RealtimeEndpoint: Sendable {
         guard admitted else { return "pgherald serves at most \(configuration.maximumChannels) channels (realtime.max_channels)" }
         guard let consumer = channel.caller.consumer else { return nil }
         do {
-            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openChannel(consumer) }
+            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openChannel(consumer, conditions: channel.join.conditions) }
             return nil
         } catch {
             _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
@@ -289,7 +289,7 @@ public final class RealtimeEndpoint: Sendable {
 
     func releaseChannel(of channel: RealtimeChannel) {
         _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
-        if let consumer = channel.caller.consumer { consumers.withLock { $0.closeChannel(consumer) } }
+        if let consumer = channel.caller.consumer { consumers.withLock { $0.closeChannel(consumer, conditions: channel.join.conditions) } }
     }
 
     /// Applies new access rules to the channels of Unix-socket peers, which

@@ -53,8 +53,9 @@ extension IntegrationTests.FairShareTests {
             for _ in 0..<300 where ContinuousClock.now - started < .seconds(3) {
                 sent += 1
                 try await mallory.send(joinRef: "x\(sent)", ref: "x\(sent)", topic: "realtime:crowd", event: "phx_join", payload: join.replacingOccurrences(of: "KEY", with: "mallory"))
-                let refused = try await mallory.next(within: 20, "the refusal of join \(sent)") { $0.event == "system" && $0.topic == "realtime:crowd" }
-                #expect(refused.payload["message"]?.stringValue?.contains("(realtime.max_channels_per_user)") == true, "\(refused.payload.jsonText.prefix(300))")
+                let refused = try await mallory.next(within: 20, "the refusal of join \(sent)") { $0.event == "phx_reply" && $0.ref == .string("x\(sent)") }
+                #expect(refused.payload["status"] == .string("error")
+                        && refused.payload["response"]?["reason"]?.stringValue?.contains("(realtime.max_channels_per_user)") == true, "\(refused.payload.jsonText.prefix(300))")
             }
             return sent
         }

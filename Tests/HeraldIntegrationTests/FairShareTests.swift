@@ -189,9 +189,14 @@ extension IntegrationTests {
             let binding = #"{"event":"*","schema":"public","table":"course"}"#
             for index in 0..<3 { try await RealtimeTests.join(aliceClient, topic: "realtime:a\(index)", bindings: binding) }
             try await aliceClient.send(joinRef: "9", ref: "9", topic: "realtime:a3", event: "phx_join", payload: RealtimeTests.joinPayload(binding))
-            let refusal = try await aliceClient.next(within: 10, "the fourth join's refusal") { $0.event == "system" && $0.topic == "realtime:a3" }
-            #expect(refusal.payload["message"]?.stringValue?.contains("role anon, sub alice holds 3 channels, its limit (realtime.max_channels_per_user)") == true,
+            // Refused as a join, with no `ok` before it: the topic is not joined, so a track on it is refused too.
+            let refusal = try await aliceClient.next(within: 10, "the fourth join's refusal") { $0.event == "phx_reply" && $0.topic == "realtime:a3" }
+            #expect(refusal.payload["status"] == .string("error"), "\(refusal.payload.jsonText)")
+            #expect(refusal.payload["response"]?["reason"]?.stringValue?.contains("role anon, sub alice holds 3 channels, its limit (realtime.max_channels_per_user)") == true,
                     "\(refusal.payload.jsonText)")
+            try await aliceClient.send(joinRef: "9", ref: "t9", topic: "realtime:a3", event: "presence", payload: #"{"type":"presence","event":"track","payload":{}}"#)
+            let track = try await aliceClient.next(within: 10, "the track's refusal") { $0.event == "phx_reply" && $0.ref == .string("t9") }
+            #expect(track.payload["status"] == .string("error") && track.payload["response"]?["reason"] == .string("unmatched topic"), "\(track.payload.jsonText)")
             try await RealtimeTests.join(bobClient, topic: "realtime:b", bindings: binding)
             try await RealtimeTests.join(other, topic: "realtime:c", bindings: binding)
             try database.execute("INSERT INTO course (short_code, name) VALUES ('FS1', 'fair share')")
@@ -206,8 +211,8 @@ extension IntegrationTests {
                     let fifth = try? await RealtimeTestClient(port: port, apikey: RealtimeTests.allKey)
                     #expect(fifth == nil, "a fifth connection of key all was upgraded")
                     try await aliceClient.send(joinRef: "r\(round)", ref: "r\(round)", topic: "realtime:a3", event: "phx_join", payload: RealtimeTests.joinPayload(binding))
-                    let again = try await aliceClient.next(within: 10, "the refusal of join r\(round)") { $0.event == "system" && $0.topic == "realtime:a3" }
-                    #expect(again.payload["message"]?.stringValue?.contains("(realtime.max_channels_per_user)") == true, "\(again.payload.jsonText)")
+                    let again = try await aliceClient.next(within: 10, "the refusal of join r\(round)") { $0.event == "phx_reply" && $0.ref == .string("r\(round)") }
+                    #expect(again.payload["response"]?["reason"]?.stringValue?.contains("(realtime.max_channels_per_user)") == true, "\(again.payload.jsonText)")
                 }
             }
             try await watcher.expectFairShare(idle: idle, underAttack: underAttack)

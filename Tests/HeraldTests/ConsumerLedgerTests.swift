@@ -51,4 +51,24 @@ import Testing
         }
         #expect(ledger.usage[key]?.connections == 100)
     }
+
+    @Test func channelConditionsHaveAShareOfTheirOwnGivenBackOnClose() throws {
+        var ledger = ConsumerLedger(limits: .init(conditionsPerKey: 5, conditionsPerUser: 8))
+        try ledger.openChannel(alice, conditions: 4)
+        try ledger.openChannel(alice, conditions: 4)
+        #expect(throws: ConsumerLedger.Refusal(
+            code: "too_many_conditions",
+            description: "role authenticated, sub alice's channels hold filter conditions of cost 8, and this join's 1 would pass its limit, 8 (realtime.max_conditions_per_user; a like pattern costs 1 for each 64 characters)"
+        )) { try ledger.openChannel(alice, conditions: 1) }
+        // Channels without conditions cost nothing; bob and the key have their own shares.
+        try ledger.openChannel(alice)
+        try ledger.openChannel(bob, conditions: 8)
+        #expect(throws: ConsumerLedger.Refusal.self) { try ledger.openChannel(key, conditions: 6) }
+        try ledger.openChannel(key, conditions: 5)
+        #expect(ledger.usage[alice] == .init(connections: 0, channels: 3, conditions: 8))
+        ledger.closeChannel(alice, conditions: 4)
+        try ledger.openChannel(alice, conditions: 3)
+        for cost in [4, 3, 0] { ledger.closeChannel(alice, conditions: cost) }
+        #expect(ledger.usage[alice] == nil)
+    }
 }

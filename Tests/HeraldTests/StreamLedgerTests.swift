@@ -43,4 +43,29 @@ import Testing
         for _ in 0..<3 { ledger.close([app, address]) }
         #expect(ledger.held.isEmpty && ledger.total == 0)
     }
+
+    @Test func conditionsHaveAShareOfTheirOwnGivenBackOnClose() throws {
+        var ledger = StreamLedger(maximum: 100, limits: .init(conditionsPerKey: 0, conditionsPerUser: 10, conditionsPerAddress: 12))
+        try ledger.open([alice, address], conditions: 4)
+        try ledger.open([alice, address], conditions: 6)
+        #expect(throws: StreamLedger.Refusal(
+            status: .tooManyRequests, code: "too_many_conditions",
+            message: "role authenticated, sub alice's streams hold conditions of cost 10, and this one's 1 would pass its limit, 10 (socket.max_conditions_per_user; a like pattern costs 1 for each 64 characters)"
+        )) { try ledger.open([alice, address], conditions: 1) }
+        // A stream without conditions costs nothing, and 0 turns the key's limit off; the address's still holds.
+        try ledger.open([alice, address])
+        try ledger.open([app, address], conditions: 2)
+        let refusal = try #require(throws: StreamLedger.Refusal.self) { try ledger.open([app, address], conditions: 1) }
+        #expect(refusal.message.contains("(socket.max_conditions_per_address;"))
+        // All or none: refusals counted nothing.
+        #expect(ledger.conditions[alice] == 10 && ledger.conditions[address] == 12 && ledger.conditions[app] == 2)
+        ledger.close([alice, address], conditions: 6)
+        try ledger.open([alice, address], conditions: 1)
+        #expect(ledger.conditions[alice] == 5)
+        ledger.close([alice, address], conditions: 4)
+        ledger.close([alice, address], conditions: 1)
+        ledger.close([alice, address])
+        ledger.close([app, address], conditions: 2)
+        #expect(ledger.conditions.isEmpty && ledger.held.isEmpty && ledger.total == 0)
+    }
 }

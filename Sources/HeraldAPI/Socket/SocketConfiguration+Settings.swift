@@ -23,7 +23,10 @@ extension SocketConfiguration {
         let shares = StreamShares(
             perKey: try settings.int("socket.max_subscribers_per_key", default: defaults.perKey, in: 0...Int.max),
             perUser: try settings.int("socket.max_subscribers_per_user", default: defaults.perUser, in: 0...Int.max),
-            perAddress: try settings.int("socket.max_subscribers_per_address", default: defaults.perAddress, in: 0...Int.max)
+            perAddress: try settings.int("socket.max_subscribers_per_address", default: defaults.perAddress, in: 0...Int.max),
+            conditionsPerKey: try settings.int("socket.max_conditions_per_key", default: defaults.conditionsPerKey, in: 0...Int.max),
+            conditionsPerUser: try settings.int("socket.max_conditions_per_user", default: defaults.conditionsPerUser, in: 0...Int.max),
+            conditionsPerAddress: try settings.int("socket.max_conditions_per_address", default: defaults.conditionsPerAddress, in: 0...Int.max)
         )
         let connections = try settings.int("socket.max_connections", default: maximum + 128, in: 1...Int.max)
         let idleTimeout = try settings.value("socket.idle_timeout", default: "10s" as HumanDuration, expected: "a duration such as 10s")

@@ -95,10 +95,30 @@ public struct SocketConfiguration: Sendable, Equatable {
         /// address, but for those in `http.proxies`. Default 1,000.
         public var perAddress: Int
 
-        public init(perKey: Int = 5_000, perUser: Int = 100, perAddress: Int = 1_000) {
+        /// Key `socket.max_conditions_per_key`: the cost of the `where=`
+        /// conditions that one shared credential's streams hold together
+        /// (1 a comparison, and 1 for each 64 characters of a `like`
+        /// pattern): each event of their tables is checked against every one.
+        /// Default 20,000: four for each of 5,000 streams.
+        public var conditionsPerKey: Int
+        /// Key `socket.max_conditions_per_user`: the same for one token
+        /// subject. Default 2,048: rows of 2,000 characters cost the daemon
+        /// about 6 ms of checks each at that limit.
+        public var conditionsPerUser: Int
+        /// Key `socket.max_conditions_per_address`: the same for one peer
+        /// address, but for those in `http.proxies`. Default 20,000.
+        public var conditionsPerAddress: Int
+
+        public init(
+            perKey: Int = 5_000, perUser: Int = 100, perAddress: Int = 1_000,
+            conditionsPerKey: Int = 20_000, conditionsPerUser: Int = 2_048, conditionsPerAddress: Int = 20_000
+        ) {
             self.perKey = perKey
             self.perUser = perUser
             self.perAddress = perAddress
+            self.conditionsPerKey = conditionsPerKey
+            self.conditionsPerUser = conditionsPerUser
+            self.conditionsPerAddress = conditionsPerAddress
         }
     }
 

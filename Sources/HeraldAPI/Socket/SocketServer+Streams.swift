@@ -124,7 +124,8 @@ extension SocketServer {
             return .refused(refuse(.serviceUnavailable, ErrorBody(code: "shutting_down", message: "the daemon is shutting down")))
         }
         let slot: StreamSlot
-        switch reserveStream(for: viewer, on: channel) {
+        // The client's own conditions; those of its access grant are the operator's.
+        switch reserveStream(for: viewer, on: channel, conditions: parsed.requested.predicates.reduce(0) { $0 + $1.cost }) {
         case .success(let reserved): slot = reserved
         case .failure(let refusal):
             logger.warning("refused a stream: \(refusal.code == "too_many_subscribers" ? "subscriber limit reached" : "its holder's share is taken")", metadata: [

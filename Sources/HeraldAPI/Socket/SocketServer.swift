@@ -261,15 +261,15 @@ public final class SocketServer: Service, Sendable {
         }
     }
 
-    /// Takes a stream slot, or returns nil when `maximumSubscribers` are open.
-    func reserveStream(for viewer: Viewer, on channel: any Channel) -> Result<StreamSlot, StreamLedger.Refusal> {
+    /// Takes a stream slot for a stream whose own conditions cost `conditions`, or says which limit refuses it.
+    func reserveStream(for viewer: Viewer, on channel: any Channel, conditions: Int = 0) -> Result<StreamSlot, StreamLedger.Refusal> {
         let holders = streamHolders(of: viewer, on: channel)
         do {
-            try streams.withLock { ledger throws(StreamLedger.Refusal) in try ledger.open(holders) }
+            try streams.withLock { ledger throws(StreamLedger.Refusal) in try ledger.open(holders, conditions: conditions) }
         } catch {
             return .failure(error)
         }
-        return .success(StreamSlot(server: self, holders: holders))
+        return .success(StreamSlot(server: self, holders: holders, conditions: conditions))
     }
 
     /// Who a stream counts against: over the network, the key or user that
@@ -288,10 +288,12 @@ public final class SocketServer: Service, Sendable {
     final class StreamSlot: Sendable {
         let server: SocketServer
         let holders: [StreamLedger.Holder]
+        let conditions: Int
 
-        init(server: SocketServer, holders: [StreamLedger.Holder]) {
+        init(server: SocketServer, holders: [StreamLedger.Holder], conditions: Int) {
             self.server = server
             self.holders = holders
+            self.conditions = conditions
         }
 
         /// Keeps `stream` where a reload of the access rules and shutdown
@@ -321,7 +323,7 @@ public final class SocketServer: Service, Sendable {
                 tracked.byID[ObjectIdentifier(self)] = nil
                 tracked.queries[ObjectIdentifier(self)] = nil
             }
-            server.streams.withLock { $0.close(holders) }
+            server.streams.withLock { $0.close(holders, conditions: conditions) }
         }
     }
 

@@ -1,0 +1,107 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests.FairShareTests {
+    /// A `like` pattern of 90 `_` costs 2 (one for each 64 characters), so a
+    /// credential with a limit of 5 holds two of them and no third.
+    static let twoWordPattern = "%" + String(repeating: "_", count: 90)
+
+    /// Fault 7 across streams: each stream's conditions were limited (32), but
+    /// one user or key could open as many streams as its share of streams,
+    /// each with its 32 costly patterns, and every event of the table was
+    /// checked against all of them. Now what a holder's streams' conditions
+    /// cost together has a limit too (`socket.max_conditions_per_user`,
+    /// `_per_key`, `_per_address`): past it a stream gets 429
+    /// `too_many_conditions`, naming the limit, and a closed stream gives its
+    /// cost back. Another user's stream keeps receiving.
+    @Test func aUserOrAKeyTakesItsShareOfConditionsOnStreams() async throws {
+        typealias Network = IntegrationTests.NetworkTests
+        let database = try TestDatabase.create()
+        let served = try await Network.start(database, roleGrant: "tables: [course]", listener: ["proxies: []"], extra: """
+            socket:
+              max_conditions_per_user: 5
+              max_conditions_per_key: 4
+            """)
+        let client = TestCertificates.httpClient
+        let alice = Network.token(sub: "alice"), bob = Network.token(sub: "bob")
+        let costly = "/events?table=course&where=name.like.\(Self.twoWordPattern.replacingOccurrences(of: "%", with: "%25"))"
+        func open(_ path: String, _ token: String) async throws -> RawStream {
+            try await RawStream(url: served.base + path, headers: [("Authorization", "Bearer \(token)")], client: client)
+        }
+        func refusal(_ path: String, _ token: String) async throws -> String {
+            let (status, body) = try await Network.get(served, path, token: token, client: client)
+            #expect(status == 429, "\(path): \(status) \(body)")
+            return body
+        }
+
+        var aliceStreams = [try await open(costly, alice), try await open(costly, alice)]
+        let userRefusal = try await refusal(costly, alice)
+        #expect(userRefusal.contains(#""error":"too_many_conditions""#), "\(userRefusal)")
+        #expect(userRefusal.contains("role authenticated, sub alice's streams hold conditions of cost 4, and this one's 2 would pass its limit, 5 (socket.max_conditions_per_user"), "\(userRefusal)")
+        // A stream of plain comparisons fits in what is left; streams without conditions cost nothing.
+        aliceStreams.append(try await open("/events?table=course&where=name.neq.Y", alice))
+        aliceStreams.append(try await open("/events?table=course", alice))
+        #expect(try await refusal("/events?table=course&where=short_code.eq.X1", alice).contains("socket.max_conditions_per_user"))
+
+        let keyStreams = [try await open(costly, Network.key), try await open(costly, Network.key)]
+        #expect(try await refusal("/events?table=course&where=short_code.eq.X2", Network.key).contains("key app's streams hold conditions of cost 4, and this one's 1 would pass its limit, 4 (socket.max_conditions_per_key"))
+
+        // Another user is not held back, and receives.
+        let bystander = try await open(costly, bob)
+        try database.execute("INSERT INTO course (short_code, name) VALUES ('CO1', '\(String(repeating: "n", count: 95))')")
+        for stream in [bystander, aliceStreams[0], keyStreams[0]] { _ = try await stream.text { $0.contains("CO1") } }
+
+        // A stream that ends gives its cost back.
+        aliceStreams.removeFirst()
+        try await waitFor(seconds: 10) {
+            try await served.daemon.get("/stats").body.contains(#"{"consumer":"role authenticated, sub alice","streams":3}"#)
+        } failure: { "alice's closed stream is still counted" }
+        aliceStreams.append(try await open(costly, alice))
+        _ = keyStreams
+        _ = try await served.daemon.stop()
+    }
+
+    /// The same on the Supabase endpoint: a socket's bindings were limited
+    /// (512), but one user could hold 100 sockets of them. Now what a
+    /// credential's channels' conditions cost together has a limit
+    /// (`realtime.max_conditions_per_user`, `_per_key`); a join past it is
+    /// refused as a join, before any `ok`, and a channel that is left gives its
+    /// cost back. Another user's channel keeps receiving.
+    @Test func aUserTakesItsShareOfConditionsOnChannels() async throws {
+        typealias Realtime = IntegrationTests.RealtimeTests
+        let database = try TestDatabase.create()
+        let (daemon, port, _) = try await Realtime.start(database, extra: "  max_conditions_per_user: 5\n")
+        func token(_ sub: String) -> String {
+            makeToken(#"{"role":"anon","sub":"\#(sub)","exp":\#(Int(Date().timeIntervalSince1970) + 3600)}"#, secret: Realtime.jwtSecret)
+        }
+        let costly = #"{"event":"*","schema":"public","table":"course","filter":"name=like.\#(Self.twoWordPattern)"}"#
+        let alice = try await RealtimeTestClient(port: port, apikey: token("alice"))
+        // Two sockets of one user share one limit.
+        let aliceAgain = try await RealtimeTestClient(port: port, apikey: token("alice"))
+        try await Realtime.join(alice, topic: "realtime:a0", bindings: costly)
+        try await Realtime.join(aliceAgain, topic: "realtime:a1", bindings: costly)
+        try await aliceAgain.send(joinRef: "3", ref: "3", topic: "realtime:a2", event: "phx_join", payload: Realtime.joinPayload(costly))
+        let refusal = try await aliceAgain.next(within: 10, "the third join's refusal") { $0.topic == "realtime:a2" && ($0.event == "phx_reply" || $0.event == "system") }
+        #expect(refusal.event == "phx_reply" && refusal.payload["status"] == .string("error"), "\(refusal.event) \(refusal.payload.jsonText)")
+        #expect(refusal.payload["response"]?["reason"]?.stringValue?.contains(
+            "role anon, sub alice's channels hold filter conditions of cost 4, and this join's 2 would pass its limit, 5 (realtime.max_conditions_per_user"
+        ) == true, "\(refusal.payload.jsonText)")
+
+        let bob = try await RealtimeTestClient(port: port, apikey: token("bob"))
+        try await Realtime.join(bob, topic: "realtime:b", bindings: costly)
+        try database.execute("INSERT INTO course (short_code, name) VALUES ('CO2', '\(String(repeating: "n", count: 95))')")
+        _ = try await bob.next(within: 10, "bob's event") { $0.event == "postgres_changes" }
+        _ = try await alice.next(within: 10, "alice's event") { $0.event == "postgres_changes" }
+
+        // A channel that is left gives its cost back.
+        try await alice.send(joinRef: "1", ref: "l", topic: "realtime:a0", event: "phx_leave", payload: "{}")
+        try await waitFor(seconds: 10) {
+            try await aliceAgain.send(joinRef: "4", ref: "4", topic: "realtime:a2", event: "phx_join", payload: Realtime.joinPayload(costly))
+            let reply = try await aliceAgain.next(within: 10, "a join after the leave") { $0.topic == "realtime:a2" && $0.event == "phx_reply" && $0.ref == .string("4") }
+            return reply.payload["status"] == .string("ok")
+        } failure: { "alice's left channel's conditions are still counted" }
+        for client in [alice, aliceAgain, bob] { await client.close() }
+        _ = try await daemon.stop()
+    }
+}
