@@ -36,7 +36,7 @@ extension RealtimeEndpoint {
                 return
             }
             // Built only for a channel that is served: the topic's whole state is the dearest reply a join gets.
-            if join.presence.enabled { try await send(broadcasts.presenceState(channel.broadcastTopic)) }
+            if join.presence.enabled { broadcasts.sendPresenceState(channel.broadcastTopic, to: ObjectIdentifier(channel)) }
             // Under `rls: true` the channel reads its cohort's broker, where every event is one its role and claims may see.
             guard var source = source(of: channel) else {
                 try await send(join.systemMessage(ok: false, "Unauthorized: row-level security is not available here"))

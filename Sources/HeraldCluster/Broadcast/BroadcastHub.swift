@@ -45,6 +45,9 @@ package final class BroadcastHub: Sendable {
         var presenceVersion: UInt64 = 0
         /// The other members' presence; empty outside a cluster.
         var cluster: ClusterPresenceBook
+        /// Each topic's `presence_state` as framed for a join, until its presence changes: every
+        /// join of a crowded topic would otherwise build and encode the whole state again.
+        var presenceStates: [Topic: [PhoenixFraming: [UInt8]]] = [:]
     }
 
     /// Frames a member may have waiting.
@@ -80,7 +83,11 @@ package final class BroadcastHub: Sendable {
         let (member, others) = state.withLock { state -> (Member?, [Member]) in
             let member = state.topics[topic]?.removeValue(forKey: channel)
             if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
-            if let left = member?.presence { state.announce(topic, joins: [], leaves: [left], through: relay) }
+            if let left = member?.presence {
+                state.announce(topic, joins: [], leaves: [left], through: relay)
+                state.presenceStates[topic] = nil
+            }
+            if state.topics[topic] == nil { state.presenceStates[topic] = nil }
             return (member, Array((state.topics[topic] ?? [:]).values))
         }
         member?.inbox.finish()
@@ -108,6 +115,7 @@ package final class BroadcastHub: Sendable {
             state.topics[topic]?[channel] = member
             if tracked != nil || previous != nil {
                 state.announce(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? [], through: relay)
+                state.presenceStates[topic] = nil
             }
             return (previous, Array((state.topics[topic] ?? [:]).values))
         }
@@ -117,11 +125,31 @@ package final class BroadcastHub: Sendable {
 
     /// Everyone tracked on `topic`, here and on the other cluster members, as
     /// `presence_state` carries it: each key with its metas.
-    package func presenceState(_ topic: Topic) -> PhoenixMessage {
+    func presenceState(_ topic: Topic) -> PhoenixMessage {
         let tracked = state.withLock { ($0.topics[topic] ?? [:]).values.compactMap(\.presence) + $0.cluster.entries(on: topic) }
         var entries: [String: [JSONValue]] = [:]
         for presence in tracked { entries[presence.key, default: []].append(presence.phoenixMeta) }
         return .push(topic: topic.name, event: "presence_state", payload: Self.byKey(entries))
+    }
+
+    /// Sends `topic`'s whole presence state to the member `channel` as its other frames go: after
+    /// them, and counted in its socket's budget, so that a client that joins topics with a large
+    /// state and never reads holds at most its budget, not one state a join.
+    package func sendPresenceState(_ topic: Topic, to channel: ObjectIdentifier) {
+        let (member, framed) = state.withLock { state in
+            let member = state.topics[topic]?[channel]
+            return (member, member.flatMap { state.presenceStates[topic]?[$0.framing] })
+        }
+        guard let member else { return }
+        if let framed { return send(frame: framed, on: topic, to: member) }
+        let frame = member.framing.encode(presenceState(topic))
+        // Unless the presence changed meanwhile: then the next join builds it again.
+        state.withLock { state in
+            if state.topics[topic] != nil, state.presenceStates[topic]?[member.framing] == nil {
+                state.presenceStates[topic, default: [:]][member.framing] = frame
+            }
+        }
+        send(frame: frame, on: topic, to: member)
     }
 
     func diff(_ topic: Topic, joins: [PresenceEntry], leaves: [PresenceEntry]) -> PhoenixMessage {
@@ -151,21 +179,26 @@ package final class BroadcastHub: Sendable {
         for member in members {
             let frame = frames[member.framing] ?? member.framing.encode(message)
             frames[member.framing] = frame
-            switch member.budget.reserve(frame.count, for: member.channel) {
-            case .reserved:
-                switch member.inbox.yield(frame) {
-                case .enqueued: break
-                case .dropped:
-                    let startsEpisode = member.budget.miss(frame.count, for: member.channel)
-                    recordMiss(on: topic, limit: "its \(Self.backlog) frames waiting", startsEpisode: startsEpisode)
-                case .terminated: member.budget.release(frame.count, for: member.channel)
-                @unknown default: member.budget.release(frame.count, for: member.channel)
-                }
-            case .missed(let startsEpisode):
-                recordMiss(on: topic, limit: "realtime.max_queued_bytes (\(member.budget.maximumBytes)) waiting on its socket", startsEpisode: startsEpisode)
-            case .closed:
-                break
+            send(frame: frame, on: topic, to: member)
+        }
+    }
+
+    /// One framed message to one member, within its inbox and its socket's budget.
+    private func send(frame: [UInt8], on topic: Topic, to member: Member) {
+        switch member.budget.reserve(frame.count, for: member.channel) {
+        case .reserved:
+            switch member.inbox.yield(frame) {
+            case .enqueued: break
+            case .dropped:
+                let startsEpisode = member.budget.miss(frame.count, for: member.channel)
+                recordMiss(on: topic, limit: "its \(Self.backlog) frames waiting", startsEpisode: startsEpisode)
+            case .terminated: member.budget.release(frame.count, for: member.channel)
+            @unknown default: member.budget.release(frame.count, for: member.channel)
             }
+        case .missed(let startsEpisode):
+            recordMiss(on: topic, limit: "realtime.max_queued_bytes (\(member.budget.maximumBytes)) waiting on its socket", startsEpisode: startsEpisode)
+        case .closed:
+            break
         }
     }
 
