@@ -13,7 +13,7 @@ public struct ConsumerLedger: Sendable {
         public var channelsPerUser: Int
         /// Key `realtime.max_conditions_per_key`: the cost of the filter
         /// conditions that one shared credential's channels hold together
-        /// (1 a comparison, and 1 for each 64 characters of a `like`
+        /// (1 a comparison, and 1 for each 64 characters but `%` of a `like`
         /// pattern): each event of their tables is checked against every one.
         /// Default 20,000: four for each of 5,000 channels.
         public var conditionsPerKey: Int
@@ -94,7 +94,7 @@ public struct ConsumerLedger: Sendable {
         guard cost == 0 || conditionLimit == 0 || held.conditions + cost <= conditionLimit else {
             throw Refusal(
                 code: "too_many_conditions",
-                description: "\(consumer)'s channels hold filter conditions of cost \(held.conditions), and this join's \(cost) would pass its limit, \(conditionLimit) (realtime.max_conditions_per_\(kind); a like pattern costs 1 for each 64 characters)"
+                description: "\(consumer)'s channels hold filter conditions of cost \(held.conditions), and this join's \(cost) would pass its limit, \(conditionLimit) (realtime.max_conditions_per_\(kind); a like pattern costs 1 for each 64 characters but %)"
             )
         }
         usage[consumer, default: Usage()].channels += 1

@@ -34,6 +34,10 @@ final class RealtimeChannel: Sendable {
         /// For a private channel under row-level security: what the policies
         /// on `realtime.messages` let its user do. Nil: its `topics:` grant decides.
         var authorization: ChannelAuthorization?
+        /// The consumer the channel is counted against, which a pushed token may change, and
+        /// whether it was released: changed and read under the endpoint's ledger lock.
+        var counted: RealtimeConsumer?
+        var released = false
     }
 
     let join: RealtimeJoin

@@ -147,6 +147,14 @@ struct RealtimeConnection {
             try await send(.errorReply(to: join.request, reason: refusal))
             return nil
         }
+        // Here rather than on the channel's task: a leave right after the join may cancel that task
+        // before it runs, and every join gets its reply before the socket's next message is read.
+        do {
+            try await send(join.reply)
+        } catch {
+            endpoint.releaseChannel(of: channel)
+            throw error
+        }
         let identifier = ObjectIdentifier(channel)
         let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: identifier, framing: framing, echo: join.broadcast.echo, budget: budget)
         channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket, budget] in
@@ -197,6 +205,8 @@ struct RealtimeConnection {
                 case .failure(let error): return "Unauthorized: the channel's authorization could not be checked: \(error.reason)"
                 }
             }
+            // Another identity takes the channel over, and its share: it is counted against the new one.
+            if let refusal = endpoint.recountChannel(channel, as: caller.consumer) { return refusal }
             try channel.regrant(caller, authorization: authorization)
             return nil
         } catch let error as RealtimeAuthError {

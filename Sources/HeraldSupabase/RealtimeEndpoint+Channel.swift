@@ -12,7 +12,7 @@ extension RealtimeEndpoint {
     /// held until the socket has taken them, so a client that does not read holds about one batch.
     static let batchBytes = 1 << 20
 
-    /// Runs one joined channel that ``reserveChannel(for:)`` counted: replies to the join, checks its bindings,
+    /// Runs one joined channel that ``reserveChannel(for:)`` counted and the connection replied to: checks its bindings,
     /// subscribes, confirms with `system`, then delivers until it is left,
     /// its socket drops, its token expires or it falls behind.
     func serve(_ channel: RealtimeChannel, framing: PhoenixFraming, outbound: WebSocketOutboundWriter, socket: any Channel) async {
@@ -29,7 +29,6 @@ extension RealtimeEndpoint {
             try await send(join.channelClose)
         }
         do {
-            try await send(join.reply)
             if let problem = await checkBindings(of: channel) {
                 logger.info("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)", "reason": "\(problem)"])
                 try await send(join.systemMessage(ok: false, problem))

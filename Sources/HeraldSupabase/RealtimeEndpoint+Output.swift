@@ -54,6 +54,10 @@ extension RealtimeEndpoint: Output {
                     "pgherald_realtime_consumer_channels", .gauge(Double(usage.channels)), labels: [("consumer", consumer.description)],
                     help: "Realtime channels of the keys and users holding the most (the top \(Self.consumersShown))."
                 ),
+                OutputReport.Metric(
+                    "pgherald_realtime_consumer_conditions", .gauge(Double(usage.conditions)), labels: [("consumer", consumer.description)],
+                    help: "What the filter conditions of the same keys' and users' channels cost together (realtime.max_conditions_per_key, _per_user)."
+                ),
             ]
         }
         let held = OutputReport.Metric(

@@ -279,7 +279,10 @@ public final class RealtimeEndpoint: Sendable {
         guard admitted else { return "pgherald serves at most \(configuration.maximumChannels) channels (realtime.max_channels)" }
         guard let consumer = channel.caller.consumer else { return nil }
         do {
-            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in try ledger.openChannel(consumer, conditions: channel.join.conditions) }
+            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in
+                try ledger.openChannel(consumer, conditions: channel.join.conditions)
+                channel.state.withLock { $0.counted = consumer }
+            }
             return nil
         } catch {
             _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
@@ -287,9 +290,34 @@ public final class RealtimeEndpoint: Sendable {
         }
     }
 
+    /// Counts `channel` against `consumer` rather than the consumer it was counted against, for a
+    /// pushed token of another identity; or says which limit refuses it, and nothing changes.
+    func recountChannel(_ channel: RealtimeChannel, as consumer: RealtimeConsumer?) -> String? {
+        let conditions = channel.join.conditions
+        do {
+            try consumers.withLock { ledger throws(ConsumerLedger.Refusal) in
+                let (counted, released) = channel.state.withLock { ($0.counted, $0.released) }
+                guard !released, counted != consumer else { return }
+                if let consumer { try ledger.openChannel(consumer, conditions: conditions) }
+                if let counted { ledger.closeChannel(counted, conditions: conditions) }
+                channel.state.withLock { $0.counted = consumer }
+            }
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    /// Releases what ``reserveChannel(for:)`` counted, against whichever consumer it is counted now.
     func releaseChannel(of channel: RealtimeChannel) {
         _ = openChannels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
-        if let consumer = channel.caller.consumer { consumers.withLock { $0.closeChannel(consumer, conditions: channel.join.conditions) } }
+        consumers.withLock { ledger in
+            let counted = channel.state.withLock { state in
+                defer { (state.counted, state.released) = (nil, true) }
+                return state.counted
+            }
+            if let counted { ledger.closeChannel(counted, conditions: channel.join.conditions) }
+        }
     }
 
     /// Applies new access rules to the channels of Unix-socket peers, which

@@ -47,6 +47,9 @@ extension IntegrationTests.FairShareTests {
         let keyStreams = [try await open(costly, Network.key), try await open(costly, Network.key)]
         #expect(try await refusal("/events?table=course&where=short_code.eq.X2", Network.key).contains("key app's streams hold conditions of cost 4, and this one's 1 would pass its limit, 4 (socket.max_conditions_per_key"))
 
+        let metrics = try await served.daemon.get("/metrics").body
+        #expect(metrics.contains(#"pgherald_socket_consumer_conditions{consumer="role authenticated, sub alice"} 5"#), "\(metrics)")
+
         // Another user is not held back, and receives.
         let bystander = try await open(costly, bob)
         try database.execute("INSERT INTO course (short_code, name) VALUES ('CO1', '\(String(repeating: "n", count: 95))')")
@@ -88,6 +91,9 @@ extension IntegrationTests.FairShareTests {
             "role anon, sub alice's channels hold filter conditions of cost 4, and this join's 2 would pass its limit, 5 (realtime.max_conditions_per_user"
         ) == true, "\(refusal.payload.jsonText)")
 
+        let metrics = try await daemon.get("/metrics").body
+        #expect(metrics.contains(#"pgherald_realtime_consumer_conditions{consumer="role anon, sub alice"} 4"#), "\(metrics)")
+
         let bob = try await RealtimeTestClient(port: port, apikey: token("bob"))
         try await Realtime.join(bob, topic: "realtime:b", bindings: costly)
         try database.execute("INSERT INTO course (short_code, name) VALUES ('CO2', '\(String(repeating: "n", count: 95))')")
@@ -101,7 +107,34 @@ extension IntegrationTests.FairShareTests {
             let reply = try await aliceAgain.next(within: 10, "a join after the leave") { $0.topic == "realtime:a2" && $0.event == "phx_reply" && $0.ref == .string("4") }
             return reply.payload["status"] == .string("ok")
         } failure: { "alice's left channel's conditions are still counted" }
-        for client in [alice, aliceAgain, bob] { await client.close() }
+
+        // A leave and a join of the same topic sent at once: the join gets its reply, as every join does
+        // (it got none when the leave cancelled the channel's task before it ran).
+        for round in 0..<5 {
+            try await aliceAgain.send(joinRef: "4", ref: "leave\(round)", topic: "realtime:a2", event: "phx_leave")
+            try await aliceAgain.send(joinRef: "4", ref: "again\(round)", topic: "realtime:a2", event: "phx_join", payload: Realtime.joinPayload(costly))
+        }
+        _ = try await aliceAgain.next(within: 10, "the last rejoin's reply") { $0.event == "phx_reply" && $0.ref == .string("again4") }
+        let replies = Set(aliceAgain.unreadMessages.compactMap { $0.event == "phx_reply" ? $0.ref.stringValue : nil })
+        #expect((0..<4).allSatisfy { replies.contains("again\($0)") }, "rejoins without a reply: \((0..<4).filter { !replies.contains("again\($0)") })")
+
+        // A pushed token of another user moves the channel's count to that user: carol takes alice's
+        // channel over and is charged for it, and when the socket closes nothing stays counted against either.
+        let carolToken = token("carol")
+        try await aliceAgain.send(joinRef: "4", topic: "realtime:a2", event: "access_token", payload: #"{"access_token":"\#(carolToken)"}"#)
+        try await waitFor(seconds: 10) {
+            try await daemon.get("/stats").body.contains(#"{"channels":1,"connections":0,"consumer":"role anon, sub carol"}"#)
+        } failure: { "carol is not charged for the channel she took over" }
+        await aliceAgain.close()
+        await alice.close()
+        try await waitFor(seconds: 10) {
+            let statistics = try await daemon.get("/stats").body
+            return !statistics.contains("sub alice") && !statistics.contains("sub carol")
+        } failure: { "a closed channel is still counted against alice or carol" }
+        // alice's whole share is hers again.
+        let aliceLater = try await RealtimeTestClient(port: port, apikey: token("alice"))
+        for index in 0..<2 { try await Realtime.join(aliceLater, topic: "realtime:later\(index)", bindings: costly, ref: "l\(index)") }
+        for client in [aliceLater, bob] { await client.close() }
         _ = try await daemon.stop()
     }
 }

@@ -97,7 +97,7 @@ public struct SocketConfiguration: Sendable, Equatable {
 
         /// Key `socket.max_conditions_per_key`: the cost of the `where=`
         /// conditions that one shared credential's streams hold together
-        /// (1 a comparison, and 1 for each 64 characters of a `like`
+        /// (1 a comparison, and 1 for each 64 characters but `%` of a `like`
         /// pattern): each event of their tables is checked against every one.
         /// Default 20,000: four for each of 5,000 streams.
         public var conditionsPerKey: Int

@@ -35,11 +35,20 @@ extension SocketServer: Output {
     }
 
     public var report: OutputReport {
-        let metrics = streams.withLock { $0.top(Self.consumersShown) }.map { holder, count in
-            OutputReport.Metric(
-                "pgherald_socket_consumer_streams", .gauge(Double(count)), labels: [("consumer", holder.description)],
-                help: "Streams (/events, /queries) of the keys, users and addresses holding the most over the network (the top \(Self.consumersShown))."
-            )
+        let top = streams.withLock { ledger in
+            ledger.top(Self.consumersShown).map { ($0.holder, $0.streams, ledger.conditions[$0.holder] ?? 0) }
+        }
+        let metrics = top.flatMap { holder, count, conditions in
+            [
+                OutputReport.Metric(
+                    "pgherald_socket_consumer_streams", .gauge(Double(count)), labels: [("consumer", holder.description)],
+                    help: "Streams (/events, /queries) of the keys, users and addresses holding the most over the network (the top \(Self.consumersShown))."
+                ),
+                OutputReport.Metric(
+                    "pgherald_socket_consumer_conditions", .gauge(Double(conditions)), labels: [("consumer", holder.description)],
+                    help: "What the where= conditions of the same holders' streams cost together (socket.max_conditions_per_key, _per_user, _per_address)."
+                ),
+            ]
         }
         return OutputReport(statistics: OutputStatistics(feed: .live, delivered: eventsWritten.load(ordering: .relaxed)), metrics: metrics)
     }

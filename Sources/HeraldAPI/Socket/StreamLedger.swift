@@ -71,7 +71,7 @@ struct StreamLedger: Sendable {
             guard cost == 0 || conditionLimit == 0 || holding + cost <= conditionLimit else {
                 throw Refusal(
                     status: .tooManyRequests, code: "too_many_conditions",
-                    message: "\(holder)'s streams hold conditions of cost \(holding), and this one's \(cost) would pass its limit, \(conditionLimit) (\(holder.limitKey("conditions")); a like pattern costs 1 for each 64 characters)"
+                    message: "\(holder)'s streams hold conditions of cost \(holding), and this one's \(cost) would pass its limit, \(conditionLimit) (\(holder.limitKey("conditions")); a like pattern costs 1 for each 64 characters but %)"
                 )
             }
         }
