@@ -8,7 +8,7 @@ extension BroadcastHub {
     func receive(_ message: ClusterMessage, now: ContinuousClock.Instant) -> String? {
         let (outcome, recipients, broadcastMembers) = state.withLock { state in
             let outcome = state.cluster.receive(message, now: now)
-            for topic in outcome.changes.keys { state.presenceStates[topic] = nil }
+            for topic in outcome.changes.keys { state.presenceChanged(on: topic) }
             let recipients = outcome.changes.keys.map { (topic: $0, members: Array((state.topics[$0] ?? [:]).values)) }
             var broadcastMembers: [Member] = []
             if case .broadcast(let broadcast) = message { broadcastMembers = Array((state.topics[broadcast.topic] ?? [:]).values) }
@@ -24,7 +24,7 @@ extension BroadcastHub {
     func expireSilentMembers(now: ContinuousClock.Instant) -> [String] {
         let (expired, recipients) = state.withLock { state in
             let expired = state.cluster.expire(now: now)
-            for topic in expired.outcome.changes.keys { state.presenceStates[topic] = nil }
+            for topic in expired.outcome.changes.keys { state.presenceChanged(on: topic) }
             return (expired, expired.outcome.changes.keys.map { (topic: $0, members: Array((state.topics[$0] ?? [:]).values)) })
         }
         tell(expired.outcome.changes, to: recipients)

@@ -48,6 +48,14 @@ package final class BroadcastHub: Sendable {
         /// Each topic's `presence_state` as framed for a join, until its presence changes: every
         /// join of a crowded topic would otherwise build and encode the whole state again.
         var presenceStates: [Topic: [PhoenixFraming: [UInt8]]] = [:]
+        /// Counts changes of any topic's presence, so that a state built meanwhile is not kept.
+        var presenceChanges: UInt64 = 0
+
+        /// `topic`'s presence changed: its framed state is out of date.
+        mutating func presenceChanged(on topic: Topic) {
+            presenceStates[topic] = nil
+            presenceChanges &+= 1
+        }
     }
 
     /// Frames a member may have waiting.
@@ -83,11 +91,8 @@ package final class BroadcastHub: Sendable {
         let (member, others) = state.withLock { state -> (Member?, [Member]) in
             let member = state.topics[topic]?.removeValue(forKey: channel)
             if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
-            if let left = member?.presence {
-                state.announce(topic, joins: [], leaves: [left], through: relay)
-                state.presenceStates[topic] = nil
-            }
-            if state.topics[topic] == nil { state.presenceStates[topic] = nil }
+            if let left = member?.presence { state.announce(topic, joins: [], leaves: [left], through: relay) }
+            if member?.presence != nil || state.topics[topic] == nil { state.presenceChanged(on: topic) }
             return (member, Array((state.topics[topic] ?? [:]).values))
         }
         member?.inbox.finish()
@@ -115,7 +120,7 @@ package final class BroadcastHub: Sendable {
             state.topics[topic]?[channel] = member
             if tracked != nil || previous != nil {
                 state.announce(topic, joins: tracked.map { [$0] } ?? [], leaves: previous.map { [$0] } ?? [], through: relay)
-                state.presenceStates[topic] = nil
+                state.presenceChanged(on: topic)
             }
             return (previous, Array((state.topics[topic] ?? [:]).values))
         }
@@ -125,8 +130,7 @@ package final class BroadcastHub: Sendable {
 
     /// Everyone tracked on `topic`, here and on the other cluster members, as
     /// `presence_state` carries it: each key with its metas.
-    func presenceState(_ topic: Topic) -> PhoenixMessage {
-        let tracked = state.withLock { ($0.topics[topic] ?? [:]).values.compactMap(\.presence) + $0.cluster.entries(on: topic) }
+    private static func presenceState(_ topic: Topic, of tracked: [PresenceEntry]) -> PhoenixMessage {
         var entries: [String: [JSONValue]] = [:]
         for presence in tracked { entries[presence.key, default: []].append(presence.phoenixMeta) }
         return .push(topic: topic.name, event: "presence_state", payload: Self.byKey(entries))
@@ -136,20 +140,22 @@ package final class BroadcastHub: Sendable {
     /// them, and counted in its socket's budget, so that a client that joins topics with a large
     /// state and never reads holds at most its budget, not one state a join.
     package func sendPresenceState(_ topic: Topic, to channel: ObjectIdentifier) {
-        let (member, framed) = state.withLock { state in
-            let member = state.topics[topic]?[channel]
-            return (member, member.flatMap { state.presenceStates[topic]?[$0.framing] })
+        let found = state.withLock { state -> (member: Member, framed: [UInt8]?, tracked: [PresenceEntry], changes: UInt64)? in
+            guard let member = state.topics[topic]?[channel] else { return nil }
+            if let framed = state.presenceStates[topic]?[member.framing] { return (member, framed, [], state.presenceChanges) }
+            let tracked = (state.topics[topic] ?? [:]).values.compactMap(\.presence) + state.cluster.entries(on: topic)
+            return (member, nil, tracked, state.presenceChanges)
         }
-        guard let member else { return }
-        if let framed { return send(frame: framed, on: topic, to: member) }
-        let frame = member.framing.encode(presenceState(topic))
-        // Unless the presence changed meanwhile: then the next join builds it again.
+        guard let found else { return }
+        if let framed = found.framed { return send(frame: framed, on: topic, to: found.member) }
+        let frame = found.member.framing.encode(Self.presenceState(topic, of: found.tracked))
+        // Kept only if no presence changed while it was built: the next join builds it again.
         state.withLock { state in
-            if state.topics[topic] != nil, state.presenceStates[topic]?[member.framing] == nil {
-                state.presenceStates[topic, default: [:]][member.framing] = frame
+            if state.presenceChanges == found.changes, state.topics[topic] != nil {
+                state.presenceStates[topic, default: [:]][found.member.framing] = frame
             }
         }
-        send(frame: frame, on: topic, to: member)
+        send(frame: frame, on: topic, to: found.member)
     }
 
     func diff(_ topic: Topic, joins: [PresenceEntry], leaves: [PresenceEntry]) -> PhoenixMessage {
