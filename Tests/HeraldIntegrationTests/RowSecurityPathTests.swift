@@ -83,6 +83,9 @@ extension IntegrationTests {
                 // Heartbeats aside, any other frame (a reset, an ending) is a path that lost its place.
                 let frames = lines.filter { !$0.contains("\"op\":") && !$0.contains("heartbeat") }
                 if !frames.isEmpty { mismatches.append("\(name): frames other than events: \(frames)") }
+                // A partition's rows publish under the partitioned table, with their leaf beside it.
+                let misnamed = received.filter { $0.table.name.hasPrefix("task") && ($0.table.name != "task" || $0.partition?.name.hasPrefix("task_") != true) }
+                if !misnamed.isEmpty { mismatches.append("\(name): tasks not under their partitioned table: \(misnamed.map { ($0.table, $0.partition) })") }
                 let got = received.map(SessionPolicyScenario.summary)
                 if got != wanted { mismatches.append("\(name): expected \(wanted), got \(got)") }
                 if stream.text.contains("secret") { mismatches.append("\(name): a secret column") }

@@ -6,18 +6,24 @@ import HeraldPostgres
 /// path share. Each user has sessions that a policy tells apart (a revoked
 /// one), a policy calls a SECURITY DEFINER function that caches the
 /// caller's teams in a transaction-local setting, and writes move rows into
-/// and out of view, change their keys, and change team membership. The
-/// truth is read by the test, as each session, before and after every
-/// transaction.
+/// and out of view, change their keys, and change team membership. Tasks
+/// are a partitioned table, judged by its own policies: a partition per
+/// team, one of them sub-partitioned, a default partition, one attached
+/// half-way, and rows that move between them. The truth is read by the
+/// test, as each session, before and after every transaction.
 struct SessionPolicyScenario {
     static let users = ["ann", "ben", "cat"]
     /// Every major with both trigger kinds, durable: row-level security needs the journal.
     static let cells = TriggerCell.all.filter { $0.durability == .durable }
 
-    /// One write's keys: a row inserted, deleted, changed in place, or given a new key.
+    /// One write's keys: a row inserted, deleted, changed in place, given a new key, or moved to another
+    /// partition (which PostgreSQL does as a delete and an insert).
     enum Touch {
-        case inserted(String), deleted(String), changed(String), moved(from: String, to: String)
+        case inserted(String), deleted(String), changed(String), moved(from: String, to: String), repartitioned(String)
     }
+
+    /// The step that attaches the partition of team 5, after which tasks may be written to it.
+    static let attachingStep = 12
 
     /// One transaction: its statements, the keys it touches, whether it changes who is in which team.
     struct Step {
@@ -34,7 +40,8 @@ struct SessionPolicyScenario {
     let role: String
     var random: SeededRandom
     private var notes: Set<Int> = []
-    private var tasks: Set<Int> = []
+    /// Each task's team, which names its partition.
+    private var tasks: [Int: Int] = [:]
     private var nextID = 1
 
     /// Creates `role`, the tables and their policies, and puts users in teams and revokes sessions at random.
@@ -63,14 +70,21 @@ struct SessionPolicyScenario {
             CREATE POLICY own ON note FOR SELECT TO \(role) USING (owner = current_setting('request.jwt.claims', true)::json->>'sub');
             CREATE POLICY live_sessions ON note AS RESTRICTIVE FOR SELECT TO \(role) USING (NOT EXISTS (
               SELECT FROM revoked_session r WHERE r.session_id = current_setting('request.jwt.claims', true)::json->>'session_id'));
-            CREATE TABLE task (id int PRIMARY KEY, team int NOT NULL, title text, archived bool NOT NULL DEFAULT false);
+            CREATE TABLE task (id int, team int NOT NULL, title text, archived bool NOT NULL DEFAULT false, PRIMARY KEY (id, team))
+              PARTITION BY LIST (team);
+            CREATE TABLE task_1 PARTITION OF task FOR VALUES IN (1);
+            CREATE TABLE task_2 PARTITION OF task FOR VALUES IN (2) PARTITION BY RANGE (id);
+            CREATE TABLE task_2_low PARTITION OF task_2 FOR VALUES FROM (MINVALUE) TO (20);
+            CREATE TABLE task_2_high PARTITION OF task_2 FOR VALUES FROM (20) TO (MAXVALUE);
+            CREATE TABLE task_rest PARTITION OF task DEFAULT;
+            CREATE TABLE task_5 (LIKE task INCLUDING DEFAULTS);
             ALTER TABLE task ENABLE ROW LEVEL SECURITY;
             GRANT SELECT ON task TO \(role);
             CREATE POLICY of_my_team ON task FOR SELECT TO \(role) USING (team = ANY (my_teams()));
             CREATE POLICY not_archived ON task AS RESTRICTIVE FOR SELECT TO \(role) USING (NOT archived);
             """)
         for user in Self.users {
-            for team in 1...3 where random.next(upTo: 2) == 0 {
+            for team in [1, 2, 3, 4, 5] where random.next(upTo: 2) == 0 {
                 try database.execute("INSERT INTO team_member VALUES (\(team), '\(user)')")
             }
             // One live session of each user is revoked: its notes stop, its tasks go on.
@@ -113,6 +127,12 @@ struct SessionPolicyScenario {
             defer { nextID += 1 }
             return nextID
         }
+        /// A task's team: team 5 has no partition, so no row, until it is attached.
+        func team() -> Int { 1 + random.next(upTo: step > Self.attachingStep ? 5 : 4) }
+        if step == Self.attachingStep {
+            next.statements.append("ALTER TABLE task ATTACH PARTITION task_5 FOR VALUES IN (5)")
+            return next
+        }
         let kind = random.next(upTo: 11)
         switch !membership && kind == 8 ? 9 : kind {
         case 0, 1:
@@ -133,15 +153,21 @@ struct SessionPolicyScenario {
             next.statements.append("DELETE FROM note WHERE id = \(id)")
             next.touches.append(.deleted("note \(id)")); notes.remove(id)
         case 5, 6:
-            let id = newID()
-            next.statements.append("INSERT INTO task VALUES (\(id), \(1 + random.next(upTo: 3)), 't\(step)', false)")
-            next.touches.append(.inserted("task \(id)")); tasks.insert(id)
+            let (id, team) = (newID(), team())
+            next.statements.append("INSERT INTO task VALUES (\(id), \(team), 't\(step)', false)")
+            next.touches.append(.inserted("task \(id)")); tasks[id] = team
         case 7 where !tasks.isEmpty:
-            let id = tasks.randomElement(using: &random)
-            next.statements.append(random.next(upTo: 2) == 0
-                ? "UPDATE task SET team = \(1 + random.next(upTo: 3)), title = 't\(step)' WHERE id = \(id)"
-                : "UPDATE task SET archived = NOT archived WHERE id = \(id)")
-            next.touches.append(.changed("task \(id)"))
+            let id = Set(tasks.keys).randomElement(using: &random)
+            guard random.next(upTo: 2) == 0 else {
+                next.statements.append("UPDATE task SET archived = NOT archived WHERE id = \(id)")
+                next.touches.append(.changed("task \(id)"))
+                break
+            }
+            // A new team is a new key, and most often a new partition.
+            let (old, new) = (tasks[id]!, team())
+            next.statements.append("UPDATE task SET team = \(new), title = 't\(step)' WHERE id = \(id)")
+            let moves = Self.partition(team: old, id: id) != Self.partition(team: new, id: id)
+            next.touches.append(moves ? .repartitioned("task \(id)") : .changed("task \(id)")); tasks[id] = new
         case 8:
             // A membership change, and a task of that team in the same transaction.
             let (team, member) = (1 + random.next(upTo: 3), owner())
@@ -151,7 +177,7 @@ struct SessionPolicyScenario {
                 : "DELETE FROM team_member WHERE team = \(team) AND member = '\(member)'")
             let id = newID()
             next.statements.append("INSERT INTO task VALUES (\(id), \(team), 't\(step)', false)")
-            next.touches.append(.inserted("task \(id)")); tasks.insert(id)
+            next.touches.append(.inserted("task \(id)")); tasks[id] = team
             next.changesMembership = true
         case 10:
             let id = newID()
@@ -159,23 +185,34 @@ struct SessionPolicyScenario {
             next.rolledBack = true
         default:
             // Two tables in one transaction: one batch, every cohort judged in it.
-            let (first, second) = (newID(), newID())
+            let (first, second, team) = (newID(), newID(), team())
             next.statements.append("INSERT INTO note VALUES (\(first), '\(owner())', '\(body())', NULL)")
-            next.statements.append("INSERT INTO task VALUES (\(second), \(1 + random.next(upTo: 3)), 't\(step)', false)")
+            next.statements.append("INSERT INTO task VALUES (\(second), \(team), 't\(step)', false)")
             next.touches += [.inserted("note \(first)"), .inserted("task \(second)")]
-            notes.insert(first); tasks.insert(second)
+            notes.insert(first); tasks[second] = team
         }
         return next
     }
 
+    /// The leaf partition that holds a task.
+    static func partition(team: Int, id: Int) -> String {
+        switch team {
+        case 1: "task_1"
+        case 2: id < 20 ? "task_2_low" : "task_2_high"
+        case 5: "task_5"
+        default: "task_rest"
+        }
+    }
+
     /// What a session gets from one transaction, from what it saw before and after it, as `TYPE table id values`.
     static func expected(_ touches: [Touch], before: [String: String], after: [String: String]) -> [String] {
-        touches.compactMap { touch in
+        touches.flatMap { touch -> [String] in
             switch touch {
-            case .inserted(let key): after[key].map { "INSERT \(key) \($0)" }
-            case .deleted(let key): before[key].map { "DELETE \(key) \($0)" }
-            case .changed(let key): after[key].map { "UPDATE \(key) \($0)" } ?? before[key].map { "DELETE \(key) \($0)" }
-            case .moved(let old, let new): after[new].map { "UPDATE \(new) \($0)" } ?? before[old].map { "DELETE \(old) \($0)" }
+            case .inserted(let key): [after[key].map { "INSERT \(key) \($0)" }].compactMap { $0 }
+            case .deleted(let key): [before[key].map { "DELETE \(key) \($0)" }].compactMap { $0 }
+            case .changed(let key): [after[key].map { "UPDATE \(key) \($0)" } ?? before[key].map { "DELETE \(key) \($0)" }].compactMap { $0 }
+            case .moved(let old, let new): [after[new].map { "UPDATE \(new) \($0)" } ?? before[old].map { "DELETE \(old) \($0)" }].compactMap { $0 }
+            case .repartitioned(let key): [before[key].map { "DELETE \(key) \($0)" }, after[key].map { "INSERT \(key) \($0)" }].compactMap { $0 }
             }
         }
     }
