@@ -875,6 +875,12 @@ extension MarkdownReport {
                 ratio.map { format($0, 2) } ?? "-", run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
             ]
         })
+        // The machine's share: the same attack at a second daemon. What the attacked run waits past it is this daemon's.
+        if let attacked = runs.first(where: { $0.attack != nil && !$0.result.label.contains("machine") })?.result.latencyMilliseconds,
+           let machine = runs.first(where: { $0.result.label.contains("machine") })?.result.latencyMilliseconds {
+            line("The attack at a second daemon put the bystanders' p99 at \(format(machine.p99, 1)) ms: that much of the wait is the machine's, shared by the attack's client, its writer, PostgreSQL and the other daemon. Attacked itself, the daemon gave them p99 \(format(attacked.p99, 1)) ms, \(format(attacked.p99 / max(machine.p99, 0.001), 2)) times the machine's share.")
+            line()
+        }
         for run in runs {
             guard let attack = run.attack else { continue }
             // The daemon's own count (/stats) of what the key held; the client's view of its joins is a guess by the replies it read.
