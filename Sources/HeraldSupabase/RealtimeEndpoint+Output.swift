@@ -80,6 +80,8 @@ extension RealtimeEndpoint: Output {
     public func contribute(to statistics: inout DaemonStatistics) {
         let top = consumers.withLock { $0.top(Self.consumersShown) }
         guard !top.isEmpty else { return }
-        statistics.consumers = top.map { .init(consumer: $0.consumer.description, connections: $0.usage.connections, channels: $0.usage.channels) }
+        statistics.consumers = top.map {
+            .init(consumer: $0.consumer.description, connections: $0.usage.connections, channels: $0.usage.channels, conditions: $0.usage.conditions)
+        }
     }
 }

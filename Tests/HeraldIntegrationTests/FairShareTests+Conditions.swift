@@ -49,6 +49,8 @@ extension IntegrationTests.FairShareTests {
 
         let metrics = try await served.daemon.get("/metrics").body
         #expect(metrics.contains(#"pgherald_socket_consumer_conditions{consumer="role authenticated, sub alice"} 5"#), "\(metrics)")
+        let stats = try await served.daemon.get("/stats").body
+        #expect(stats.contains(#"{"conditions":5,"consumer":"role authenticated, sub alice","streams":4}"#), "\(stats)")
 
         // Another user is not held back, and receives.
         let bystander = try await open(costly, bob)
@@ -58,7 +60,7 @@ extension IntegrationTests.FairShareTests {
         // A stream that ends gives its cost back.
         aliceStreams.removeFirst()
         try await waitFor(seconds: 10) {
-            try await served.daemon.get("/stats").body.contains(#"{"consumer":"role authenticated, sub alice","streams":3}"#)
+            try await served.daemon.get("/stats").body.contains(#"{"conditions":3,"consumer":"role authenticated, sub alice","streams":3}"#)
         } failure: { "alice's closed stream is still counted" }
         aliceStreams.append(try await open(costly, alice))
         _ = keyStreams
@@ -93,6 +95,8 @@ extension IntegrationTests.FairShareTests {
 
         let metrics = try await daemon.get("/metrics").body
         #expect(metrics.contains(#"pgherald_realtime_consumer_conditions{consumer="role anon, sub alice"} 4"#), "\(metrics)")
+        let stats = try await daemon.get("/stats").body
+        #expect(stats.contains(#""conditions":4,"connections":2,"consumer":"role anon, sub alice""#), "\(stats)")
 
         let bob = try await RealtimeTestClient(port: port, apikey: token("bob"))
         try await Realtime.join(bob, topic: "realtime:b", bindings: costly)
@@ -123,7 +127,7 @@ extension IntegrationTests.FairShareTests {
         let carolToken = token("carol")
         try await aliceAgain.send(joinRef: "4", topic: "realtime:a2", event: "access_token", payload: #"{"access_token":"\#(carolToken)"}"#)
         try await waitFor(seconds: 10) {
-            try await daemon.get("/stats").body.contains(#"{"channels":1,"connections":0,"consumer":"role anon, sub carol"}"#)
+            try await daemon.get("/stats").body.contains(#"{"channels":1,"conditions":2,"connections":0,"consumer":"role anon, sub carol"}"#)
         } failure: { "carol is not charged for the channel she took over" }
         await aliceAgain.close()
         await alice.close()

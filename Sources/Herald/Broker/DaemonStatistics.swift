@@ -114,11 +114,14 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         public var consumer: String
         public var connections: Int
         public var channels: Int
+        /// What its channels' filter conditions cost together (``ColumnPredicate/cost``).
+        public var conditions: Int
 
-        public init(consumer: String, connections: Int, channels: Int) {
+        public init(consumer: String, connections: Int, channels: Int, conditions: Int = 0) {
             self.consumer = consumer
             self.connections = connections
             self.channels = channels
+            self.conditions = conditions
         }
     }
 
@@ -126,10 +129,13 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public struct StreamConsumerStatistics: Codable, Sendable, Hashable {
         public var consumer: String
         public var streams: Int
+        /// What its streams' `where=` conditions cost together (``ColumnPredicate/cost``).
+        public var conditions: Int
 
-        public init(consumer: String, streams: Int) {
+        public init(consumer: String, streams: Int, conditions: Int = 0) {
             self.consumer = consumer
             self.streams = streams
+            self.conditions = conditions
         }
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// A live stream of the events that match one subscriber's filter.
@@ -23,7 +24,7 @@ public final class Subscription: AsyncSequence, Sendable {
     /// hold up the delivery to every other.
     private let checksColumns: Bool
     /// How many events ``pollDelivery(limit:)`` takes while it checks columns; only its caller's loop uses it.
-    private let checkBatch = Mutex(ColumnCheckBatch())
+    private let checkBatch: Mutex<ColumnCheckBatch>
 
     init(id: UInt64, filter: EventFilter, startCount: UInt64, mailbox: Mailbox, broker: Broker) {
         self.id = id
@@ -32,22 +33,57 @@ public final class Subscription: AsyncSequence, Sendable {
         self.mailbox = mailbox
         self.broker = broker
         checksColumns = filter.readsColumns
+        checkBatch = Mutex(ColumnCheckBatch(startsCostly: filter.matchesPatterns))
     }
 
-    /// The events a consumer on a task lets through, yielding its thread each millisecond of
-    /// checking: a costly filter takes its time from its own turns, not from the other consumers'.
+    /// The events a consumer on a task lets through: on ``ColumnCheckLane`` once its checks have
+    /// proved costly, else here, yielding its thread each millisecond of checking, so that a costly
+    /// filter takes its time from its own turns, not from the other consumers'.
     private func passingInTurns(_ events: [Event]) async -> [Event] {
         guard checksColumns else { return events }
+        if checksAreCostly {
+            return await ColumnCheckLane.shared.run { self.passingColumns(events) }
+        }
         var passed: [Event] = []
         var turnStarted = ContinuousClock.now
+        var spent = Duration.zero
+        var cpuStarted = Self.threadCPUTime()
         for event in events {
             if filter.matches(event) { passed.append(event) }
             if ContinuousClock.now - turnStarted > .milliseconds(1) {
+                spent += Self.threadCPUTime() - cpuStarted
                 await Task.yield()
                 turnStarted = .now
+                cpuStarted = Self.threadCPUTime()
             }
         }
+        spent += Self.threadCPUTime() - cpuStarted
+        checkBatch.withLock { $0.checked(events.count, took: spent) }
         return passed
+    }
+
+    /// Whether this subscription's checks of columns have cost enough an event that its consumer
+    /// should have them run on ``ColumnCheckLane`` (``pollUnchecked(limit:bytes:)``, ``passingColumns(_:)``).
+    public var checksAreCostly: Bool {
+        checksColumns && checkBatch.withLock { $0.isCostly }
+    }
+
+    /// The events that pass the filter's conditions on columns, the cost counted toward
+    /// ``checksAreCostly``; for events that ``pollUnchecked(limit:bytes:)`` returned.
+    public func passingColumns(_ events: [Event]) -> [Event] {
+        guard checksColumns else { return events }
+        let started = Self.threadCPUTime()
+        let passed = events.filter(filter.matches)
+        let took = Self.threadCPUTime() - started
+        checkBatch.withLock { $0.checked(events.count, took: took) }
+        return passed
+    }
+
+    /// The CPU time of the calling thread: what a check cost, whatever else the machine ran meanwhile.
+    private static func threadCPUTime() -> Duration {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
     }
 
     deinit {
@@ -125,13 +161,19 @@ public final class Subscription: AsyncSequence, Sendable {
         // Checked in batches that fit the budget at the cost seen so far, one event at a time when
         // that is costly; a batch that fails whole comes back empty: the caller, which cannot yield
         // in the middle, decides between batches whether its turn goes on.
-        switch try mailbox.poll(upTo: Swift.min(limit, checkBatch.withLock { $0.size }), bytes: bytes) {
-        case .events(let events)?:
-            let started = ContinuousClock.now
-            let passed = events.filter(filter.matches)
-            let took = ContinuousClock.now - started
-            checkBatch.withLock { $0.checked(events.count, took: took) }
-            return .events(passed)
+        switch try pollUnchecked(limit: limit, bytes: bytes) {
+        case .events(let events)?: return .events(passingColumns(events))
+        case let other: return other
+        }
+    }
+
+    /// Like ``pollDelivery(limit:bytes:)``, but the events are not yet checked against the
+    /// filter's conditions on columns: the caller has ``passingColumns(_:)`` check them, on
+    /// ``ColumnCheckLane`` when ``checksAreCostly``. As many as the checking budget allows.
+    public func pollUnchecked(limit: Int = 1024, bytes: Int = .max) throws(SubscriptionOverflowError) -> Delivery? {
+        let size = checksColumns ? Swift.min(limit, checkBatch.withLock { $0.size }) : limit
+        switch try mailbox.poll(upTo: size, bytes: bytes) {
+        case .events(let events)?: return .events(events)
         case .heartbeat?: return .heartbeat
         case .finished?: return .finished
         case nil: return nil

@@ -47,6 +47,13 @@ public struct EventFilter: Sendable, Hashable {
         !predicates.isEmpty || access?.contains { !$0.predicates.isEmpty } == true
     }
 
+    /// Whether it holds a `like` or `ilike` pattern, whose checks may cost much an event: its
+    /// subscriber's checks start on ``ColumnCheckLane`` until they prove cheap.
+    var matchesPatterns: Bool {
+        let grants = access?.flatMap(\.predicates) ?? []
+        return (predicates + grants).contains { $0.pattern != nil }
+    }
+
     /// This filter without its conditions on columns: every event it matches, and more, decided
     /// without reading a row.
     var withoutColumnConditions: EventFilter {

@@ -60,6 +60,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
     private var waitingForEvents = false
     /// The write ticker will call back when the write spacing has passed.
     private var waitingForTick = false
+    /// Costly checks of events' columns run on ``ColumnCheckLane``, which calls back with what passed.
+    private var checkingOnLane = false
     /// The end is written: nothing more goes out.
     private var ended = false
     /// ``pump()`` is running: a write can call back into it (a flush that
@@ -188,7 +190,7 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
     /// Writes what the subscription has, until it has nothing, the channel
     /// cannot take more, or the write spacing says to wait.
     private func pump() {
-        guard let context, let stream, !ended, !pumping, !waitingForEvents, !waitingForTick else { return }
+        guard let context, let stream, !ended, !pumping, !waitingForEvents, !waitingForTick, !checkingOnLane else { return }
         pumping = true
         pumpStarted = .now()
         defer {
@@ -218,7 +220,12 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
             }
             let delivery: Subscription.Delivery?
             do {
-                delivery = try subscription.pollDelivery(limit: 512, bytes: Self.batchBytes)
+                if subscription.checksAreCostly {
+                    delivery = try subscription.pollUnchecked(limit: 512, bytes: Self.batchBytes)
+                    if case .events(let events)? = delivery { return checkOnLane(events, of: subscription, context) }
+                } else {
+                    delivery = try subscription.pollDelivery(limit: 512, bytes: Self.batchBytes)
+                }
             } catch {
                 // Fallen behind its mailbox: a reader that keeps reading reads on from the history.
                 guard let position else { return end(context, lastFrame: format.overflowFrame(capacity: error.capacity)) }
@@ -232,20 +239,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
             switch delivery {
             case nil:
                 return waitForEvents(from: subscription)
-            case .events(var events)?:
-                if let snapshot = covering {
-                    events.removeAll { event in UInt64(event.transactionID).map(snapshot.isVisible) ?? false }
-                    // Live events come in commit order: after one committed later
-                    // than the journal read, no repeat of the replay can follow.
-                    if !events.isEmpty { covering = nil }
-                }
-                if events.isEmpty { continue }
-                deliver(events, context, stream)
-                lastLiveWrite = pumpStarted
-                // Spaced: the stream sleeps until an event comes, and only then waits out the rest of the spacing.
-                if let ticker, ticker.nextWrite(after: pumpStarted, ceiling: ceiling) != nil {
-                    return waitForEvents(from: subscription)
-                }
+            case .events(let events)?:
+                if writeLive(events, context, stream, ceiling: ceiling) { return waitForEvents(from: subscription) }
             case .heartbeat?:
                 context.writeAndFlush(wrapOutboundOut(.body(ByteBuffer(staticString: format.heartbeat))), promise: nil)
                 stream.progress.recordWrite(at: pumpStarted)
@@ -255,6 +250,45 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
         }
         // Busy: the other channels on this loop get their turn first.
         context.eventLoop.assumeIsolated().execute { [self] in pump() }
+    }
+
+    /// Writes live events that passed the filter.
+    /// - Returns: whether the stream now waits for events: its writes are spaced.
+    private func writeLive(_ events: [Event], _ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream, ceiling: TimeAmount?) -> Bool {
+        var events = events
+        if let snapshot = covering {
+            events.removeAll { event in UInt64(event.transactionID).map(snapshot.isVisible) ?? false }
+            // Live events come in commit order: after one committed later
+            // than the journal read, no repeat of the replay can follow.
+            if !events.isEmpty { covering = nil }
+        }
+        guard !events.isEmpty else { return false }
+        deliver(events, context, stream)
+        lastLiveWrite = pumpStarted
+        // Spaced: the stream sleeps until an event comes, and only then waits out the rest of the spacing.
+        guard let ticker else { return false }
+        return ticker.nextWrite(after: pumpStarted, ceiling: ceiling) != nil
+    }
+
+    /// Has ``ColumnCheckLane`` check `events`, whose checks proved costly, and goes on with what
+    /// passed back on the loop: the other streams of the loop do not wait for them.
+    private func checkOnLane(_ events: [Event], of subscription: Subscription, _ context: ChannelHandlerContext) {
+        checkingOnLane = true
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        ColumnCheckLane.shared.submit {
+            let passed = subscription.passingColumns(events)
+            loop.execute { handler.value.checked(passed, by: subscription) }
+        }
+    }
+
+    /// The lane's answer for the events taken from `subscription`.
+    private func checked(_ passed: [Event], by subscription: Subscription) {
+        checkingOnLane = false
+        guard let context, let stream, !ended, subscription === self.subscription else { return }
+        pumpStarted = .now()
+        if writeLive(passed, context, stream, ceiling: server.writeCeiling()) { return waitForEvents(from: subscription) }
+        pump()
     }
 
     /// Pumps again once `subscription` has something (see ``woken()``).

@@ -57,9 +57,11 @@ extension SocketServer: Output {
     static let consumersShown = 10
 
     public func contribute(to statistics: inout DaemonStatistics) {
-        let top = streams.withLock { $0.top(Self.consumersShown) }
+        let top = streams.withLock { ledger in
+            ledger.top(Self.consumersShown).map { ($0.holder, $0.streams, ledger.conditions[$0.holder] ?? 0) }
+        }
         guard !top.isEmpty else { return }
-        statistics.streamConsumers = top.map { .init(consumer: $0.holder.description, streams: $0.streams) }
+        statistics.streamConsumers = top.map { .init(consumer: $0.description, streams: $1, conditions: $2) }
     }
 
     /// Each stream holds a descriptor; raise the soft limit as far as the hard
