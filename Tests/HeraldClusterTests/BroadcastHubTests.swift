@@ -37,3 +37,12 @@ struct BroadcastHubTests {
         _ = channels
     }
 }
+
+@Suite struct BroadcastTopicTests {
+    /// `Åsa` with one character and with `A` and a combining ring are two rooms to `realtime.messages`.
+    @Test func roomsWhoseNamesOnlyLookAlikeAreTwo() {
+        let rooms: Set = [BroadcastHub.Topic(name: "\u{00C5}sa", isPrivate: true), BroadcastHub.Topic(name: "A\u{030A}sa", isPrivate: true)]
+        #expect(rooms.count == 2)
+        #expect(BroadcastHub.Topic(name: "\u{00C5}sa", isPrivate: true) != BroadcastHub.Topic(name: "\u{00C5}sa", isPrivate: false))
+    }
+}

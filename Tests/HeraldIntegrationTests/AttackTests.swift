@@ -183,6 +183,37 @@ extension IntegrationTests {
             _ = try await target.daemon.stop()
         }
 
+        /// Users whose `sub` only looked alike (`zoë` as one character, and as
+        /// `e` with a combining diaeresis: two users to PostgreSQL, whose `=`
+        /// compares bytes) were one cohort, judged with the claims of whichever
+        /// came first: the second got the first's rows and never its own (found
+        /// by an outside tester). Identities, table names, topics, a row's
+        /// columns and `where=` comparisons now go byte for byte.
+        @Test func usersWhoseNamesOnlyLookAlikeAreJudgedApart() async throws {
+            let database = try TestDatabase.create()
+            let role = try Self.prepare(database)
+            defer { Self.drop(role, in: database) }
+            let target = try await Self.start(database, role: role)
+            let (composed, decomposed) = ("zo\u{00EB}", "zoe\u{0308}")
+            #expect(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8), "Swift takes them for one, PostgreSQL for two")
+            // The decomposed one first: its cohort used to take in the composed one.
+            let first = try target.stream("/events?table=todo&format=ndjson", token: target.token(sub: decomposed))
+            try await target.daemon.waitForSubscribers(1, kind: "ndjson")
+            let second = try target.stream("/events?table=todo&format=ndjson", token: target.token(sub: composed))
+            let filtered = try target.stream("/events?table=todo&format=ndjson&where=owner.eq.\(composed.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)", token: target.token(sub: composed))
+            try await target.daemon.waitForSubscribers(3, kind: "ndjson")
+            try database.execute("INSERT INTO todo VALUES (1, $1, 'decomposed-row', 's1')", parameters: [decomposed])
+            try database.execute("INSERT INTO todo VALUES (2, $1, 'composed-row', 's2')", parameters: [composed])
+            try await first.wait { $0.contains("decomposed-row") }
+            try await second.wait { $0.contains("composed-row") }
+            try await filtered.wait { $0.contains("composed-row") }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!first.text.contains("\"composed-row"), "\(first.text)")
+            #expect(!second.text.contains("decomposed-row"), "\(second.text)")
+            #expect(!filtered.text.contains("decomposed-row"), "\(filtered.text)")
+            _ = try await target.daemon.stop()
+        }
+
         /// A policy function that keeps the caller's teams in a
         /// transaction-local setting, correct under PostgREST, gave user B
         /// user A's rows when both were judged in one transaction.

@@ -18,6 +18,8 @@ public struct RowSecurityIdentity: Sendable, Hashable, CustomStringConvertible {
     public var role: String
     /// The claims, top-level keys sorted, without the ignored ones.
     public let claims: JSONObject
+    /// The claims as `request.jwt.claims` holds them.
+    public let claimsText: String
 
     /// - Parameter ignored: claims left out of the identity and of
     ///   `request.jwt.claims`. Default: ``dateClaims``.
@@ -28,13 +30,32 @@ public struct RowSecurityIdentity: Sendable, Hashable, CustomStringConvertible {
             canonical[key] = value
         }
         self.claims = canonical
+        claimsText = JSONValue.object(canonical).jsonText
     }
 
-    /// The claims as `request.jwt.claims` holds them.
-    public var claimsText: String { JSONValue.object(claims).jsonText }
+    // Byte for byte, as PostgreSQL compares the role and the claims a policy reads. Swift's String
+    // equality holds for text that is canonically equivalent, such as `zoë` written with one
+    // character or with `e` and a combining diaeresis, which are two users to PostgreSQL: one
+    // cohort for both judged every row with the claims of the first.
+    public static func == (lhs: RowSecurityIdentity, rhs: RowSecurityIdentity) -> Bool {
+        lhs.role.utf8.elementsEqual(rhs.role.utf8) && lhs.claimsText.utf8.elementsEqual(rhs.claimsText.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes: role.utf8)
+        hasher.combine(0 as UInt8)
+        hasher.combine(bytes: claimsText.utf8)
+    }
 
     /// `role R, sub S` for logs: never the whole claims, which may be personal.
     public var description: String {
         "role \(role)\(claims["sub"]?.stringValue.map { ", sub \($0.prefix(64))" } ?? "")"
+    }
+}
+
+extension Hasher {
+    /// Feeds `bytes` in: text hashed byte for byte, where hashing a `String` would join canonically equivalent ones.
+    mutating func combine(bytes: String.UTF8View) {
+        for byte in bytes { combine(byte) }
     }
 }

@@ -55,7 +55,8 @@ extension Event {
     private static func keeping(_ columns: Set<String>?, of row: RawJSON) -> RawJSON {
         guard let columns, case .object(let object) = row.value else { return row }
         var kept = JSONObject()
-        for (key, value) in object where columns.contains(key) { kept[key] = value }
+        // Byte for byte: a hidden column whose name only looks like a visible one's stays hidden.
+        for (key, value) in object where columns.contains(where: { $0.utf8.elementsEqual(key.utf8) }) { kept[key] = value }
         return kept.count == object.count ? row : RawJSON(.object(kept))
     }
 }

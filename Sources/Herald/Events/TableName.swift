@@ -10,6 +10,19 @@ public struct TableName: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public var description: String { "\(schema).\(name)" }
 
+    // Byte for byte, as PostgreSQL tells names apart: `café` with one character and with a
+    // combining accent are two tables, which String equality would take for one (and a grant of
+    // one for a grant of both).
+    public static func == (lhs: TableName, rhs: TableName) -> Bool {
+        lhs.schema.utf8.elementsEqual(rhs.schema.utf8) && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes: schema.utf8)
+        hasher.combine(0 as UInt8)
+        hasher.combine(bytes: name.utf8)
+    }
+
     public static func < (lhs: TableName, rhs: TableName) -> Bool {
         (lhs.schema, lhs.name) < (rhs.schema, rhs.name)
     }

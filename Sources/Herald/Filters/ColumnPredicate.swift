@@ -3,8 +3,11 @@
 /// Written `COLUMN.OP.VALUE` in a query, e.g. `name.eq.Drama`, `id.gte.10`,
 /// `short_code.in.(ICS3U,MCR3U)`, `teacher.is.null`, `name.ilike.%drama%`,
 /// `id.not.in.(1,2)`. Comparisons follow the column's JSON type: numbers
-/// compare numerically, strings by Unicode order. A null column satisfies
-/// only `is`, negated or not, as in SQL.
+/// compare numerically, strings byte for byte, in the order of their code
+/// points (PostgreSQL's `C` collation): text that only looks alike, such as
+/// `é` as one character or as `e` and a combining accent, is not equal, as
+/// it is not to PostgreSQL's `=`. A null column satisfies only `is`,
+/// negated or not, as in SQL.
 public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
     public enum Comparison: String, Sendable, CaseIterable {
         case eq, neq, lt, lte, gt, gte, `in`, `is`
@@ -77,7 +80,8 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
     static func compare(_ value: JSONValue, _ text: String) -> Order? {
         switch value {
         case .string(let string):
-            return string < text ? .less : string == text ? .equal : .greater
+            if string.utf8.elementsEqual(text.utf8) { return .equal }
+            return string.utf8.lexicographicallyPrecedes(text.utf8) ? .less : .greater
         case .number(let number):
             if number.text == text { return .equal }
             guard let left = number.doubleValue, let right = Double(text), right.isFinite else { return nil }
@@ -88,7 +92,7 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case .null:
             return nil
         case .array, .object:
-            return value.jsonText == text ? .equal : nil
+            return value.jsonText.utf8.elementsEqual(text.utf8) ? .equal : nil
         }
     }
 

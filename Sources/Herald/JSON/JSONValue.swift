@@ -81,11 +81,12 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
 
     public var keys: [String] { members.map(\.key) }
 
-    /// The value of the first member named `key`; setting appends or replaces it.
+    /// The value of the first member named `key`, byte for byte (two names that only look alike
+    /// are two columns to PostgreSQL); setting appends or replaces it.
     public subscript(key: String) -> JSONValue? {
-        get { members.first { $0.key == key }?.value }
+        get { members.first { $0.key.utf8.elementsEqual(key.utf8) }?.value }
         set {
-            if let index = members.firstIndex(where: { $0.key == key }) {
+            if let index = members.firstIndex(where: { $0.key.utf8.elementsEqual(key.utf8) }) {
                 if let newValue {
                     members[index].value = newValue
                 } else {

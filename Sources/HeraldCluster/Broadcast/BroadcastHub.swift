@@ -26,6 +26,17 @@ package final class BroadcastHub: Sendable {
             self.name = name
             self.isPrivate = isPrivate
         }
+
+        // Byte for byte, as `realtime.messages` policies compare topics: `Åsa` with one character
+        // and with a combining ring are two rooms, which String equality would join.
+        package static func == (lhs: Topic, rhs: Topic) -> Bool {
+            lhs.isPrivate == rhs.isPrivate && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(isPrivate)
+            for byte in name.utf8 { hasher.combine(byte) }
+        }
     }
 
     struct Member: Sendable {
