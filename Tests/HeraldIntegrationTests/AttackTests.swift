@@ -214,6 +214,25 @@ extension IntegrationTests {
             _ = try await target.daemon.stop()
         }
 
+        /// Two tables whose names only look alike (`probe_ö` with one character
+        /// and with `o` and a combining diaeresis) were one key of `/stats`'
+        /// per-table counts, and building them trapped: the daemon stopped (found
+        /// by an outside tester). Their counts now add up under the one name
+        /// `/stats` can show, and `/metrics` keeps them apart.
+        @Test func tablesWhoseNamesOnlyLookAlikeCannotStopTheDaemon() async throws {
+            let database = try TestDatabase.create()
+            try database.execute(#"CREATE TABLE U&"probe_\00f6" (id int PRIMARY KEY); CREATE TABLE U&"probe_o\0308" (id int PRIMARY KEY)"#)
+            let daemon = try await SocketDaemon(database: database)
+            try database.execute(#"INSERT INTO U&"probe_\00f6" VALUES (1); INSERT INTO U&"probe_o\0308" VALUES (1), (2)"#)
+            try await waitFor(seconds: 10) { (try? await daemon.statistics().changeCount) == 3 } failure: { "the three events" }
+            let stats = try await daemon.get("/stats")
+            #expect(stats.status == 200 && stats.body.contains(#""public.probe_\#u{00F6}":3"#), "\(stats)")
+            let metrics = try await daemon.get("/metrics")
+            #expect(metrics.status == 200, "\(metrics.status)")
+            #expect(try await daemon.statistics().changeCount == 3, "the daemon still answers")
+            _ = try await daemon.stop()
+        }
+
         /// A policy function that keeps the caller's teams in a
         /// transaction-local setting, correct under PostgREST, gave user B
         /// user A's rows when both were judged in one transaction.

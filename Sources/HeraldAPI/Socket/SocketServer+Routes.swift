@@ -65,7 +65,8 @@ extension SocketServer {
         var statistics = DaemonStatistics(
             version: version,
             changeCount: broker.changeCount,
-            tables: Dictionary(uniqueKeysWithValues: broker.tableCounts.filter { scope.covers($0.key) }.map { ($0.key.description, $0.value) }),
+            // Two tables whose names only look alike are one key of a String dictionary: their counts add up.
+            tables: Dictionary(broker.tableCounts.filter { scope.covers($0.key) }.map { ($0.key.description, $0.value) }, uniquingKeysWith: +),
             subscribers: broker.subscribersByKind.merging(rowSecurity?.subscribersByKind ?? [:], uniquingKeysWith: +),
             overflows: broker.overflowCount,
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
