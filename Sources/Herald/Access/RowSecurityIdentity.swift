@@ -38,24 +38,16 @@ public struct RowSecurityIdentity: Sendable, Hashable, CustomStringConvertible {
     // character or with `e` and a combining diaeresis, which are two users to PostgreSQL: one
     // cohort for both judged every row with the claims of the first.
     public static func == (lhs: RowSecurityIdentity, rhs: RowSecurityIdentity) -> Bool {
-        lhs.role.utf8.elementsEqual(rhs.role.utf8) && lhs.claimsText.utf8.elementsEqual(rhs.claimsText.utf8)
+        lhs.role.hasSameBytes(as: rhs.role) && lhs.claimsText.hasSameBytes(as: rhs.claimsText)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes: role.utf8)
-        hasher.combine(0 as UInt8)
-        hasher.combine(bytes: claimsText.utf8)
+        hasher.combine(exactly: role)
+        hasher.combine(exactly: claimsText)
     }
 
     /// `role R, sub S` for logs: never the whole claims, which may be personal.
     public var description: String {
         "role \(role)\(claims["sub"]?.stringValue.map { ", sub \($0.prefix(64))" } ?? "")"
-    }
-}
-
-extension Hasher {
-    /// Feeds `bytes` in: text hashed byte for byte, where hashing a `String` would join canonically equivalent ones.
-    mutating func combine(bytes: String.UTF8View) {
-        for byte in bytes { combine(byte) }
     }
 }

@@ -56,7 +56,7 @@ extension Event {
         guard let columns, case .object(let object) = row.value else { return row }
         var kept = JSONObject()
         // Byte for byte: a hidden column whose name only looks like a visible one's stays hidden.
-        for (key, value) in object where columns.contains(where: { $0.utf8.elementsEqual(key.utf8) }) { kept[key] = value }
+        for (key, value) in object where columns.contains(where: { $0.hasSameBytes(as: key) }) { kept[key] = value }
         return kept.count == object.count ? row : RawJSON(.object(kept))
     }
 }

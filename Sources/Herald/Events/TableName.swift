@@ -14,13 +14,12 @@ public struct TableName: Sendable, Hashable, Comparable, CustomStringConvertible
     // combining accent are two tables, which String equality would take for one (and a grant of
     // one for a grant of both).
     public static func == (lhs: TableName, rhs: TableName) -> Bool {
-        lhs.schema.utf8.elementsEqual(rhs.schema.utf8) && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+        lhs.schema.hasSameBytes(as: rhs.schema) && lhs.name.hasSameBytes(as: rhs.name)
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes: schema.utf8)
-        hasher.combine(0 as UInt8)
-        hasher.combine(bytes: name.utf8)
+        hasher.combine(exactly: schema)
+        hasher.combine(exactly: name)
     }
 
     public static func < (lhs: TableName, rhs: TableName) -> Bool {

@@ -80,7 +80,7 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
     static func compare(_ value: JSONValue, _ text: String) -> Order? {
         switch value {
         case .string(let string):
-            if string.utf8.elementsEqual(text.utf8) { return .equal }
+            if string.hasSameBytes(as: text) { return .equal }
             return string.utf8.lexicographicallyPrecedes(text.utf8) ? .less : .greater
         case .number(let number):
             if number.text == text { return .equal }
@@ -92,7 +92,7 @@ public struct ColumnPredicate: Sendable, Hashable, CustomStringConvertible {
         case .null:
             return nil
         case .array, .object:
-            return value.jsonText.utf8.elementsEqual(text.utf8) ? .equal : nil
+            return value.jsonText.hasSameBytes(as: text) ? .equal : nil
         }
     }
 

@@ -84,9 +84,9 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// The value of the first member named `key`, byte for byte (two names that only look alike
     /// are two columns to PostgreSQL); setting appends or replaces it.
     public subscript(key: String) -> JSONValue? {
-        get { members.first { $0.key.utf8.elementsEqual(key.utf8) }?.value }
+        get { members.first { $0.key.hasSameBytes(as: key) }?.value }
         set {
-            if let index = members.firstIndex(where: { $0.key.utf8.elementsEqual(key.utf8) }) {
+            if let index = members.firstIndex(where: { $0.key.hasSameBytes(as: key) }) {
                 if let newValue {
                     members[index].value = newValue
                 } else {

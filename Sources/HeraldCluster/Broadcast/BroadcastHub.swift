@@ -30,12 +30,12 @@ package final class BroadcastHub: Sendable {
         // Byte for byte, as `realtime.messages` policies compare topics: `Åsa` with one character
         // and with a combining ring are two rooms, which String equality would join.
         package static func == (lhs: Topic, rhs: Topic) -> Bool {
-            lhs.isPrivate == rhs.isPrivate && lhs.name.utf8.elementsEqual(rhs.name.utf8)
+            lhs.isPrivate == rhs.isPrivate && lhs.name.hasSameBytes(as: rhs.name)
         }
 
         package func hash(into hasher: inout Hasher) {
             hasher.combine(isPrivate)
-            for byte in name.utf8 { hasher.combine(byte) }
+            hasher.combine(exactly: name)
         }
     }
 
