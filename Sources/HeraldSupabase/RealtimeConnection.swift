@@ -147,16 +147,20 @@ struct RealtimeConnection {
             try await send(.errorReply(to: join.request, reason: refusal))
             return nil
         }
+        // A member before the reply: a client that has its `ok` may count on the next broadcast
+        // (its own or another's) reaching it. What arrives meanwhile waits in the stream.
+        let identifier = ObjectIdentifier(channel)
+        let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: identifier, framing: framing, echo: join.broadcast.echo, budget: budget)
         // Here rather than on the channel's task: a leave right after the join may cancel that task
         // before it runs, and every join gets its reply before the socket's next message is read.
         do {
             try await send(join.reply)
         } catch {
+            endpoint.broadcasts.leave(channel.broadcastTopic, channel: identifier)
+            budget.close(identifier)
             endpoint.releaseChannel(of: channel)
             throw error
         }
-        let identifier = ObjectIdentifier(channel)
-        let broadcasts = endpoint.broadcasts.join(channel.broadcastTopic, channel: identifier, framing: framing, echo: join.broadcast.echo, budget: budget)
         channel.start(on: socket.eventLoop) { [endpoint, framing, outbound, socket, budget] in
             await withDiscardingTaskGroup { group in
                 group.addTask {
