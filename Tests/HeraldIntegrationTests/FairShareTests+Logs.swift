@@ -17,8 +17,7 @@ extension IntegrationTests.FairShareTests {
         // The same configuration, logged as logfmt rather than the tests' json.
         _ = try await daemon.stop()
         let logged = try await SocketDaemon(database: database, arguments: ["--config", config, "--log-format", "logfmt"])
-        // Each refusal logs a line: read them as they come, or the daemon would wait on a full pipe.
-        let log = logged.process.drainStandardError()
+        let log = logged.process.standardErrorText
         let forged = "\r\nts=2026-01-01T00:00:00.000Z level=critical msg=\"forged\" \u{1B}[2J"
         let attacker = try await RealtimeTestClient(port: port, apikey: IntegrationTests.RealtimeTests.coursesKey)
         let bystander = try await Bystander(realtimePort: port, apikey: IntegrationTests.RealtimeTests.coursesKey, database: database)

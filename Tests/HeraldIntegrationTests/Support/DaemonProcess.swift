@@ -16,6 +16,10 @@ struct DaemonProcess {
     /// The process's standard input, when asked for; otherwise it inherits the test's.
     let stdin: Pipe?
     private let reaper: Reaper
+    /// Standard error, read from the start to its end: a process that logs
+    /// more than a pipe holds (64 KiB) would otherwise block in `write(2)`,
+    /// event loops and all, and look hung to the test.
+    private let standardError: Task<String, Never>
     /// What ``readLine(within:where:)`` read past the line it returned.
     private let unread = UnreadOutput()
 
@@ -37,6 +41,7 @@ struct DaemonProcess {
         if let stdin { process.standardInput = stdin }
         try process.run()
         reaper = Reaper(process: process)
+        standardError = Self.readAll(stderr)
     }
 
     /// Terminates the process, if it still runs, when the test is done with it.
@@ -56,22 +61,16 @@ struct DaemonProcess {
     func finish(within seconds: Double = 20) async throws -> (status: Int32, stdout: String, stderr: String) {
         let deadline = ContinuousClock.now + .seconds(seconds)
         // Read while waiting, so a chatty process cannot fill the pipe and stall.
-        async let out = Self.readAll(stdout)
-        async let err = Self.readAll(stderr)
+        let out = Self.readAll(stdout)
         while process.isRunning {
             if ContinuousClock.now > deadline { process.stop() }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return (process.terminationStatus, await out, await err)
+        return (process.terminationStatus, await out.value, await standardError.value)
     }
 
-    /// Reads standard error from now to its end, so that a process that logs
-    /// more than a pipe holds (64 KiB) never waits on it: the task's value
-    /// is what it wrote, and ``finish(within:)`` then finds none.
-    func drainStandardError() -> Task<String, Never> {
-        let pipe = stderr
-        return Task { await Self.readAll(pipe) }
-    }
+    /// Everything the process writes to standard error, once it has ended.
+    var standardErrorText: Task<String, Never> { standardError }
 
     /// Writes a line to the process's standard input (see `withInput`).
     func write(line: String) {
@@ -112,13 +111,17 @@ struct DaemonProcess {
         return line
     }
 
-    /// Reads on a Dispatch thread: a blocking read on the concurrency pool's
+    /// Reads on a thread of its own: a blocking read on the concurrency pool's
     /// two threads would stall everything else in the test process, such as
-    /// an HTTP receiver the command is talking to.
-    private static func readAll(_ pipe: Pipe) async -> String {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    /// an HTTP receiver the command is talking to, and a daemon's standard
+    /// error is read for as long as it runs, which would hold one of Dispatch's.
+    private static func readAll(_ pipe: Pipe) -> Task<String, Never> {
+        let handle = pipe.fileHandleForReading
+        return Task {
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    continuation.resume(returning: String(decoding: handle.readDataToEndOfFile(), as: UTF8.self))
+                }
             }
         }
     }
