@@ -165,6 +165,8 @@ struct BenchResults: Codable {
         var runSeconds: Int?
         /// Scenario w.: what the attacking key held and sent while the bystanders were measured.
         var attack: AttackFigures?
+        /// Scenario y.: what the herd's resumes cost the journal (`/stats` replays); absent after resumes from memory.
+        var replays: DaemonStatistics.Replays?
     }
 
     /// Scenario w.: one realtime key's attacks at their limits, as bench/attack.py counted them.

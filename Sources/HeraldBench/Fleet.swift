@@ -78,7 +78,8 @@ final class Fleet<Stream: BenchStream>: Sendable {
                     let record = stream.record
                     part.add(Tally(
                         record: record,
-                        complete: record.received >= expected ? 1 : 0,
+                        // A repeat does not make up for an event still missing.
+                        complete: record.received - record.duplicatedOrReordered >= expected ? 1 : 0,
                         failedStreams: stream.failure == nil ? 0 : 1,
                         firstFailure: stream.failure,
                         firstReceipt: record.received > 0 ? record.firstReceiptMicroseconds : nil

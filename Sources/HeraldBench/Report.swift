@@ -46,6 +46,7 @@ struct MarkdownReport {
         ingestion()
         underAttack()
         sideBySide()
+        restartHerd()
         writers()
     }
 
@@ -936,6 +937,30 @@ extension MarkdownReport {
         }
         table(["shape", "side", "delivered ratio", "CPU µs a delivery", "p50 ms", "p99 ms", "peak RSS MB", "writer's commit p99 ms"], rows)
         line("Target (issue \"Speed round 4\"): pgherald's CPU a delivery at or below nchan's at both shapes.")
+        line()
+    }
+}
+
+extension MarkdownReport {
+    /// y.: streams that all resume at once when the daemon starts again under them.
+    private mutating func restartHerd() {
+        let runs = results.runs("herd")
+        guard !runs.isEmpty else { return }
+        line("### y. The restart herd")
+        line()
+        line("Every stream follows `bench_event` on the Unix socket and has its first rows; the daemon stops, rows are written while it is down, and it starts again under the streams, which reconnect with `Last-Event-ID` at once, retrying every 100–200 ms while it is down. The time runs from the daemon's start to the last stream's last row; CPU is the new daemon's from its start.")
+        line()
+        let rows = runs.map { run -> [String] in
+            let result = run.result
+            let last: Double? = if let end = result.lastReceiptMicroseconds, let start = run.commitEndMicroseconds { Double(end - start) / 1e6 } else { nil }
+            return [
+                result.label, format(result.deliveredRatio, 4), String(result.missing), String(result.duplicatedOrReordered),
+                String(result.failedStreams), last.map { format($0, 2) } ?? "-", run.daemonCPUSeconds.map { format($0, 2) } ?? "-",
+                run.replays.map { "\($0.resumes) resumes, \($0.lookups) lookups, \($0.pagesRead) pages read, \($0.pagesShared) shared" } ?? "from memory",
+            ]
+        }
+        table(["run", "delivered ratio", "missing", "repeats", "failed streams", "start to last stream complete, s", "daemon CPU s", "journal"], rows)
+        line("Target (issue \"Speed round 4\"): 10,000 clients resume with exactly what they missed, no reset, the last within 5 s.")
         line()
     }
 }

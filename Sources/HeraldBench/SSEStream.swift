@@ -39,6 +39,11 @@ final class SSEStream: BenchStream {
     var countsByKey = false
     /// Whether the daemon refused or broke the stream in a way a resume cannot mend.
     var failure: String?
+    /// Until then (microseconds, as ``nowMicroseconds()``), a reconnect that
+    /// fails, or finds the daemon not ready (503), is tried again every
+    /// 100–200 ms, as a browser's EventSource does while a server restarts.
+    /// Without it, one failed reconnect ends the stream.
+    var reconnectUntil: Int64?
     private var partialLine: [UInt8] = []
     private var frameEvent: Substring = ""
     private var stopped = false
@@ -113,8 +118,26 @@ final class SSEStream: BenchStream {
     func closed() {
         guard !stopped, failure == nil else { return }
         record.resumes += 1
-        eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(20)) { [self] in
-            connect().assumeIsolated().whenFailure { [self] error in failure = "reconnect failed: \(error)" }
+        reconnect(after: .milliseconds(20))
+    }
+
+    /// Whether a refusal or a failed connect is tried again rather than ending the stream.
+    var retriesReconnects: Bool {
+        reconnectUntil.map { !stopped && nowMicroseconds() < $0 } ?? false
+    }
+
+    private func reconnect(after delay: TimeAmount) {
+        eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+            connect().assumeIsolated().whenFailure { [self] error in
+                // A refusal that is retried closes its connection, and closed() tries again.
+                guard failure == nil, !stopped else { return }
+                if retriesReconnects {
+                    if case ChannelError.inputClosed = error { return }
+                    reconnect(after: .milliseconds(100 + Int64.random(in: 0..<100)))
+                } else {
+                    failure = "reconnect failed: \(error)"
+                }
+            }
         }
     }
 
@@ -194,8 +217,11 @@ final class SSEStreamHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             if head.status != .ok {
-                stream.failure = "the daemon answered \(head.status.code)"
+                if !(head.status == .serviceUnavailable && stream.retriesReconnects) {
+                    stream.failure = "the daemon answered \(head.status.code)"
+                }
                 settle(.failure(ChannelError.inputClosed))
+                context.close(promise: nil)
             } else {
                 settle(.success(()))
             }

@@ -50,6 +50,9 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: "With --protocol sse: follow this table alone (GET /events?table=NAME), each event's key id checked for gaps instead of count; its writer must be one, so that ids come in commit order.")
     var followTable: String?
 
+    @Option(help: "With --protocol sse: for this many seconds from the start, a reconnect that fails or finds the daemon not ready is tried again every 100–200 ms (scenario y.: the daemon restarts under the streams). 0: one failed reconnect ends the stream.")
+    var reconnectSeconds: Double = 0
+
     @Option(help: "With --protocol realtime: the table joined (public).")
     var table = "bench_event"
 
@@ -82,10 +85,12 @@ struct Subscribe: AsyncParsableCommand {
             if let followTable {
                 path += (transactionSize == nil ? "?" : "&") + "table=" + followTable
             }
+            let reconnectUntil = reconnectSeconds > 0 ? nowMicroseconds() + Int64(reconnectSeconds * 1e6) : nil
             try await measure(try await Fleet.connect(subscribers: subscribers, group: group) { [transactionSize, followTable, path] loop in
                 let stream = SSEStream(transport: transport(loop), path: path, eventLoop: loop)
                 stream.transactionSize = transactionSize
                 stream.countsByKey = followTable != nil
+                stream.reconnectUntil = reconnectUntil
                 return stream
             })
         case .realtime:

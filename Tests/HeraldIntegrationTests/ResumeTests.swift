@@ -74,6 +74,49 @@ extension IntegrationTests {
             #expect(replay == ["B", "C", "D"], "each once, in order")
         }
 
+        /// A herd: every client resumes from the journal at once after a
+        /// restart. Each gets exactly what it missed, and they share the
+        /// journal's reads: one lookup for the resumes that arrive together,
+        /// one read of a range for all who replay it. Before, each resume
+        /// looked its event up and read its pages alone, one after another.
+        @Test func aHerdResumingFromTheJournalSharesItsReads() async throws {
+            let database = try TestDatabase.create()
+            // No in-memory history: every resume reads the journal.
+            let daemon = try await SocketDaemon(database: database, arguments: ["--history", "0"])
+            let first = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
+            try insertCourses(database, ["A", "B", "C"])
+            try await first.waitForLines(3)
+            let seen = events(in: first.lines)
+            // A graceful stop records a checkpoint of exactly what was delivered: no repeats on resuming.
+            #expect(try await daemon.stop().status == 0)
+            try insertCourses(database, ["D", "E"])
+            let restarted = try await SocketDaemon(database: database, socketPath: daemon.socketPath, arguments: ["--history", "0"])
+
+            let herd = 200
+            let streams = try await withThrowingTaskGroup(of: (Int, RawStream).self) { group in
+                for client in 0..<herd {
+                    // A quarter were behind, still at the first event.
+                    let since = client % 4 == 0 ? seen[0].id : seen[2].id
+                    group.addTask { (client, try await RawStream(socketPath: restarted.socketPath, path: "/events?format=ndjson&table=course&since=\(since)")) }
+                }
+                return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            for (client, stream) in streams {
+                let missed = client % 4 == 0 ? ["B", "C", "D", "E"] : ["D", "E"]
+                try await stream.waitForLines(missed.count)
+                #expect(codes(events(in: stream.lines)) == missed, "client \(client)")
+                #expect(!stream.lines.contains { $0.contains(#""error":"reset""#) }, "client \(client)")
+            }
+            try insertCourses(database, ["LIVE"])
+            for stream in streams.values { try await waitFor { codes(events(in: stream.lines)).last == "LIVE" } }
+            let replays = try #require(try await restarted.statistics().replays)
+            #expect(replays.resumes == UInt64(herd))
+            // How many resumes arrive together depends on the machine's pace; that some do, does not.
+            #expect(replays.lookups < UInt64(herd / 2), "\(replays.lookups) lookups for \(herd) resumes")
+            #expect(replays.pagesRead < UInt64(herd / 2) && replays.pagesRead + replays.pagesShared >= UInt64(herd), "\(replays)")
+            print("herd of \(herd): \(replays)")
+        }
+
         @Test func anUnknownIDGetsAResetAndMalformedOnesA400() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database)

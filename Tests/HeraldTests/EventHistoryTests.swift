@@ -148,4 +148,15 @@ import Testing
         #expect(broker.subscribe(resumingAfter: "41").replay == nil, "event 42 was forgotten")
         #expect(broker.subscribe(resumingAfter: "40").replay == nil)
     }
+
+    /// Without a history (`--history 0`), a resume from the previous run's
+    /// last event must go to the journal: it was answered from memory, with
+    /// nothing, and the events committed while the daemon was down were lost.
+    @Test func withoutAHistoryThePreviousRunsLastEventIsNoStartingPoint() {
+        let broker = Broker(configuration: .init(historyCapacity: 0))
+        broker.historyContinues(afterEventID: "41")
+        #expect(broker.subscribe(resumingAfter: "41").replay?.isEmpty == true, "nothing delivered since: nothing missed")
+        broker.publish([makeEvent(42)])
+        #expect(broker.subscribe(resumingAfter: "41").replay == nil, "event 42 was never held")
+    }
 }

@@ -51,6 +51,20 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         }
     }
 
+    /// Resumes from the journal (`Last-Event-ID` or `since=` older than the daemon's memory), since start.
+    public struct Replays: Codable, Sendable, Hashable {
+        /// Resumes whose event was looked up.
+        public var resumes: UInt64 = 0
+        /// Lookups run: resumes that arrive together share one.
+        public var lookups: UInt64 = 0
+        /// Pages read from the journal.
+        public var pagesRead: UInt64 = 0
+        /// Pages that a resume took from another's read of the same range.
+        public var pagesShared: UInt64 = 0
+
+        public init() {}
+    }
+
     /// One webhook endpoint: this daemon's attempts, and the shared backlog in the database.
     public struct Webhook: Codable, Sendable, Hashable {
         public var attempts: UInt64 = 0
@@ -92,6 +106,8 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
     public var durability: String?
     /// `nil` in notify-only mode, or before the first measurement.
     public var journal: Journal?
+    /// What clients resuming from the journal cost it; `nil` until one has.
+    public var replays: Replays?
     /// By endpoint name; `nil` without webhooks.
     public var webhooks: [String: Webhook]?
     /// Every output that is on, by its configuration section (`stdout`, `event_log`, …).

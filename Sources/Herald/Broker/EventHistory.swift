@@ -36,7 +36,11 @@ struct EventHistory {
     /// - Parameter resumable: false keeps the event for resumes from earlier
     ///   events but not as a starting point of its own (see ``Broker/publish(_:resumable:)``).
     mutating func append(_ event: Event, resumable: Bool = true) {
-        guard capacity > 0 else { return }
+        guard capacity > 0 else {
+            // Not held, as if evicted at once: a resume from before it must read the journal.
+            hasEvicted = true
+            return
+        }
         events.append(event)
         index.insert(event.id, count: event.count)
         // Hashing an id costs as much as the rest of an append: none for the empty set, the usual case.

@@ -75,6 +75,7 @@ extension SocketServer {
             journal: journal,
             outputs: outputs.reports.mapValues(\.statistics)
         )
+        if case let replays = self.journal.statistics, replays.resumes > 0 { statistics.replays = replays }
         if let rowSecurity = rowSecurity?.currentStatistics, rowSecurity.cohorts > 0 || rowSecurity.batches > 0 {
             statistics.rowSecurity = rowSecurity
         }

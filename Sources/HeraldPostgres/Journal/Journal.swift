@@ -248,6 +248,46 @@ public enum Journal {
          WHERE j.id BETWEEN $2::bigint AND $3::bigint
         """
 
+    /// For each transaction, the snapshot of `daemon`'s last checkpoint that
+    /// does not see it: a replay of its events starts there. A transaction
+    /// that every checkpoint sees, or none is kept for, is left out.
+    public static func checkpoints(
+        of daemon: String, before transactionIDs: [UInt64], on connection: LibpqConnection
+    ) throws(LibpqError) -> [UInt64: TransactionSnapshot] {
+        guard !transactionIDs.isEmpty else { return [:] }
+        let result = try connection.execute("""
+            SELECT wanted.txid::text AS txid,
+                   (SELECT snapshot::text FROM pgherald.checkpoint
+                     WHERE daemon = $1 AND NOT pg_visible_in_snapshot(wanted.txid, snapshot)
+                     ORDER BY seq DESC LIMIT 1) AS snapshot
+              FROM unnest($2::xid8[]) AS wanted(txid)
+            """, parameters: [daemon, "{" + transactionIDs.map(String.init).joined(separator: ",") + "}"])
+        var found: [UInt64: TransactionSnapshot] = [:]
+        for row in result.namedRows {
+            guard let text = try row.text("snapshot"), let snapshot = TransactionSnapshot(text) else { continue }
+            found[try row.value("txid")] = snapshot
+        }
+        return found
+    }
+
+    /// The snapshots of `daemon`'s graceful stops whose last delivered event is
+    /// one of `eventIDs`, by that event: everything visible in such a snapshot
+    /// was delivered before the event or is the event, and nothing else was.
+    public static func finalCheckpoints(of daemon: String, lastEventIDs eventIDs: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [UInt64: TransactionSnapshot] {
+        guard !eventIDs.isEmpty else { return [:] }
+        let result = try connection.execute("""
+            SELECT DISTINCT ON (last_event_id) last_event_id, snapshot::text AS snapshot FROM pgherald.checkpoint
+             WHERE daemon = $1 AND last_event_id = ANY($2::bigint[])
+             ORDER BY last_event_id, seq DESC
+            """, parameters: [daemon, "{" + eventIDs.map(String.init).joined(separator: ",") + "}"])
+        var found: [UInt64: TransactionSnapshot] = [:]
+        for row in result.namedRows {
+            guard let text = try row.text("snapshot"), let snapshot = TransactionSnapshot(text) else { continue }
+            found[try row.value("last_event_id")] = snapshot
+        }
+        return found
+    }
+
     /// The id of the last event the committed transaction `transactionID`
     /// wrote, or nil when it wrote none to the journal.
     public static func lastEventID(ofTransaction transactionID: UInt64, on connection: LibpqConnection) throws(LibpqError) -> UInt64? {

@@ -1,4 +1,5 @@
 public import Herald
+import Synchronization
 
 /// Reads the journal for socket clients that resume from an event older than
 /// the broker's in-memory history.
@@ -36,6 +37,9 @@ public final class JournalReader: Sendable {
     /// Journal rows read per page (a batch row holds up to 100 events).
     public let pageSize: Int
     private let connection: SerialConnection
+    private let lookups = Mutex(ReplayLookups())
+    private let pages = Mutex(ReplayPages())
+    private let counts = Mutex(DaemonStatistics.Replays())
 
     public init(connection: ConnectionString, daemon: String, pageSize: Int = 500) {
         self.connection = SerialConnection(connection, applicationName: "pgherald-journal")
@@ -43,28 +47,84 @@ public final class JournalReader: Sendable {
         self.pageSize = pageSize
     }
 
+    /// What resuming clients have cost the journal since start.
+    public var statistics: DaemonStatistics.Replays {
+        counts.withLock { $0 }
+    }
+
     /// Where the events that this daemon delivered, or will deliver, after
     /// event `eventID` begin.
     ///
     /// The replay starts at the last checkpoint recorded before the event's
     /// transaction committed, so nothing is skipped; events between that
-    /// checkpoint and `eventID` may be repeated (with their ids).
+    /// checkpoint and `eventID` may be repeated (with their ids). After the
+    /// last event a graceful stop delivered, it starts at that stop's
+    /// checkpoint, which covers exactly what was delivered: nothing repeats.
+    ///
+    /// Resumes that arrive together are looked up together (``ReplayLookups``).
     public func replay(after eventID: UInt64) async throws(LibpqError) -> Replay {
-        try await connection.run { [daemon] connection throws(LibpqError) in
-            let now = try Journal.currentSnapshot(on: connection)
-            guard let transactionID = try Journal.events(ids: [eventID], on: connection).first?.transactionID else {
-                return .reset(reason: "event \(eventID) is not in the journal (older than retention, or unknown)")
-            }
-            let since = try connection.execute("""
-                SELECT snapshot::text FROM pgherald.checkpoint
-                 WHERE daemon = $1 AND NOT pg_visible_in_snapshot($2::xid8, snapshot)
-                 ORDER BY seq DESC LIMIT 1
-                """, parameters: [daemon, String(transactionID)])
-            guard let sinceText = since.scalar, let checkpoint = TransactionSnapshot(sinceText) else {
-                return .reset(reason: "event \(eventID) was not delivered by this daemon")
-            }
-            return .journal(ReplayCursor(covering: now, since: checkpoint, resumedTransactionID: transactionID, resumedEventID: eventID))
+        let ticket = lookups.withLock { $0.add(eventID) }
+        do {
+            // Runs after every lookup queued before it: by its end, an earlier one took this ticket or it takes it itself.
+            try await connection.run { [self] connection throws(LibpqError) in try lookUpWaiting(on: connection) }
+        } catch {
+            lookups.withLock { $0.cancel(ticket) }
+            throw error
         }
+        guard let replay = lookups.withLock({ $0.take(ticket) }) else {
+            throw LibpqError(.queryFailed, "the journal lookup of event \(eventID) was lost")
+        }
+        return try replay.get()
+    }
+
+    /// Looks up every resume waiting, a batch at a time. A batch whose
+    /// connection was lost waits again for the retry on a new one; another
+    /// failure is each of its resumes' answer.
+    private func lookUpWaiting(on connection: LibpqConnection) throws(LibpqError) {
+        while case let batch = lookups.withLock({ $0.takeBatch() }), !batch.isEmpty {
+            let answers: [UInt64: Replay]
+            do {
+                answers = try lookUp(batch.map(\.eventID), on: connection)
+            } catch where error.code == .connectionLost {
+                lookups.withLock { $0.putBack(batch) }
+                throw error
+            } catch {
+                lookups.withLock { waiting in for entry in batch { waiting.answer(entry.ticket, with: .failure(error)) } }
+                continue
+            }
+            lookups.withLock { waiting in
+                for entry in batch { waiting.answer(entry.ticket, with: .success(answers[entry.eventID] ?? .reset(reason: "event \(entry.eventID) is not in the journal"))) }
+            }
+            counts.withLock {
+                $0.resumes += UInt64(batch.count)
+                $0.lookups += 1
+            }
+        }
+    }
+
+    /// The replays of `eventIDs`, which share one snapshot, so that those
+    /// whose events followed the same checkpoint read the same range.
+    private func lookUp(_ eventIDs: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [UInt64: Replay] {
+        let now = try Journal.currentSnapshot(on: connection)
+        var transactionOf: [UInt64: UInt64] = [:]
+        for cluster in ReplayLookups.clusters(of: eventIDs) {
+            for row in try Journal.events(ids: cluster, on: connection) { transactionOf[row.id] = row.transactionID }
+        }
+        let checkpoints = try Journal.checkpoints(of: daemon, before: Array(Set(transactionOf.values)), on: connection)
+        let finalCheckpoints = try Journal.finalCheckpoints(of: daemon, lastEventIDs: Array(transactionOf.keys), on: connection)
+        var answers: [UInt64: Replay] = [:]
+        for eventID in eventIDs {
+            guard let transactionID = transactionOf[eventID] else {
+                answers[eventID] = .reset(reason: "event \(eventID) is not in the journal (older than retention, or unknown)")
+                continue
+            }
+            guard let checkpoint = finalCheckpoints[eventID] ?? checkpoints[transactionID] else {
+                answers[eventID] = .reset(reason: "event \(eventID) was not delivered by this daemon")
+                continue
+            }
+            answers[eventID] = .journal(ReplayCursor(covering: now, since: checkpoint, resumedTransactionID: transactionID, resumedEventID: eventID))
+        }
+        return answers
     }
 
     /// Whether `event` is the last its committed transaction wrote: for an
@@ -82,9 +142,8 @@ public final class JournalReader: Sendable {
     /// before the end. Sets `isFinished` after the last page.
     public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
         let current = cursor
-        let (events, after, finished, range) = try await connection.run { [pageSize] connection throws(LibpqError) in
-            var range = current.range
-            let page = try range.page(after: current.after, limit: pageSize, on: connection)
+        let (events, after, finished, range) = try await connection.run { [self] connection throws(LibpqError) in
+            let (page, range) = try page(after: current, on: connection)
             var events: [Event] = []
             for row in page.rows {
                 // The resumed event's own transaction delivered its events in id order.
@@ -99,5 +158,25 @@ public final class JournalReader: Sendable {
         cursor.after = after
         cursor.isFinished = finished
         return events
+    }
+
+    /// The page after `cursor`'s position: one another reader of the same
+    /// range read lately, or a read of its own, kept for the readers after it.
+    private func page(after cursor: ReplayCursor, on connection: LibpqConnection) throws(LibpqError) -> (Journal.Page, JournalRange) {
+        let key = ReplayPages.Key(
+            older: cursor.range.older, newer: cursor.range.newer,
+            afterTransactionID: cursor.after?.transactionID ?? 0, afterEventID: cursor.after?.id ?? 0
+        )
+        let now = ContinuousClock.now
+        let (kept, shared) = pages.withLock { ($0.page(key, now: now), $0.range(older: key.older, newer: key.newer)) }
+        if let kept {
+            counts.withLock { $0.pagesShared += 1 }
+            return (kept, shared ?? cursor.range)
+        }
+        var range = shared ?? cursor.range
+        let page = try range.page(after: cursor.after, limit: pageSize, on: connection)
+        pages.withLock { [range] in $0.store(page, for: key, range: range, now: .now) }
+        counts.withLock { $0.pagesRead += 1 }
+        return (page, range)
     }
 }

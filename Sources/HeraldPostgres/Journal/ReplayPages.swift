@@ -1,0 +1,76 @@
+public import Herald
+
+/// Pages of journal ranges that resuming clients read, kept for a few
+/// seconds so that clients replaying the same range share one read.
+///
+/// The resumes of one lookup batch share its snapshot, and those whose events
+/// followed the same checkpoint read the same range from the same start: a
+/// herd of ten thousand that missed the same events reads them once.
+struct ReplayPages: Sendable {
+    struct Key: Hashable, Sendable {
+        var older: TransactionSnapshot
+        var newer: TransactionSnapshot
+        /// The position the page follows: (0, 0) for the range's start.
+        var afterTransactionID: UInt64
+        var afterEventID: UInt64
+    }
+
+    private struct Entry: Sendable {
+        var page: Journal.Page
+        var storedAt: ContinuousClock.Instant
+        var rowCount: Int { page.rows.count }
+    }
+
+    private var pages: [Key: Entry] = [:]
+    /// Each range with the number of its pages kept, dropped with its last page.
+    private var ranges: [JournalRangeKey: (range: JournalRange, pages: Int)] = [:]
+    private var heldRows = 0
+
+    /// How long a page is kept after it was read.
+    static let lifetime: Duration = .seconds(10)
+    /// Events kept at most across all pages, about 30 MB of 300-byte events.
+    static let rowLimit = 100_000
+
+    struct JournalRangeKey: Hashable, Sendable {
+        var older: TransactionSnapshot
+        var newer: TransactionSnapshot
+    }
+
+    /// The page after `key`'s position, if a reader read it lately.
+    mutating func page(_ key: Key, now: ContinuousClock.Instant) -> Journal.Page? {
+        guard let entry = pages[key] else { return nil }
+        guard now - entry.storedAt < Self.lifetime else {
+            drop(key)
+            return nil
+        }
+        return entry.page
+    }
+
+    /// The range a reader of `older`–`newer` continues: shared, so that a long
+    /// range lists its transactions once for all its readers.
+    func range(older: TransactionSnapshot, newer: TransactionSnapshot) -> JournalRange? {
+        ranges[JournalRangeKey(older: older, newer: newer)]?.range
+    }
+
+    mutating func store(_ page: Journal.Page, for key: Key, range: JournalRange, now: ContinuousClock.Instant) {
+        dropExpired(now: now)
+        guard page.rows.count <= Self.rowLimit - heldRows else { return }
+        drop(key)
+        pages[key] = Entry(page: page, storedAt: now)
+        let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
+        ranges[rangeKey] = (range, (ranges[rangeKey]?.pages ?? 0) + 1)
+        heldRows += page.rows.count
+    }
+
+    private mutating func drop(_ key: Key) {
+        guard let entry = pages.removeValue(forKey: key) else { return }
+        heldRows -= entry.rowCount
+        let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
+        guard let kept = ranges[rangeKey] else { return }
+        ranges[rangeKey] = kept.pages > 1 ? (kept.range, kept.pages - 1) : nil
+    }
+
+    private mutating func dropExpired(now: ContinuousClock.Instant) {
+        for (key, entry) in pages where now - entry.storedAt >= Self.lifetime { drop(key) }
+    }
+}

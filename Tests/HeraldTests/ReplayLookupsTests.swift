@@ -1,0 +1,71 @@
+import Herald
+@testable import HeraldPostgres
+import Testing
+
+@Suite struct ReplayLookupsTests {
+    @Test func aBatchTakesWhatWaitsUpToItsLimitAndALostOneWaitsAgainFirst() {
+        var lookups = ReplayLookups()
+        let tickets = (1...(ReplayLookups.batchLimit + 3)).map { lookups.add(UInt64($0)) }
+        let first = lookups.takeBatch()
+        #expect(first.count == ReplayLookups.batchLimit)
+        #expect(first.first?.ticket == tickets[0])
+        lookups.putBack(first)
+        #expect(lookups.takeBatch().map(\.ticket) == first.map(\.ticket), "the batch put back comes first")
+        #expect(lookups.takeBatch().map(\.eventID) == (1...3).map { UInt64(ReplayLookups.batchLimit + $0) })
+        #expect(lookups.takeBatch().isEmpty)
+    }
+
+    @Test func anAnswerIsTakenOnceAndACancelledTicketLeavesNothing() throws {
+        var lookups = ReplayLookups()
+        let answered = lookups.add(7), cancelled = lookups.add(8)
+        #expect(lookups.take(answered) == nil, "not looked up yet")
+        lookups.cancel(cancelled)
+        #expect(lookups.takeBatch().map(\.eventID) == [7])
+        lookups.answer(answered, with: .success(.reset(reason: "gone")))
+        guard case .success(.reset(let reason))? = lookups.take(answered) else {
+            Issue.record("no answer")
+            return
+        }
+        #expect(reason == "gone")
+        #expect(lookups.take(answered) == nil)
+    }
+
+    @Test func idsFarApartAreLookedUpInGroupsOfTheirOwn() {
+        #expect(ReplayLookups.clusters(of: [50, 10, 10, 20_000, 20_500, 100_000], widestGap: 10_000) == [[10, 50], [20_000, 20_500], [100_000]])
+        #expect(ReplayLookups.clusters(of: []).isEmpty)
+    }
+}
+
+@Suite struct ReplayPagesTests {
+    private func key(after id: UInt64) -> ReplayPages.Key {
+        let older = TransactionSnapshot(xmin: 10, xmax: 10), newer = TransactionSnapshot(xmin: 20, xmax: 20)
+        return ReplayPages.Key(older: older, newer: newer, afterTransactionID: id == 0 ? 0 : 15, afterEventID: id)
+    }
+
+    private func page(_ ids: ClosedRange<UInt64>) -> Journal.Page {
+        Journal.Page(rows: ids.map { Journal.Row(transactionID: 15, id: $0, event: "{}") }, isLast: false)
+    }
+
+    @Test func aPageIsSharedUntilItsLifetimeEnds() {
+        var pages = ReplayPages()
+        let start = ContinuousClock.now
+        let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
+        pages.store(page(1...3), for: key(after: 0), range: range, now: start)
+        #expect(pages.page(key(after: 0), now: start + .seconds(1))?.rows.map(\.id) == [1, 2, 3])
+        #expect(pages.page(key(after: 3), now: start + .seconds(1)) == nil, "another position")
+        #expect(pages.range(older: range.older, newer: range.newer) != nil)
+        #expect(pages.page(key(after: 0), now: start + ReplayPages.lifetime) == nil)
+        #expect(pages.range(older: range.older, newer: range.newer) == nil, "dropped with its last page")
+    }
+
+    @Test func pagesPastTheRowLimitAreNotKept() {
+        var pages = ReplayPages()
+        let now = ContinuousClock.now
+        let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
+        let limit = UInt64(ReplayPages.rowLimit)
+        pages.store(page(1...(limit - 10)), for: key(after: 0), range: range, now: now)
+        pages.store(page((limit - 9)...(limit + 10)), for: key(after: limit - 10), range: range, now: now)
+        #expect(pages.page(key(after: 0), now: now) != nil)
+        #expect(pages.page(key(after: limit - 10), now: now) == nil, "20 more rows would pass the limit")
+    }
+}
