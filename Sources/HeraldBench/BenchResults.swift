@@ -167,6 +167,19 @@ struct BenchResults: Codable {
         var attack: AttackFigures?
         /// Scenario y.: what the herd's resumes cost the journal (`/stats` replays); absent after resumes from memory.
         var replays: DaemonStatistics.Replays?
+        /// From the load client's start until every stream was open.
+        var openSeconds: Double?
+        /// Scenario z.: from the load client's exit until `/stats` counted no subscriber.
+        var closeSeconds: Double?
+        /// Scenario z.: each daemon thread's CPU over the run, the busiest first (threads under 0.05 s left out).
+        var threadCPUSeconds: [ThreadCPU]?
+        /// Scenario z.: the daemon's resident memory before the streams opened.
+        var idleRSSBeforeKiB: Int?
+    }
+
+    struct ThreadCPU: Codable {
+        var thread: String
+        var cpuSeconds: Double
     }
 
     /// Scenario w.: one realtime key's attacks at their limits, as bench/attack.py counted them.

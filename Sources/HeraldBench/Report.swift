@@ -47,6 +47,7 @@ struct MarkdownReport {
         underAttack()
         sideBySide()
         restartHerd()
+        manyStreams()
         writers()
     }
 
@@ -961,6 +962,35 @@ extension MarkdownReport {
         }
         table(["run", "delivered ratio", "missing", "repeats", "failed streams", "start to last stream complete, s", "daemon CPU s", "journal"], rows)
         line("Target (issue \"Speed round 4\"): 10,000 clients resume with exactly what they missed, no reset, the last within 5 s.")
+        line()
+    }
+}
+
+extension MarkdownReport {
+    /// z.: fifteen thousand streams on one daemon.
+    private mutating func manyStreams() {
+        let runs = results.runs("many")
+        guard !runs.isEmpty else { return }
+        line("### z. Fifteen thousand streams")
+        line()
+        line("Open to every stream open, from the load client's start; close, from its exit until `/stats` counted none. A stream's memory is the daemon's resident growth with every stream open and none written to, divided by the streams. Threads: each daemon thread's CPU over the run (the loops are `NIO-ELT-…`).")
+        line()
+        let rows = runs.map { run -> [String] in
+            let result = run.result
+            let perStream: String = if let open = run.daemonRSSKiB, let before = run.idleRSSBeforeKiB, result.subscribers > 0 {
+                format(Double(open - before) / Double(result.subscribers), 1)
+            } else { "-" }
+            let threads = run.threadCPUSeconds?.prefix(4).map { "\($0.thread) \(format($0.cpuSeconds, 1))" }.joined(separator: ", ") ?? "-"
+            return [
+                result.label, format(result.deliveredRatio, 4),
+                run.deliveriesPerSecond.map { grouped($0) } ?? "-",
+                result.latencyMilliseconds.map { format($0.p50, 1) } ?? "-", result.latencyMilliseconds.map { format($0.p99, 1) } ?? "-",
+                run.daemonCPUPerThousand.map { format($0 * 1000, 2) } ?? "-",
+                run.openSeconds.map { format($0, 2) } ?? "-", run.closeSeconds.map { format($0, 2) } ?? "-", perStream, threads,
+            ]
+        }
+        table(["run", "delivered ratio", "deliveries/s", "p50 ms", "p99 ms", "CPU µs a delivery", "open s", "close s", "KiB a stream", "threads' CPU s"], rows)
+        line("Targets (issue \"Speed round 4\"): 15,000 streams; at 100,000 deliveries/s every event, p99 ≤ 100 ms, both cores; an idle stream ≤ 4 KiB; open and close in a few seconds.")
         line()
     }
 }

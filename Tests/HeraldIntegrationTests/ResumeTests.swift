@@ -57,14 +57,19 @@ extension IntegrationTests {
             #expect(codes(data) == ["B", "C", "D"], "\(replayed)")
         }
 
-        @Test func anIDOlderThanTheMemoryReplaysFromTheJournal() async throws {
+        /// A daemon with no in-memory history, so that every resume reads the journal,
+        /// and the events of courses A, B and C as a stream received them.
+        func daemonWithoutHistoryAfterThreeCourses() async throws -> (TestDatabase, SocketDaemon, [Event]) {
             let database = try TestDatabase.create()
-            // No in-memory history: every resume reads the journal.
             let daemon = try await SocketDaemon(database: database, arguments: ["--history", "0"])
             let first = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
             try insertCourses(database, ["A", "B", "C"])
             try await first.waitForLines(3)
-            let seen = events(in: first.lines)
+            return (database, daemon, events(in: first.lines))
+        }
+
+        @Test func anIDOlderThanTheMemoryReplaysFromTheJournal() async throws {
+            let (database, daemon, seen) = try await daemonWithoutHistoryAfterThreeCourses()
 
             let resumed = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course&since=\(seen[0].id)")
             try insertCourses(database, ["D"])
@@ -80,13 +85,7 @@ extension IntegrationTests {
         /// one read of a range for all who replay it. Before, each resume
         /// looked its event up and read its pages alone, one after another.
         @Test func aHerdResumingFromTheJournalSharesItsReads() async throws {
-            let database = try TestDatabase.create()
-            // No in-memory history: every resume reads the journal.
-            let daemon = try await SocketDaemon(database: database, arguments: ["--history", "0"])
-            let first = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course")
-            try insertCourses(database, ["A", "B", "C"])
-            try await first.waitForLines(3)
-            let seen = events(in: first.lines)
+            let (database, daemon, seen) = try await daemonWithoutHistoryAfterThreeCourses()
             // A graceful stop records a checkpoint of exactly what was delivered: no repeats on resuming.
             #expect(try await daemon.stop().status == 0)
             try insertCourses(database, ["D", "E"])

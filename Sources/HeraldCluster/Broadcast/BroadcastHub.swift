@@ -104,6 +104,9 @@ package final class BroadcastHub: Sendable {
             if state.topics[topic]?.isEmpty == true { state.topics[topic] = nil }
             if let left = member?.presence { state.announce(topic, joins: [], leaves: [left], through: relay) }
             if member?.presence != nil || state.topics[topic] == nil { state.presenceChanged(on: topic) }
+            // Only a leave that others see needs them: copying every member on each leave made
+            // 15,000 channels of one topic take 38 s of both cores to close.
+            guard member?.presence != nil else { return (member, []) }
             return (member, Array((state.topics[topic] ?? [:]).values))
         }
         member?.inbox.finish()
