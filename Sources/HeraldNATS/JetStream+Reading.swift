@@ -179,16 +179,53 @@ struct AcknowledgementSubject: Equatable {
     var pending: UInt64
 
     init?(_ subject: String) {
-        let tokens = subject.split(separator: ".", omittingEmptySubsequences: false)
-        guard tokens.count >= 9, tokens[0] == "$JS", tokens[1] == "ACK" else { return nil }
+        var subject = subject
+        guard let found = subject.withUTF8(Self.position) else { return nil }
+        (streamSequence, consumerSequence, pending) = found
+    }
+
+    /// Read in place, token by token: every message an edge takes in has such a subject,
+    /// and splitting it into strings cost as much as the rest of its intake.
+    private static func position(in subject: UnsafeBufferPointer<UInt8>) -> (stream: UInt64, consumer: UInt64, pending: UInt64)? {
+        let dot = UInt8(ascii: ".")
+        let tokens = subject.reduce(1) { $0 + ($1 == dot ? 1 : 0) }
+        guard tokens >= 9 else { return nil }
         // The numbers follow stream and consumer: at 4 in the old form, at 6 in the new (12 tokens or more).
-        let first = tokens.count >= 12 ? 6 : 4
-        guard tokens.count > first + 4, let stream = UInt64(tokens[first + 1]), let consumer = UInt64(tokens[first + 2]),
-              let pending = UInt64(tokens[first + 4]) else { return nil }
+        let first = tokens >= 12 ? 6 : 4
+        guard tokens > first + 4 else { return nil }
+        var stream: UInt64?, consumer: UInt64?, pending: UInt64?
+        var index = 0
+        var start = 0
+        for end in 0...subject.count where end == subject.count || subject[end] == dot {
+            let token = UnsafeBufferPointer(rebasing: subject[start..<end])
+            switch index {
+            case 0: guard token.elementsEqual("$JS".utf8) else { return nil }
+            case 1: guard token.elementsEqual("ACK".utf8) else { return nil }
+            case first + 1: stream = number(token)
+            case first + 2: consumer = number(token)
+            case first + 4: pending = number(token)
+            default: break
+            }
+            index += 1
+            start = end + 1
+        }
         // Sequences start at 1, and the reader counts on from them: a subject that says otherwise is no position.
-        guard (1..<UInt64.max).contains(stream), (1..<UInt64.max).contains(consumer), pending < UInt64.max else { return nil }
-        streamSequence = stream
-        consumerSequence = consumer
-        self.pending = pending
+        guard let stream, let consumer, let pending, (1..<UInt64.max).contains(stream), (1..<UInt64.max).contains(consumer), pending < UInt64.max
+        else { return nil }
+        return (stream, consumer, pending)
+    }
+
+    /// Decimal digits only, and no more than a UInt64 holds.
+    private static func number(_ digits: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard !digits.isEmpty else { return nil }
+        var value: UInt64 = 0
+        for digit in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
+            let (times, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = times.addingReportingOverflow(UInt64(digit - UInt8(ascii: "0")))
+            guard !overflowed, !carried else { return nil }
+            value = sum
+        }
+        return value
     }
 }

@@ -40,6 +40,23 @@ import Testing
         ])
     }
 
+    @Test func readsHeaderLinesByteByByte() throws {
+        func parse(_ text: String) throws -> (status: Int?, headers: [(name: String, value: String)]) {
+            try NATSFrameParser.headers(ArraySlice(Array(text.utf8)))
+        }
+        let idle = try parse("NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 7\r\n\r\n")
+        #expect(idle.status == 100)
+        #expect(idle.headers.map(\.name) == ["Nats-Last-Consumer"] && idle.headers.map(\.value) == ["7"])
+        let plain = try parse("NATS/1.0\r\nPgherald-Ends-Transaction:\ttrue \r\nUrl: http://x:1/a \r\nEmpty:\r\n\r\n")
+        #expect(plain.status == nil)
+        #expect(plain.headers.map(\.name) == ["Pgherald-Ends-Transaction", "Url", "Empty"])
+        #expect(plain.headers.map(\.value) == ["true", "http://x:1/a", ""], "blanks trimmed, a colon in the value kept")
+        #expect(try parse("NATS/1.0 503").status == 503, "no line end at all")
+        #expect(try parse("NATS/1.0\r\nÄ-Name: ÿ\r\n").headers.first?.value == "ÿ")
+        #expect(throws: NATSProtocolError.self) { try parse("NATS/1.0\r\nno colon here\r\n\r\n") }
+        #expect(throws: NATSProtocolError.self) { try parse("HTTP/1.1 200\r\n\r\n") }
+    }
+
     @Test func waitsForWholeOperations() throws {
         var parser = NATSFrameParser()
         parser.append(Array("MSG a 1 10\r\n01234".utf8))
@@ -119,5 +136,10 @@ struct AcknowledgementSubjectTests {
         #expect([new.streamSequence, new.consumerSequence, new.pending] == [43, 8, 0])
         #expect(AcknowledgementSubject("_INBOX.1.2") == nil)
         #expect(AcknowledgementSubject("$JS.ACK.PGHERALD.c.1.x.7.0.5") == nil)
+        #expect(AcknowledgementSubject("$JS.ACK.PGHERALD.c.1.0.7.0.5") == nil, "sequences start at 1")
+        #expect(AcknowledgementSubject("$JS.ACK.PGHERALD.c.1.18446744073709551616.7.0.5") == nil, "past UInt64")
+        #expect(AcknowledgementSubject("$JS.ACK.PGHERALD.c.1.+42.7.0.5") == nil)
+        #expect(AcknowledgementSubject("$JS.NAK.PGHERALD.abc123.1.42.7.1732770000000000000.5") == nil)
+        #expect(AcknowledgementSubject("$JS.ACK.PGHERALD.abc123.1.42.7.1732770000000000000.") == nil, "no pending")
     }
 }
