@@ -116,6 +116,28 @@ extension IntegrationTests {
             print("herd of \(herd): \(replays)")
         }
 
+        /// A replay whose filter passes nothing writes nothing while it reads
+        /// the journal, so no failed write tells it that its client left. An
+        /// outside tester's 200 clients that hung up right after the head kept
+        /// the daemon reading the journal for 70 s, and another user's resume
+        /// waited behind them for 84 s. A replay now ends at the next page.
+        @Test func aReplayEndsWhenItsClientHangsUp() async throws {
+            let (database, daemon, seen) = try await daemonWithoutHistoryAfterThreeCourses()
+            // A statement each, so a journal row each: 60 pages of 500 rows.
+            try database.execute("DO $$ BEGIN FOR i IN 1..30000 LOOP INSERT INTO course (short_code, name) VALUES ('Z' || i, 'filler'); END LOOP; END $$")
+            let clients = 20
+            for _ in 0..<clients {
+                let client = try StalledClient(socketPath: daemon.socketPath, path: "/events?table=course&where=short_code.eq.NONE&since=\(seen[0].id)")
+                // The head has come, so the replay has begun; the client hangs up at the end of the iteration.
+                _ = try await client.readSlowly(untilBodyContains: "retry:", within: 10)
+            }
+            try await Task.sleep(for: .seconds(2))
+            let replays = try #require(try await daemon.statistics().replays)
+            #expect(replays.resumes == UInt64(clients))
+            // Read to the end, each replay would take 60 pages; ended with its client, the one or two in flight.
+            #expect(replays.pagesRead + replays.pagesShared <= UInt64(clients * 5), "\(replays)")
+        }
+
         @Test func anUnknownIDGetsAResetAndMalformedOnesA400() async throws {
             let database = try TestDatabase.create()
             let daemon = try await SocketDaemon(database: database)

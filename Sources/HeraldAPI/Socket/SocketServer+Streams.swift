@@ -438,6 +438,9 @@ extension SocketServer {
             // on the row as written they would tell hidden columns and rows out of view bit by bit.
             let read = identity == nil ? granted : EventFilter(tables: granted.tables, schemas: granted.schemas, operations: granted.operations)
             while !cursor.isFinished {
+                // A page that the filter empties writes nothing, so a write cannot tell that the client left:
+                // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
+                guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
                 let page = try await journal.nextPage(&cursor, matching: read)
                 if let identity, let rowSecurity {
                     do {
