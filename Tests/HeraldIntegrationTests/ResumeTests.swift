@@ -152,6 +152,8 @@ extension IntegrationTests {
             #expect(malformed.body.contains(#""parameter":"since""#))
             let header = try await daemon.get("/events", headers: [("Last-Event-ID", "12; DROP")])
             #expect(header.status == 400)
+            #expect(try await daemon.get("/events", headers: [("Last-Event-ID", "+5")]).status == 400, "no id the daemon gave")
+            #expect(try await daemon.get("/events?since=%2B5").status == 400)
         }
 
         @Test func theClientResumesThroughASIGKILLWithNothingMissing() async throws {

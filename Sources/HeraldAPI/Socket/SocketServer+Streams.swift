@@ -360,8 +360,9 @@ extension SocketServer {
             ("", "")
         }
         guard !parameter.isEmpty else { return nil }
-        // Event ids are the journal's bigint: a larger number names no event.
-        guard let id = UInt64(given.trimmingCharacters(in: .whitespaces)), id <= UInt64(Int64.max) else {
+        // Event ids are the journal's bigint: a larger number names no event. Digits only: `+5` is no id the daemon gave.
+        let trimmed = given.trimmingCharacters(in: .whitespaces)
+        guard trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let id = UInt64(trimmed), id <= UInt64(Int64.max) else {
             throw FilterError(.malformed, parameter: parameter, "\(parameter) must be an event id, not '\(given.prefix(40))'")
         }
         return id
