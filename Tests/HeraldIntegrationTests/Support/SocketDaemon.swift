@@ -215,7 +215,9 @@ final class StalledClient {
     func readSlowly(
         untilBodyContains marker: String, chunk: Int = 4096, pause: Duration = .milliseconds(10), within seconds: Int = 30
     ) async throws -> (body: String, closedByPeer: Bool) {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        // Waits for data as long as the whole read may take: under load, a 100,000-row statement's
+        // first event came more than 5 s after its commit, and a 5 s wait ended the read with nothing.
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let deadline = ContinuousClock.now + .seconds(seconds)
         var buffer = [UInt8](repeating: 0, count: chunk)
