@@ -55,4 +55,51 @@ extension IntegrationTests.FairShareTests {
         await bystander.close()
         _ = try await daemon.stop()
     }
+
+    /// Replay work per holder: replays read the journal a page at a time on
+    /// one connection, and pages were read in the order they were asked for.
+    /// A user with ten long replays had ten pages ahead of each page of
+    /// another user's resume, which then took as long as all of them. Now
+    /// holders take turns (`ReplayTurns`): the other user's replay reads
+    /// every other page, however many replays the first one runs.
+    @Test func aUserWithManyReplaysTakesTurnsOnTheJournal() async throws {
+        typealias Network = IntegrationTests.NetworkTests
+        let database = try TestDatabase.create()
+        let served = try await Network.start(database, roleGrant: "tables: [course]", extra: "history: 0")
+        let client = TestCertificates.httpClient
+        let alice = Network.token(sub: "alice"), bob = Network.token(sub: "bob")
+        func open(_ path: String, _ token: String) async throws -> RawStream {
+            try await RawStream(url: served.base + path, headers: [("Authorization", "Bearer \(token)")], client: client)
+        }
+        func insert(_ code: String) throws {
+            try database.execute("INSERT INTO course (short_code, name) VALUES ($1, 'course')", parameters: [code])
+        }
+        let started = ContinuousClock.now
+        let first = try await open("/events?format=ndjson&table=course&where=short_code.eq.A", alice)
+        try insert("A")
+        try await first.waitForLines(1)
+        let resumed = try #require(first.lines.compactMap { try? Event(payload: String($0)) }.first?.id)
+        // A statement each, so a journal row each: 30 pages of 500 rows to replay.
+        try database.execute("DO $$ BEGIN FOR i IN 1..15000 LOOP INSERT INTO course (short_code, name) VALUES ('Z' || i, 'filler'); END LOOP; END $$")
+
+        // Alice's replays: a commit between two makes each see another snapshot, so none shares another's pages.
+        let attackers = 8, pagesEach: UInt64 = 30
+        var replays: [RawStream] = []
+        for n in 0..<attackers {
+            try insert("X\(n)")
+            replays.append(try await open("/events?format=ndjson&table=course&where=short_code.eq.NONE&since=\(resumed)", alice))
+        }
+        try insert("BOB")
+        let before = try #require(try await served.daemon.statistics().replays)
+        let bystander = try await open("/events?format=ndjson&table=course&where=short_code.eq.BOB&since=\(resumed)", bob)
+        _ = try await bystander.text(within: 120) { $0.contains(#""short_code":"BOB""#) }
+        let after = try #require(try await served.daemon.statistics().replays)
+        let during = after.pagesRead - before.pagesRead
+        print("replay turns: \(during) pages read while bob replayed \(pagesEach); alice had \(attackers) replays of as many; \(ContinuousClock.now - started)")
+        // Bob's own pages, and alice's while bob waits for its turn or takes its page in: about 3 for each, and
+        // in the order asked, about 9.
+        #expect(during < 5 * pagesEach, "\(during) pages were read while bob's replay of \(pagesEach) waited")
+        #expect(before.pagesRead < UInt64(attackers) * pagesEach / 2, "alice's replays were nearly done before bob's began: \(before)")
+        withExtendedLifetime(replays) {}
+    }
 }

@@ -134,8 +134,9 @@ extension IntegrationTests {
             try await Task.sleep(for: .seconds(2))
             let replays = try #require(try await daemon.statistics().replays)
             #expect(replays.resumes == UInt64(clients))
-            // Read to the end, each replay would take 60 pages; ended with its client, the one or two in flight.
-            #expect(replays.pagesRead + replays.pagesShared <= UInt64(clients * 5), "\(replays)")
+            // Read to the end, each replay would take 60 pages; ended with its client, the few in flight
+            // (pages another replay read are taken without waiting, so a few more than one or two).
+            #expect(replays.pagesRead + replays.pagesShared <= UInt64(clients * 8), "\(replays)")
         }
 
         @Test func anUnknownIDGetsAResetAndMalformedOnesA400() async throws {
@@ -154,6 +155,11 @@ extension IntegrationTests {
             #expect(header.status == 400)
             #expect(try await daemon.get("/events", headers: [("Last-Event-ID", "+5")]).status == 400, "no id the daemon gave")
             #expect(try await daemon.get("/events?since=%2B5").status == 400)
+            // One value each, as two Last-Event-ID headers get: which one counts must not depend on who reads.
+            for twice in ["since=1&since=2", "format=sse&format=ndjson", "group=transaction&group=transaction"] {
+                let refused = try await daemon.get("/events?\(twice)")
+                #expect(refused.status == 400 && refused.body.contains("given twice"), "\(twice): \(refused.status) \(refused.body)")
+            }
         }
 
         @Test func theClientResumesThroughASIGKILLWithNothingMissing() async throws {

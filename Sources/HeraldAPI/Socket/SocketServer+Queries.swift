@@ -75,6 +75,7 @@ extension SocketServer {
         let items = request.uri.queryParameters.map { (name: String($0.key), value: String($0.value)) }
         let format: StreamFormat
         do {
+            try Self.refuseRepeats(of: ["format", "key", "access_token"], in: items)
             format = try Self.streamFormat(items: items, accept: request.headers[.accept])
         } catch {
             return refusal(.badRequest, "malformed", error.message)

@@ -188,7 +188,7 @@ extension SocketServer {
         do {
             let covering = try await writeStart(
                 of: parsed.format, backlog: backlog, granted: filter, rowSecurity: cohort?.identity, grouper: &grouper, to: channel, progress: progress,
-                headers: corsHeaders(for: head, channel: channel)
+                headers: corsHeaders(for: head, channel: channel), replayHolder: slot.replayHolder
             )
             return .streaming(OpenedStream(
                 subscription: subscription, open: open, slot: slot, format: parsed.format, progress: progress, covering: covering,
@@ -254,6 +254,7 @@ extension SocketServer {
         static func parse(_ head: HTTPRequest) -> Result<StreamRequest, Refusal> {
             let items = URI(head.path ?? "/").queryParameters.map { (name: String($0.key), value: String($0.value)) }
             do throws(FilterError) {
+                try SocketServer.refuseRepeats(of: ["format", "since", "group", "key", "access_token"], in: items)
                 let format = try SocketServer.streamFormat(items: items, accept: head.headerFields[.accept])
                 let requested = try FilterQuery.parse(items, ignoring: ["format", "since", "group", "key", "access_token"])
                 let resumeFrom = try SocketServer.resumePosition(items: items, lastEventID: head.headerFields[lastEventID])
@@ -392,9 +393,10 @@ extension SocketServer {
     /// - Parameters:
     ///   - rowSecurity: the identity whose policies decide what of the journal the stream may see.
     ///   - headers: added to the response head (CORS).
+    ///   - replayHolder: whose turn on the journal's connection a replay takes.
     private func writeStart(
         of format: StreamFormat, backlog: Backlog, granted: EventFilter, rowSecurity identity: RowSecurityIdentity?,
-        grouper: inout TransactionGrouper?, to channel: any Channel, progress: StreamProgress, headers: HTTPFields
+        grouper: inout TransactionGrouper?, to channel: any Channel, progress: StreamProgress, headers: HTTPFields, replayHolder: String
     ) async throws -> TransactionSnapshot? {
         var head = HTTPResponse(status: .ok, headerFields: headers)
         head.headerFields[.contentType] = format.contentType
@@ -442,7 +444,7 @@ extension SocketServer {
                 // A page that the filter empties writes nothing, so a write cannot tell that the client left:
                 // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
                 guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
-                let page = try await journal.nextPage(&cursor, matching: read)
+                let page = try await journal.nextPage(&cursor, matching: read, holder: replayHolder)
                 if let identity, let rowSecurity {
                     do {
                         try await send(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
@@ -460,6 +462,14 @@ extension SocketServer {
         case .reset(let reason):
             try await send(ByteBuffer(string: format.resetFrame(reason: reason)))
             return nil
+        }
+    }
+
+    /// Refuses a parameter that takes one value and is given twice: which
+    /// of the two a proxy, a log or the daemon reads must never differ.
+    static func refuseRepeats(of names: [String], in items: [(name: String, value: String)]) throws(FilterError) {
+        for name in names where items.lazy.filter({ $0.name == name }).count > 1 {
+            throw FilterError(.malformed, parameter: name, "\(name) is given twice; give it once")
         }
     }
 

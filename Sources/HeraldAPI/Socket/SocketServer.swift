@@ -296,6 +296,15 @@ public final class SocketServer: Service, Sendable {
             self.conditions = conditions
         }
 
+        /// Whose turn the stream's replay from the journal takes: its user's,
+        /// else its address's, else its key's. A local peer may be a proxy
+        /// for many clients, so each of its streams takes turns alone.
+        var replayHolder: String {
+            let user = holders.first { if case .credential(let consumer) = $0 { consumer.isUser } else { false } }
+            let address = holders.first { if case .address = $0 { true } else { false } }
+            return (user ?? address ?? holders.first)?.description ?? "local stream \(ObjectIdentifier(self).hashValue)"
+        }
+
         /// Keeps `stream` where a reload of the access rules and shutdown
         /// find it, for as long as the slot lives; a stream that opened
         /// while shutdown ended the others is ended at once.

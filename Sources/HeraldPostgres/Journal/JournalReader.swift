@@ -40,6 +40,14 @@ public final class JournalReader: Sendable {
     private let lookups = Mutex(ReplayLookups())
     private let pages = Mutex(ReplayPages())
     private let counts = Mutex(DaemonStatistics.Replays())
+    private let turns = Mutex(TurnState())
+
+    /// ``ReplayTurns`` and the readers waiting for theirs.
+    private struct TurnState {
+        var turns = ReplayTurns()
+        var waiting: [ReplayTurns.Ticket: CheckedContinuation<Void, Never>] = [:]
+        var granted: Set<ReplayTurns.Ticket> = []
+    }
 
     public init(connection: ConnectionString, daemon: String, pageSize: Int = 500) {
         self.connection = SerialConnection(connection, applicationName: "pgherald-journal")
@@ -140,43 +148,95 @@ public final class JournalReader: Sendable {
 
     /// The next page of a replay that `filter` matches; may be empty even
     /// before the end. Sets `isFinished` after the last page.
-    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
+    ///
+    /// A page another replay of the same range read lately is taken at once;
+    /// a read waits for `holder`'s turn on the connection (``ReplayTurns``).
+    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter, holder: String) async throws(LibpqError) -> [Event] {
         let current = cursor
-        let (events, after, finished, range) = try await connection.run { [self] connection throws(LibpqError) in
-            let (page, range) = try page(after: current, on: connection)
-            var events: [Event] = []
-            for row in page.rows {
-                // The resumed event's own transaction delivered its events in id order.
-                if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
-                if let event = try? Event(payload: row.event), filter.matches(event) {
-                    events.append(event)
+        let page: Journal.Page
+        let range: JournalRange
+        if let kept = keptPage(after: current) {
+            (page, range) = kept
+        } else {
+            await takeTurn(for: holder)
+            do throws(LibpqError) {
+                (page, range) = try await connection.run { [self] connection throws(LibpqError) in
+                    // Another reader of the range may have read it while this one waited.
+                    if let kept = keptPage(after: current) { return kept }
+                    return try readPage(after: current, on: connection)
                 }
+            } catch {
+                endTurn()
+                throw error
             }
-            return (events, page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after, page.isLast, range)
+            endTurn()
+        }
+        var events: [Event] = []
+        for row in page.rows {
+            // The resumed event's own transaction delivered its events in id order.
+            if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
+            if let event = try? Event(payload: row.event), filter.matches(event) {
+                events.append(event)
+            }
         }
         cursor.range = range
-        cursor.after = after
-        cursor.isFinished = finished
+        cursor.after = page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after
+        cursor.isFinished = page.isLast
         return events
     }
 
-    /// The page after `cursor`'s position: one another reader of the same
-    /// range read lately, or a read of its own, kept for the readers after it.
-    private func page(after cursor: ReplayCursor, on connection: LibpqConnection) throws(LibpqError) -> (Journal.Page, JournalRange) {
-        let key = ReplayPages.Key(
+    private func pageKey(after cursor: ReplayCursor) -> ReplayPages.Key {
+        ReplayPages.Key(
             older: cursor.range.older, newer: cursor.range.newer,
             afterTransactionID: cursor.after?.transactionID ?? 0, afterEventID: cursor.after?.id ?? 0
         )
+    }
+
+    /// The page after `cursor`'s position if another reader of the same range read it lately.
+    private func keptPage(after cursor: ReplayCursor) -> (Journal.Page, JournalRange)? {
+        let key = pageKey(after: cursor)
         let now = ContinuousClock.now
         let (kept, shared) = pages.withLock { ($0.page(key, now: now), $0.range(older: key.older, newer: key.newer)) }
-        if let kept {
-            counts.withLock { $0.pagesShared += 1 }
-            return (kept, shared ?? cursor.range)
-        }
-        var range = shared ?? cursor.range
+        guard let kept else { return nil }
+        counts.withLock { $0.pagesShared += 1 }
+        return (kept, shared ?? cursor.range)
+    }
+
+    /// Reads the page after `cursor`'s position, and keeps it for the readers after it.
+    private func readPage(after cursor: ReplayCursor, on connection: LibpqConnection) throws(LibpqError) -> (Journal.Page, JournalRange) {
+        let key = pageKey(after: cursor)
+        var range = pages.withLock { $0.range(older: key.older, newer: key.newer) } ?? cursor.range
         let page = try range.page(after: cursor.after, limit: pageSize, on: connection)
         pages.withLock { [range] in $0.store(page, for: key, range: range, now: .now) }
         counts.withLock { $0.pagesRead += 1 }
         return (page, range)
+    }
+
+    /// Returns when `holder` may read a page on the connection.
+    private func takeTurn(for holder: String) async {
+        let (ticket, action) = turns.withLock { $0.turns.request(for: holder) }
+        guard action == .wait else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = turns.withLock { state in
+                if state.granted.remove(ticket) != nil { return true }
+                state.waiting[ticket] = continuation
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    /// Passes the connection to the next holder in turn.
+    private func endTurn() {
+        let next: CheckedContinuation<Void, Never>? = turns.withLock { state in
+            guard case .read(let ticket) = state.turns.finish() else { return nil }
+            guard let waiting = state.waiting.removeValue(forKey: ticket) else {
+                // Its reader has not begun to wait yet: it finds the turn granted.
+                state.granted.insert(ticket)
+                return nil
+            }
+            return waiting
+        }
+        next?.resume()
     }
 }
