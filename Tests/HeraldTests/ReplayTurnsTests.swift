@@ -2,19 +2,20 @@
 import Testing
 
 @Suite struct ReplayTurnsTests {
-    @Test func aFreeConnectionReadsAtOnceAndThenNothingWaits() {
-        var turns = ReplayTurns()
-        let (ticket, action) = turns.request(for: "alice")
-        #expect(action == .read(ticket))
-        #expect(turns.finish() == .idle)
-        let (again, next) = turns.request(for: "alice")
-        #expect(next == .read(again), "the connection is free again")
+    @Test func freeTurnsGoAtOnceAndThenNothingWaits() {
+        var turns = ReplayTurns(slots: 2)
+        let (first, action) = turns.request(for: "alice")
+        #expect(action == .go(first))
+        let (second, next) = turns.request(for: "alice")
+        #expect(next == .go(second), "two turns run at once")
+        #expect(turns.request(for: "alice").1 == .wait)
+        #expect(turns.finish(first) != .idle, "the waiting one goes")
     }
 
     /// The attack this answers: one holder queues a hundred replays' pages
-    /// before a bystander's one; the bystander reads second, not 101st.
+    /// before a bystander's one; the bystander goes second, not 101st.
     @Test func aHolderWithManyReplaysTakesOnePageATurn() {
-        var turns = ReplayTurns()
+        var turns = ReplayTurns(slots: 1)
         let (first, _) = turns.request(for: "attacker")
         var attackers: [ReplayTurns.Ticket] = []
         for _ in 1...100 {
@@ -24,23 +25,37 @@ import Testing
         }
         let (bystander, action) = turns.request(for: "bystander")
         #expect(action == .wait)
-        _ = first
-        #expect(turns.finish() == .read(attackers[0]), "the attacker's turn came first")
-        #expect(turns.finish() == .read(bystander), "then the bystander's, ahead of the attacker's other 99")
+        #expect(turns.finish(first) == .go(attackers[0]), "the attacker's turn came first")
+        #expect(turns.finish(attackers[0]) == .go(bystander), "then the bystander's, ahead of the attacker's other 99")
+        var previous = bystander
         for ticket in attackers.dropFirst() {
-            #expect(turns.finish() == .read(ticket), "then the attacker's, in the order they asked")
+            #expect(turns.finish(previous) == .go(ticket), "then the attacker's, in the order they asked")
+            previous = ticket
         }
-        #expect(turns.finish() == .idle)
+        #expect(turns.finish(previous) == .idle)
     }
 
     @Test func holdersTakeTurnsInTheOrderTheyCame() {
-        var turns = ReplayTurns()
-        _ = turns.request(for: "a")
+        var turns = ReplayTurns(slots: 1)
+        var previous = turns.request(for: "a").0
         let a = (1...3).map { _ in turns.request(for: "a").0 }
         let b = (1...2).map { _ in turns.request(for: "b").0 }
         let c = turns.request(for: "c").0
         var order: [ReplayTurns.Ticket] = []
-        while case .read(let ticket) = turns.finish() { order.append(ticket) }
+        while case .go(let ticket) = turns.finish(previous) {
+            order.append(ticket)
+            previous = ticket
+        }
         #expect(order == [a[0], b[0], c, a[1], b[1], a[2]])
+    }
+
+    @Test func aTurnThatEndsWhileOthersRunFreesOneSlot() {
+        var turns = ReplayTurns(slots: 2)
+        let one = turns.request(for: "a").0, two = turns.request(for: "a").0
+        let waiting = turns.request(for: "b").0
+        #expect(turns.finish(two) == .go(waiting))
+        #expect(turns.finish(one) == .idle, "nothing else waits")
+        #expect(turns.finish(waiting) == .idle)
+        #expect(turns.request(for: "c").1 != .wait)
     }
 }

@@ -408,13 +408,15 @@ extension SocketServer {
             try await channel.writeAndFlush(HTTPResponsePart.body(bytes)).get()
             progress.recordWrite()
         }
-        func send(_ events: some Collection<Event>) async throws {
+        func frames(_ events: some Collection<Event>) -> ByteBuffer? {
             if grouper != nil {
                 let groups = grouper!.add(events)
-                if !groups.isEmpty { try await send(format.frames(groups, allocator: channel.allocator)) }
-            } else if !events.isEmpty {
-                try await send(format.frames(Array(events), allocator: channel.allocator))
+                return groups.isEmpty ? nil : format.frames(groups, allocator: channel.allocator)
             }
+            return events.isEmpty ? nil : format.frames(Array(events), allocator: channel.allocator)
+        }
+        func send(_ events: some Collection<Event>) async throws {
+            if let bytes = frames(events) { try await send(bytes) }
         }
         // The head leaves at once; SSE clients are told how soon to reconnect.
         if format == .sse {
@@ -444,17 +446,20 @@ extension SocketServer {
                 // A page that the filter empties writes nothing, so a write cannot tell that the client left:
                 // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
                 guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
-                let page = try await journal.nextPage(&cursor, matching: read, holder: replayHolder)
-                if let identity, let rowSecurity {
-                    do {
-                        try await send(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
-                    } catch let error as RowSecurityError {
-                        try await send(ByteBuffer(string: format.revokedFrame(reason: "pgherald: the row-level security check failed: \(error.reason)")))
-                        throw error
+                // The page's work (read, judged, framed) in its holder's turn; the write after it, so that a
+                // slow client holds no turn.
+                let bytes: ByteBuffer?
+                do {
+                    bytes = try await journal.inTurn(of: replayHolder) {
+                        let page = try await journal.nextPage(&cursor, matching: read)
+                        guard let identity, let rowSecurity else { return frames(page) }
+                        return frames(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
                     }
-                } else {
-                    try await send(page)
+                } catch let error as RowSecurityError {
+                    try await send(ByteBuffer(string: format.revokedFrame(reason: "pgherald: the row-level security check failed: \(error.reason)")))
+                    throw error
                 }
+                if let bytes { try await send(bytes) }
             }
             // A replay ends with whole transactions: each it read had committed.
             if let last = grouper?.flush() { try await send(format.frames([last], allocator: channel.allocator)) }

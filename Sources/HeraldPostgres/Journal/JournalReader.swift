@@ -40,11 +40,11 @@ public final class JournalReader: Sendable {
     private let lookups = Mutex(ReplayLookups())
     private let pages = Mutex(ReplayPages())
     private let counts = Mutex(DaemonStatistics.Replays())
-    private let turns = Mutex(TurnState())
+    private let turns = Mutex(TurnState(turns: ReplayTurns(slots: 2)))
 
     /// ``ReplayTurns`` and the readers waiting for theirs.
     private struct TurnState {
-        var turns = ReplayTurns()
+        var turns: ReplayTurns
         var waiting: [ReplayTurns.Ticket: CheckedContinuation<Void, Never>] = [:]
         var granted: Set<ReplayTurns.Ticket> = []
     }
@@ -147,29 +147,22 @@ public final class JournalReader: Sendable {
     }
 
     /// The next page of a replay that `filter` matches; may be empty even
-    /// before the end. Sets `isFinished` after the last page.
+    /// before the end. Sets `isFinished` after the last page. A page another
+    /// replay of the same range read lately is not read again.
     ///
-    /// A page another replay of the same range read lately is taken at once;
-    /// a read waits for `holder`'s turn on the connection (``ReplayTurns``).
-    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter, holder: String) async throws(LibpqError) -> [Event] {
+    /// Called in its holder's turn (``inTurn(of:_:)``).
+    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
         let current = cursor
         let page: Journal.Page
         let range: JournalRange
         if let kept = keptPage(after: current) {
             (page, range) = kept
         } else {
-            await takeTurn(for: holder)
-            do throws(LibpqError) {
-                (page, range) = try await connection.run { [self] connection throws(LibpqError) in
-                    // Another reader of the range may have read it while this one waited.
-                    if let kept = keptPage(after: current) { return kept }
-                    return try readPage(after: current, on: connection)
-                }
-            } catch {
-                endTurn()
-                throw error
+            (page, range) = try await connection.run { [self] connection throws(LibpqError) in
+                // Another reader of the range may have read it while this one waited.
+                if let kept = keptPage(after: current) { return kept }
+                return try readPage(after: current, on: connection)
             }
-            endTurn()
         }
         var events: [Event] = []
         for row in page.rows {
@@ -183,6 +176,14 @@ public final class JournalReader: Sendable {
         cursor.after = page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after
         cursor.isFinished = page.isLast
         return events
+    }
+
+    /// Runs `body`, a replay's work on one page (its read, decoding, and
+    /// judging as its user), in `holder`'s turn (``ReplayTurns``).
+    public func inTurn<Value>(of holder: String, _ body: () async throws -> Value) async rethrows -> Value {
+        let ticket = await takeTurn(for: holder)
+        defer { endTurn(ticket) }
+        return try await body()
     }
 
     private func pageKey(after cursor: ReplayCursor) -> ReplayPages.Key {
@@ -212,10 +213,10 @@ public final class JournalReader: Sendable {
         return (page, range)
     }
 
-    /// Returns when `holder` may read a page on the connection.
-    private func takeTurn(for holder: String) async {
+    /// Returns when it is `holder`'s turn, with the turn's ticket.
+    private func takeTurn(for holder: String) async -> ReplayTurns.Ticket {
         let (ticket, action) = turns.withLock { $0.turns.request(for: holder) }
-        guard action == .wait else { return }
+        guard action == .wait else { return ticket }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = turns.withLock { state in
                 if state.granted.remove(ticket) != nil { return true }
@@ -224,15 +225,16 @@ public final class JournalReader: Sendable {
             }
             if granted { continuation.resume() }
         }
+        return ticket
     }
 
-    /// Passes the connection to the next holder in turn.
-    private func endTurn() {
+    /// Passes `ticket`'s turn to the next holder in turn.
+    private func endTurn(_ ticket: ReplayTurns.Ticket) {
         let next: CheckedContinuation<Void, Never>? = turns.withLock { state in
-            guard case .read(let ticket) = state.turns.finish() else { return nil }
-            guard let waiting = state.waiting.removeValue(forKey: ticket) else {
-                // Its reader has not begun to wait yet: it finds the turn granted.
-                state.granted.insert(ticket)
+            guard case .go(let next) = state.turns.finish(ticket) else { return nil }
+            guard let waiting = state.waiting.removeValue(forKey: next) else {
+                // Its replay has not begun to wait yet: it finds the turn granted.
+                state.granted.insert(next)
                 return nil
             }
             return waiting

@@ -1,60 +1,67 @@
-/// Whose replay reads the journal's next page: holders take turns.
+/// Whose replay takes the next page: holders take turns.
 ///
-/// Replays read pages one at a time on the reader's single connection. In
-/// the order they asked, one holder with a hundred long replays queued a
-/// hundred page reads ahead of every other client's resume, which then
-/// waited for all of them. Here each holder (a user, an address, a key) has
-/// a queue of its own, and the holders with pages to read take turns, one
-/// page each: another holder's resume waits for at most one page of each
-/// holder that is reading, however many replays each runs.
+/// A replay's page is read on the journal reader's single connection,
+/// decoded, and judged as its user under row-level security. In the order
+/// they asked, one holder with ten long replays had ten pages of work ahead
+/// of every page of another client's resume, which then took as long as all
+/// of them. Here each holder (a user, an address, a key) has a queue of its
+/// own, and the holders with pages waiting take turns, one page each: another
+/// holder's resume waits for about one page of each holder replaying,
+/// however many replays each runs. A few turns run at once, so that a page's
+/// decoding uses another core while the next is read.
 ///
 /// A value, changed under the reader's lock and unit-tested without a database.
 struct ReplayTurns: Sendable {
-    /// One page read waiting for its turn.
+    /// One page's turn.
     typealias Ticket = UInt64
 
-    /// What the reader does next.
+    /// What the replay that asked, or the next one, does.
     enum Action: Equatable, Sendable {
-        /// The connection is free: this ticket reads its page now.
-        case read(Ticket)
-        /// Every page waits for the one being read.
+        /// This ticket's page goes now.
+        case go(Ticket)
+        /// Every turn is taken: the ticket waits.
         case wait
         /// Nothing waits.
         case idle
     }
 
+    /// Turns that run at once.
+    let slots: Int
     private var nextTicket: Ticket = 0
-    private var reading: Ticket?
+    private var running: Set<Ticket> = []
     /// Holders with tickets waiting, in the order of their next turn.
     private var turns: [String] = []
     private var waiting: [String: [Ticket]] = [:]
 
-    /// A page read for `holder`: it reads at once when the connection is
-    /// free, or waits its holder's turn.
+    init(slots: Int) {
+        self.slots = max(1, slots)
+    }
+
+    /// A page for `holder`: it goes at once while a turn is free, or waits its holder's turn.
     mutating func request(for holder: String) -> (Ticket, Action) {
         nextTicket += 1
         let ticket = nextTicket
-        guard reading != nil else {
-            reading = ticket
-            return (ticket, .read(ticket))
+        guard running.count >= slots else {
+            running.insert(ticket)
+            return (ticket, .go(ticket))
         }
         if waiting[holder, default: []].isEmpty { turns.append(holder) }
         waiting[holder, default: []].append(ticket)
         return (ticket, .wait)
     }
 
-    /// The page being read is done: the next holder in turn reads one.
-    mutating func finish() -> Action {
-        reading = nil
-        guard !turns.isEmpty else { return .idle }
+    /// `ticket`'s page is done: the next holder in turn takes its place.
+    mutating func finish(_ ticket: Ticket) -> Action {
+        running.remove(ticket)
+        guard running.count < slots, !turns.isEmpty else { return .idle }
         let holder = turns.removeFirst()
         var queue = waiting.removeValue(forKey: holder) ?? []
-        let ticket = queue.removeFirst()
+        let next = queue.removeFirst()
         if !queue.isEmpty {
             waiting[holder] = queue
             turns.append(holder)
         }
-        reading = ticket
-        return .read(ticket)
+        running.insert(next)
+        return .go(next)
     }
 }
