@@ -28,6 +28,13 @@ struct RealtimeConnection {
             maximumBytes: endpoint.configuration.broadcastMaximumBytes, maximumPerSecond: endpoint.configuration.broadcastMaximumPerSecond
         )
         endpoint.logger.debug("realtime socket opened", metadata: ["caller": "\(caller.name)", "vsn": "\(framing.rawValue)"])
+        let registration = ObjectIdentifier(socket)
+        endpoint.openSockets.withLock { [outbound] in
+            $0[registration] = RealtimeEndpoint.OpenSocket(caller: caller) { reason in
+                try? await outbound.close(.policyViolation, reason: reason)
+            }
+        }
+        defer { _ = endpoint.openSockets.withLock { $0.removeValue(forKey: registration) } }
         do {
             for try await message in inbound.messages(maxSize: endpoint.configuration.maximumMessageSize) {
                 let request: PhoenixMessage
@@ -107,9 +114,12 @@ struct RealtimeConnection {
     private func open(_ join: RealtimeJoin, session: inout RealtimeSession) async throws -> RealtimeChannel? {
         var channelCaller = caller
         let credentials = endpoint.credentials.withLock { $0 }
-        if let token = join.accessToken, !credentials.isEmpty, token != caller.presentedKey {
+        // The channel's own token, or else the socket's key or token as the credentials are now:
+        // a reload may have revoked it or changed its grant, and a token may have expired.
+        let presented = join.accessToken.flatMap { $0 == caller.presentedKey ? nil : $0 } ?? (caller.peer == nil ? caller.presentedKey : nil)
+        if let presented, !credentials.isEmpty {
             do {
-                channelCaller = RealtimeCaller(try credentials.identify(token, now: Date().timeIntervalSince1970), presentedKey: token)
+                channelCaller = RealtimeCaller(try credentials.identify(presented, now: Date().timeIntervalSince1970), presentedKey: presented)
             } catch {
                 session.channelEnded(topic: join.topic)
                 try await send(.errorReply(to: join.request, reason: error.message))

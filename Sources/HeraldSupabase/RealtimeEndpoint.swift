@@ -36,6 +36,16 @@ public final class RealtimeEndpoint: Sendable {
     package let credentials: Mutex<RealtimeCredentials>
     /// The channels delivering now, for a reload of the access rules.
     let openChannels = Mutex<[ObjectIdentifier: RealtimeChannel]>([:])
+    /// The open sockets and who opened them, so that a reload that revokes
+    /// their key or token closes them: their channels alone would leave a
+    /// socket that joins again.
+    let openSockets = Mutex<[ObjectIdentifier: OpenSocket]>([:])
+
+    struct OpenSocket: Sendable {
+        let caller: RealtimeCaller
+        /// Sends a close frame with the reason, and closes the socket.
+        let close: @Sendable (String) async -> Void
+    }
     let resumeBook: Mutex<ResumeBook>
     /// Change messages sent since start, over every channel.
     let delivered = Mutex<UInt64>(0)
@@ -90,6 +100,8 @@ public final class RealtimeEndpoint: Sendable {
         self.credentials.withLock { $0 = credentials }
         let ended = revokeChannels(under: credentials)
         if ended > 0 { logger.notice("ended realtime channels whose credentials a reload revoked or changed", metadata: ["channels": "\(ended)"]) }
+        let closed = closeSockets(revokedBy: credentials)
+        if closed > 0 { logger.notice("closed realtime sockets whose key or token a reload revoked", metadata: ["sockets": "\(closed)"]) }
         for observer in credentialObservers.withLock({ $0 }) { observer(credentials) }
     }
 
@@ -117,6 +129,20 @@ public final class RealtimeEndpoint: Sendable {
             ended += 1
         }
         return ended
+    }
+
+    /// Closes the sockets opened with a key or token that `credentials` no
+    /// longer admit, with close code 1008 and why. Returns how many.
+    private func closeSockets(revokedBy credentials: RealtimeCredentials) -> Int {
+        let now = Date().timeIntervalSince1970
+        var closed = 0
+        for socket in openSockets.withLock({ Array($0.values) }) {
+            guard socket.caller.peer == nil, let presented = socket.caller.presentedKey else { continue }
+            guard (try? credentials.identify(presented, now: now)) == nil else { continue }
+            closed += 1
+            Task { await socket.close("a reload of the configuration revoked this key or token") }
+        }
+        return closed
     }
 
     /// Where a connection came from, which decides how it may authenticate.

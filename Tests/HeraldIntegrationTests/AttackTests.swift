@@ -377,6 +377,46 @@ extension IntegrationTests {
             _ = try await target.daemon.stop()
         }
 
+        /// A reload that took a key away ended its channels but left its
+        /// socket open, and an outside tester's socket then joined again and
+        /// received rows; a socket whose grant a reload narrowed joined again
+        /// under its old grant. Now a revoked key's socket closes with 1008,
+        /// and every join is judged by the credentials as they are now.
+        @Test func aReloadThatRevokesAKeyClosesItsSocketsAndNarrowsLaterJoins() async throws {
+            typealias Realtime = IntegrationTests.RealtimeTests
+            let database = try TestDatabase.create()
+            let (daemon, port, config) = try await Realtime.start(database)
+            let courses = #"{"event":"*","schema":"public","table":"course"}"#
+            let leaked = try await RealtimeTestClient(port: port, apikey: Realtime.coursesKey)
+            try await Realtime.join(leaked, topic: "realtime:one", bindings: courses)
+            let narrowed = try await RealtimeTestClient(port: port, apikey: Realtime.allKey)
+            try await Realtime.join(narrowed, topic: "realtime:before", bindings: courses)
+
+            // The courses key goes; the all key keeps only student.
+            let text = try String(contentsOfFile: config, encoding: .utf8)
+                .replacingOccurrences(of: "    all:\n      key: \(Realtime.allKey)\n", with: "    all:\n      key: \(Realtime.allKey)\n      tables: [public.student]\n")
+                .replacingOccurrences(of: "    courses:\n      key: \(Realtime.coursesKey)\n      tables: [public.course]\n", with: "")
+            #expect(!text.contains(Realtime.coursesKey) && text.contains("tables: [public.student]"), "\(text)")
+            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            let reloaded = ContinuousClock.now
+            daemon.process.signal(SIGHUP)
+            try await waitFor(seconds: 5) { leaked.endedBecause != nil } failure: { "the revoked key's socket stayed open" }
+            #expect(ContinuousClock.now - reloaded < .seconds(2), "closed \(ContinuousClock.now - reloaded) after the reload")
+
+            // The narrowed socket's channel ended; joined again on course, it is refused and gets no row.
+            _ = try await narrowed.next(within: 5, "the narrowed channel's end") { $0.topic == "realtime:before" && $0.event == "system" }
+            try await narrowed.send(joinRef: "2", ref: "2", topic: "realtime:after", event: "phx_join", payload: Realtime.joinPayload(courses))
+            let answer = try await narrowed.next(within: 10, "the later join's answer") {
+                $0.topic == "realtime:after" && ($0.event == "system" || ($0.event == "phx_reply" && $0.payload["status"] == .string("error")))
+            }
+            #expect(answer.payload["status"] != .string("ok"), "a join under the old grant: \(answer.payload.jsonText)")
+            try database.execute("INSERT INTO course (short_code, name) VALUES ('RVK1', 'after the reload')")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!narrowed.unread.contains { $0.contains("RVK1") }, "the narrowed socket received a course row")
+            await narrowed.close()
+            _ = try await daemon.stop()
+        }
+
         /// Each event of a partitioned table carried its partition's name: a
         /// subscription to the partitioned table got nothing, its policies
         /// were never applied, and one to a partition without row-level
