@@ -151,6 +151,10 @@ extension RealtimeCredentials.Tokens {
         guard headerObject["alg"]?.stringValue == "HS256" else {
             throw RealtimeAuthError(.malformedToken, "the token must be signed with HS256")
         }
+        // RFC 7515: a header's `crit` names extensions the token needs understood, and pgherald understands none.
+        guard headerObject["crit"] == nil else {
+            throw RealtimeAuthError(.malformedToken, "the token's header asks for extensions (crit) that pgherald does not understand")
+        }
         let signed = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: signed, using: secret) else {
             throw RealtimeAuthError(.badSignature, "the token's signature does not match realtime.jwt's secret")

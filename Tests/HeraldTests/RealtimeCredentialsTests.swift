@@ -53,6 +53,8 @@ func makeToken(_ claims: String, secret: String, header: String) -> String {
         (makeToken(#"{"role":"anon","nbf":1900000000}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .notYetValid),
         (makeToken(#"{"role":"authenticated"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .roleWithoutGrant),
         (makeToken(#"{"role":"anon"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters", header: #"{"alg":"none"}"#), .malformedToken),
+        // RFC 7515: extensions the header marks critical must be understood, and none is.
+        (makeToken(#"{"role":"anon"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters", header: #"{"alg":"HS256","crit":["b64"],"b64":false}"#), .malformedToken),
         // RFC 7519: NumericDate. A date in another shape is no date, not a missing one.
         (makeToken(#"{"role":"anon","exp":"1700000000"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .malformedToken),
         (makeToken(#"{"role":"anon","exp":"2030-01-01"}"#, secret: "super-secret-jwt-token-with-at-least-32-characters"), .malformedToken),
