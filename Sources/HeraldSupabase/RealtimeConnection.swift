@@ -38,11 +38,18 @@ struct RealtimeConnection {
         do {
             for try await message in inbound.messages(maxSize: endpoint.configuration.maximumMessageSize) {
                 let request: PhoenixMessage
+                let bytes: [UInt8], binary: Bool
+                switch message {
+                case .text(let text): (bytes, binary) = (Array(text.utf8), false)
+                case .binary(let buffer): (bytes, binary) = (Array(buffer.readableBytesView), true)
+                }
+                // A large message's work (decoding, measuring, framing for every member) is done at a low
+                // priority: a client that sends them at its limits cannot take a core from the deliveries.
+                let large = bytes.count > Self.largeMessage
                 do {
-                    switch message {
-                    case .text(let text): request = try framing.decode(Array(text.utf8))
-                    case .binary(let buffer): request = try framing.decodeBinary(Array(buffer.readableBytesView))
-                    }
+                    request = try await onLane(large) { [framing] in
+                        Result { () throws(PhoenixFrameError) in try binary ? framing.decodeBinary(bytes) : framing.decode(bytes) }
+                    }.get()
                 } catch {
                     // Without a readable ref there is nothing to reply to; say so on the socket's own topic.
                     try await send(.init(topic: "phoenix", event: "phx_reply", payload: .object([
@@ -73,8 +80,9 @@ struct RealtimeConnection {
                             continue
                         }
                         // The whole message counts: its event and every field beside the payload reach every member too.
-                        let bytes = broadcast.message.payload.jsonText.utf8.count
-                        if let refusal = limiter.admit(bytes: bytes, now: .now) {
+                        let payload = broadcast.message.payload
+                        let size = await onLane(large) { payload.jsonText.utf8.count }
+                        if let refusal = limiter.admit(bytes: size, now: .now) {
                             try await send(.errorReply(to: broadcast.request, reason: refusal))
                             continue
                         }
@@ -82,7 +90,8 @@ struct RealtimeConnection {
                             try await send(.errorReply(to: broadcast.request, reason: refusal))
                             continue
                         }
-                        endpoint.broadcasts.publish(broadcast.message, to: channel.broadcastTopic, from: ObjectIdentifier(channel))
+                        let (hub, topic, sender) = (endpoint.broadcasts, channel.broadcastTopic, ObjectIdentifier(channel))
+                        await onLane(large) { hub.publish(broadcast.message, to: topic, from: sender) }
                         if let acknowledgement = broadcast.acknowledgement { try await send(acknowledgement) }
                     case .presence(let topic, let meta, let reply):
                         guard let channel = channels[topic] else { continue }
@@ -90,7 +99,8 @@ struct RealtimeConnection {
                             try await send(.errorReply(to: reply, reason: "Unauthorized: You do not have permissions to track presence on this Channel topic: \(channel.join.channelName)"))
                             continue
                         }
-                        if let refusal = limiter.admit(bytes: meta?.jsonText.utf8.count ?? 0, now: .now) {
+                        let size = await onLane(large) { meta?.jsonText.utf8.count ?? 0 }
+                        if let refusal = limiter.admit(bytes: size, now: .now) {
                             try await send(.errorReply(to: reply, reason: refusal))
                             continue
                         }
@@ -98,7 +108,8 @@ struct RealtimeConnection {
                             try await send(.errorReply(to: reply, reason: refusal))
                             continue
                         }
-                        endpoint.broadcasts.track(channel.broadcastTopic, channel: ObjectIdentifier(channel), key: channel.presenceKey, meta: meta)
+                        let (hub, topic, tracker, key) = (endpoint.broadcasts, channel.broadcastTopic, ObjectIdentifier(channel), channel.presenceKey)
+                        await onLane(large) { hub.track(topic, channel: tracker, key: key, meta: meta) }
                         try await send(reply)
                     }
                 }
@@ -108,6 +119,14 @@ struct RealtimeConnection {
         }
         for channel in channels.values { await channel.stop(remember: true) }
         endpoint.logger.debug("realtime socket closed", metadata: ["caller": "\(caller.name)", "channels": "\(channels.count)"])
+    }
+
+    /// Past this many bytes, a message's work runs on ``ColumnCheckLane``.
+    static let largeMessage = 16 << 10
+
+    /// `work`'s result, run on the low-priority lane when `large`, else here.
+    private func onLane<Value: Sendable>(_ large: Bool, _ work: @escaping @Sendable () -> Value) async -> Value {
+        large ? await ColumnCheckLane.shared.run(work) : work()
     }
 
     /// Starts a joined channel, or refuses the join when its own token is not accepted.
