@@ -38,6 +38,11 @@ final class RealtimeChannel: Sendable {
         /// whether it was released: changed and read under the endpoint's ledger lock.
         var counted: RealtimeConsumer?
         var released = false
+        /// Whether matching its bindings has proved costly (a `like` over long rows): it then runs
+        /// on ``ColumnCheckLane``. Until measured, a binding with a pattern is taken for costly.
+        var matchingIsCostly: Bool?
+        /// The server ended it (refused, revoked, expired, fallen behind): its topic takes no more sends.
+        var ended = false
     }
 
     let join: RealtimeJoin
@@ -89,6 +94,31 @@ final class RealtimeChannel: Sendable {
 
     var revokedBecause: String? { state.withLock { $0.revokedBecause } }
 
+    /// Marks the channel ended by the server, before it says so: a client that has its
+    /// `phx_close` must find the topic closed to its broadcasts and presence, as after a leave.
+    func markEnded() {
+        state.withLock { $0.ended = true }
+    }
+
+    /// Whether the server ended the channel, or is ending it.
+    var hasEnded: Bool { state.withLock { $0.ended || $0.revokedBecause != nil } }
+
+    /// Ends the channel when its caller's token expires, as Supabase does, whether or not an
+    /// event comes: a channel of broadcasts and presence alone gets none. A token pushed
+    /// meanwhile (`access_token`) moves the end.
+    func endWhenTokenExpires() async {
+        while let expiresAt = caller.expiresAt {
+            let remaining = expiresAt - Date().timeIntervalSince1970
+            if remaining <= 0 {
+                revoke("Token has expired")
+                return
+            }
+            // A signed `exp` may be any number: one past the daemon's lifetime is no expiry.
+            guard remaining < 10 * 366 * 86_400 else { return }
+            do { try await Task.sleep(for: .seconds(min(remaining, 3_600))) } catch { return }
+        }
+    }
+
     /// Ends delivery after what is buffered; the channel then says why and closes.
     func revoke(_ reason: String) {
         let subscription = state.withLock { state in
@@ -139,6 +169,24 @@ final class RealtimeChannel: Sendable {
     }
 
     /// The ids of the bindings `event` matches, and the caller's token expiry.
+    /// ``matchingBindings(_:)`` of each event, measured: on ``ColumnCheckLane`` once matching
+    /// has cost more than ``ColumnCheckLane/costlyPerEvent`` an event, so that one caller's costly
+    /// bindings cannot take a core from the threads that deliver everyone's events.
+    func matches(_ events: [Event]) async -> [(ids: [Int], expiresAt: Double?)] {
+        let costly = state.withLock { state in
+            state.matchingIsCostly ?? state.bindings.contains { $0.granted.matchesPatterns }
+        }
+        return costly ? await ColumnCheckLane.shared.run { self.measuredMatches(events) } : measuredMatches(events)
+    }
+
+    private func measuredMatches(_ events: [Event]) -> [(ids: [Int], expiresAt: Double?)] {
+        let started = ColumnCheckLane.threadCPUTime()
+        let matches = events.map(matchingBindings)
+        let perEvent = (ColumnCheckLane.threadCPUTime() - started) / max(1, events.count)
+        state.withLock { $0.matchingIsCostly = perEvent > ColumnCheckLane.costlyPerEvent }
+        return matches
+    }
+
     func matchingBindings(_ event: Event) -> (ids: [Int], expiresAt: Double?) {
         state.withLock { state in
             (state.bindings.filter { $0.granted.matches(event) }.map(\.id), state.caller.expiresAt)

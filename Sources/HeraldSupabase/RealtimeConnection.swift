@@ -57,6 +57,11 @@ struct RealtimeConnection {
                     ])))
                     continue
                 }
+                // A channel the server ended is closed to its client's sends, as one it left.
+                if let ended = channels[request.topic], ended.hasEnded, request.event != "phx_join" {
+                    channels.removeValue(forKey: request.topic)
+                    session.channelEnded(topic: request.topic)
+                }
                 for action in session.receive(request) {
                     switch action {
                     case .send(let reply):
@@ -199,7 +204,9 @@ struct RealtimeConnection {
                         do { try await outbound.write(framing.frame(frame)) } catch { return }
                     }
                 }
+                group.addTask { await channel.endWhenTokenExpires() }
                 await endpoint.serve(channel, framing: framing, outbound: outbound, socket: socket)
+                channel.markEnded()
                 group.cancelAll()
             }
             endpoint.broadcasts.leave(channel.broadcastTopic, channel: identifier)

@@ -25,12 +25,14 @@ extension RealtimeEndpoint {
         // Supabase's clients do not rejoin after `phx_close`.
         func end(revokedBecause reason: String) async throws {
             logger.info("ended a realtime channel: its access grant changed", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)"])
+            channel.markEnded()
             try await send(join.systemMessage(ok: false, reason))
             try await send(join.channelClose)
         }
         do {
             if let problem = await checkBindings(of: channel) {
                 logger.info("refused a realtime channel", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)", "reason": "\(problem)"])
+                channel.markEnded()
                 try await send(join.systemMessage(ok: false, problem))
                 return
             }
@@ -38,6 +40,7 @@ extension RealtimeEndpoint {
             if join.presence.enabled { broadcasts.sendPresenceState(channel.broadcastTopic, to: ObjectIdentifier(channel)) }
             // Under `rls: true` the channel reads its cohort's broker, where every event is one its role and claims may see.
             guard var source = source(of: channel) else {
+                channel.markEnded()
                 try await send(join.systemMessage(ok: false, "Unauthorized: row-level security is not available here"))
                 return
             }
@@ -80,6 +83,7 @@ extension RealtimeEndpoint {
                 } catch {
                     channel.state.withLock { $0.remember = true }
                     logger.warning("a realtime channel fell behind and was ended; its client rejoins", metadata: ["topic": "\(join.topic)", "capacity": "\(error.capacity)"])
+                    channel.markEnded()
                     try await send(join.channelError("pgherald: the channel fell \(error.capacity) events behind"))
                     return
                 }
@@ -147,12 +151,14 @@ extension RealtimeEndpoint {
     ) async throws -> Bool {
         var frames: [[UInt8]] = []
         var expired = false
+        let changes = events.filter { $0.operation != .broadcast }
+        var matches = changes.isEmpty ? [] : await channel.matches(changes)[...]
         for event in events {
             if event.operation == .broadcast {
                 if let message = Self.databaseBroadcast(event, to: channel.join) { frames.append(framing.encode(message)) }
                 continue
             }
-            let (ids, expiresAt) = channel.matchingBindings(event)
+            let (ids, expiresAt) = matches.removeFirst()
             if let expiresAt, expiresAt <= Date().timeIntervalSince1970 {
                 expired = true
                 break
@@ -171,6 +177,7 @@ extension RealtimeEndpoint {
         delivered.withLock { $0 += UInt64(frames.count) }
         if let last = events.last, !expired { channel.state.withLock { $0.position = last.id } }
         guard !expired else {
+            channel.markEnded()
             try await outbound.write(framing.frame(framing.encode(channel.join.systemMessage(ok: false, "Token has expired"))))
             try await outbound.write(framing.frame(framing.encode(channel.join.channelClose)))
             return false

@@ -403,8 +403,12 @@ extension IntegrationTests {
             try await waitFor(seconds: 5) { leaked.endedBecause != nil } failure: { "the revoked key's socket stayed open" }
             #expect(ContinuousClock.now - reloaded < .seconds(2), "closed \(ContinuousClock.now - reloaded) after the reload")
 
-            // The narrowed socket's channel ended; joined again on course, it is refused and gets no row.
-            _ = try await narrowed.next(within: 5, "the narrowed channel's end") { $0.topic == "realtime:before" && $0.event == "system" }
+            // The narrowed socket's channel ended, and takes no more sends (an outside tester's still broadcast).
+            _ = try await narrowed.next(within: 5, "the narrowed channel's end") { $0.topic == "realtime:before" && $0.event == "phx_close" }
+            try await narrowed.send(joinRef: "1", ref: "9", topic: "realtime:before", event: "broadcast", payload: #"{"type":"broadcast","event":"e","payload":{}}"#)
+            let unmatched = try await narrowed.next(within: 5, "the ended channel's broadcast refused") { $0.ref == .string("9") }
+            #expect(unmatched.payload["response"]?["reason"] == .string("unmatched topic"), "\(unmatched.payload.jsonText)")
+            // Joined again on course, it is refused and gets no row.
             try await narrowed.send(joinRef: "2", ref: "2", topic: "realtime:after", event: "phx_join", payload: Realtime.joinPayload(courses))
             let answer = try await narrowed.next(within: 10, "the later join's answer") {
                 $0.topic == "realtime:after" && ($0.event == "system" || ($0.event == "phx_reply" && $0.payload["status"] == .string("error")))
@@ -414,6 +418,37 @@ extension IntegrationTests {
             try await Task.sleep(for: .milliseconds(500))
             #expect(!narrowed.unread.contains { $0.contains("RVK1") }, "the narrowed socket received a course row")
             await narrowed.close()
+            _ = try await daemon.stop()
+        }
+
+        /// A channel whose token expired was ended only at its next database
+        /// event, and one of broadcasts and presence alone never: five seconds
+        /// after expiry an outside tester's channel still broadcast and tracked
+        /// presence. Now a channel ends when its token does, and its topic
+        /// takes no more sends.
+        @Test func aChannelEndsWhenItsTokenExpiresWithoutAnEvent() async throws {
+            typealias Realtime = IntegrationTests.RealtimeTests
+            let database = try TestDatabase.create()
+            let (daemon, port, _) = try await Realtime.start(database)
+            let expiring = makeToken(#"{"role":"anon","exp":\#(Int(Date().timeIntervalSince1970) + 3)}"#, secret: Realtime.jwtSecret)
+            let client = try await RealtimeTestClient(port: port, apikey: expiring)
+            let member = try await RealtimeTestClient(port: port, apikey: Realtime.allKey)
+            for (socket, ref) in [(client, "1"), (member, "2")] {
+                try await socket.send(joinRef: ref, ref: ref, topic: "realtime:room", event: "phx_join", payload: Realtime.joinPayload(""))
+                #expect(try await socket.next(within: 10, "join \(ref)") { $0.ref == .string(ref) }.payload["status"] == .string("ok"))
+            }
+            let system = try await client.next(within: 8, "the expiry's system message") {
+                $0.topic == "realtime:room" && $0.event == "system" && $0.payload["status"] == .string("error")
+            }
+            #expect(system.payload["message"] == .string("Token has expired"), "\(system.payload.jsonText)")
+            try await client.next(within: 5, "phx_close") { $0.topic == "realtime:room" && $0.event == "phx_close" }
+            try await client.send(joinRef: "1", ref: "3", topic: "realtime:room", event: "broadcast", payload: #"{"type":"broadcast","event":"late","payload":{}}"#)
+            let refused = try await client.next(within: 5, "the late broadcast's reply") { $0.ref == .string("3") }
+            #expect(refused.payload["status"] == .string("error"), "\(refused.payload.jsonText)")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(!member.unread.contains { $0.contains("late") }, "a broadcast after expiry reached another member")
+            await client.close()
+            await member.close()
             _ = try await daemon.stop()
         }
 

@@ -15,7 +15,14 @@ public final class ColumnCheckLane: Sendable {
     public static let shared = ColumnCheckLane(niceness: 10)
 
     /// Past this much checking an event, a subscription's checks go to the lane.
-    static let costlyPerEvent: Duration = .microseconds(20)
+    public static let costlyPerEvent: Duration = .microseconds(20)
+
+    /// The CPU time of the calling thread: what a check cost, whatever else the machine ran meanwhile.
+    public static func threadCPUTime() -> Duration {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+    }
 
     private let jobs = Mutex(Deque<@Sendable () -> Void>())
     private let ready = DispatchSemaphore(value: 0)

@@ -47,17 +47,17 @@ public final class Subscription: AsyncSequence, Sendable {
         var passed: [Event] = []
         var turnStarted = ContinuousClock.now
         var spent = Duration.zero
-        var cpuStarted = Self.threadCPUTime()
+        var cpuStarted = ColumnCheckLane.threadCPUTime()
         for event in events {
             if filter.matches(event) { passed.append(event) }
             if ContinuousClock.now - turnStarted > .milliseconds(1) {
-                spent += Self.threadCPUTime() - cpuStarted
+                spent += ColumnCheckLane.threadCPUTime() - cpuStarted
                 await Task.yield()
                 turnStarted = .now
-                cpuStarted = Self.threadCPUTime()
+                cpuStarted = ColumnCheckLane.threadCPUTime()
             }
         }
-        spent += Self.threadCPUTime() - cpuStarted
+        spent += ColumnCheckLane.threadCPUTime() - cpuStarted
         checkBatch.withLock { $0.checked(events.count, took: spent) }
         return passed
     }
@@ -72,18 +72,11 @@ public final class Subscription: AsyncSequence, Sendable {
     /// ``checksAreCostly``; for events that ``pollUnchecked(limit:bytes:)`` returned.
     public func passingColumns(_ events: [Event]) -> [Event] {
         guard checksColumns else { return events }
-        let started = Self.threadCPUTime()
+        let started = ColumnCheckLane.threadCPUTime()
         let passed = events.filter(filter.matches)
-        let took = Self.threadCPUTime() - started
+        let took = ColumnCheckLane.threadCPUTime() - started
         checkBatch.withLock { $0.checked(events.count, took: took) }
         return passed
-    }
-
-    /// The CPU time of the calling thread: what a check cost, whatever else the machine ran meanwhile.
-    private static func threadCPUTime() -> Duration {
-        var now = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
     }
 
     deinit {

@@ -49,7 +49,7 @@ public struct EventFilter: Sendable, Hashable {
 
     /// Whether it holds a `like` or `ilike` pattern, whose checks may cost much an event: its
     /// subscriber's checks start on ``ColumnCheckLane`` until they prove cheap.
-    var matchesPatterns: Bool {
+    public var matchesPatterns: Bool {
         let grants = access?.flatMap(\.predicates) ?? []
         return (predicates + grants).contains { $0.pattern != nil }
     }
