@@ -1,4 +1,5 @@
 public import Herald
+import Glibc
 import Synchronization
 
 /// Reads the journal for socket clients that resume from an event older than
@@ -40,7 +41,9 @@ public final class JournalReader: Sendable {
     private let lookups = Mutex(ReplayLookups())
     private let pages = Mutex(ReplayPages())
     private let counts = Mutex(DaemonStatistics.Replays())
-    private let turns = Mutex(TurnState(turns: ReplayTurns(slots: 2)))
+    /// One turn fewer than the cores: the async runtime has a thread a core, and replays that
+    /// filled them all kept every request and live delivery of the daemon waiting behind their pages.
+    private let turns = Mutex(TurnState(turns: ReplayTurns(slots: sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)))
 
     /// ``ReplayTurns`` and the readers waiting for theirs.
     private struct TurnState {

@@ -7,8 +7,9 @@
 /// of them. Here each holder (a user, an address, a key) has a queue of its
 /// own, and the holders with pages waiting take turns, one page each: another
 /// holder's resume waits for about one page of each holder replaying,
-/// however many replays each runs. A few turns run at once, so that a page's
-/// decoding uses another core while the next is read.
+/// however many replays each runs. A few turns run at once, one fewer than
+/// the cores (at least one), so that replays use the cores the live
+/// deliveries and requests leave.
 ///
 /// A value, changed under the reader's lock and unit-tested without a database.
 struct ReplayTurns: Sendable {
