@@ -115,7 +115,10 @@ extension IntegrationTests.FairShareTests {
             try await Task.sleep(for: .seconds(1))
             return silent
         }
-        try await bystander.expectFairShare(idle: idle, underAttack: underAttack)
+        // 300 joins arrive at once, each framing for its socket a state of 480 KB: in the debug build, on
+        // a machine that runs the other half of the suite beside it, the first events after them waited
+        // up to 447 ms (locally 28). The floor is that of the other tests of frames this large.
+        try await bystander.expectFairShare(idle: idle, underAttack: underAttack, floor: .seconds(1))
         let grown = daemon.residentBytes - before
         let missed = try await missedFrames() - missedBefore
         print("30 sockets that never read, 10 presence states of 480 KB each: the daemon grew by \(grown >> 20) MiB; \(missed) frames missed")
