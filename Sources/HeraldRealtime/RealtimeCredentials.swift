@@ -112,6 +112,17 @@ public struct RealtimeIdentity: Sendable, Hashable {
         self.expiresAt = expiresAt
         self.consumer = consumer ?? .shared(name)
     }
+
+    /// Seconds from `now` (the clock's, by default) until a token's `exp` (negative once it passed), or nil when `exp`
+    /// lies past the daemon's lifetime: a signed `exp` may be any number, and a timer that
+    /// far out would trap converting to nanoseconds, so such a token is one that does not expire.
+    public static func secondsUntilExpiry(_ expiresAt: Double, now: Double? = nil) -> Double? {
+        let remaining = expiresAt - (now ?? Date().timeIntervalSince1970)
+        return remaining < longestExpiryTimer ? remaining : nil
+    }
+
+    /// Ten years, in seconds.
+    static let longestExpiryTimer: Double = 10 * 366 * 86_400
 }
 
 /// Why a key or token was refused.

@@ -108,13 +108,11 @@ final class RealtimeChannel: Sendable {
     /// meanwhile (`access_token`) moves the end.
     func endWhenTokenExpires() async {
         while let expiresAt = caller.expiresAt {
-            let remaining = expiresAt - Date().timeIntervalSince1970
+            guard let remaining = RealtimeIdentity.secondsUntilExpiry(expiresAt) else { return }
             if remaining <= 0 {
                 revoke("Token has expired")
                 return
             }
-            // A signed `exp` may be any number: one past the daemon's lifetime is no expiry.
-            guard remaining < 10 * 366 * 86_400 else { return }
             do { try await Task.sleep(for: .seconds(min(remaining, 3_600))) } catch { return }
         }
     }

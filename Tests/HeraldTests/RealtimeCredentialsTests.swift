@@ -94,6 +94,13 @@ func makeToken(_ claims: String, secret: String, header: String) -> String {
         #expect(throws: RealtimeAuthError.self) { try credentials.identify(unsigned, now: 0) }
     }
 
+    @Test func anExpiryPastTheDaemonsLifetimeSetsNoTimer() {
+        #expect(RealtimeIdentity.secondsUntilExpiry(1_060, now: 1_000) == 60)
+        #expect(RealtimeIdentity.secondsUntilExpiry(940, now: 1_000) == -60)
+        #expect(RealtimeIdentity.secondsUntilExpiry(1_000 + 20 * 366 * 86_400, now: 1_000) == nil)
+        #expect(RealtimeIdentity.secondsUntilExpiry(.greatestFiniteMagnitude, now: 1_000) == nil)
+    }
+
     @Test func resumeBookKeepsPositionsForItsWindowOnly() throws {
         var session = RealtimeSession()
         let join = try PhoenixFraming.v1.decode(Array(#"{"topic":"realtime:a","event":"phx_join","payload":{"config":{"postgres_changes":[{"event":"*","schema":"public"}]}},"ref":"1"}"#.utf8))

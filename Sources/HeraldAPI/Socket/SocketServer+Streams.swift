@@ -3,6 +3,7 @@ import HTTPTypes
 import Herald
 import HeraldHTTP
 import HeraldPostgres
+import HeraldRealtime
 import Hummingbird
 import HummingbirdCore
 import NIOCore
@@ -202,17 +203,12 @@ extension SocketServer {
     /// Ends `stream` when its token expires: its last frame says so, and the
     /// client reconnects with a fresh token.
     static func end(_ stream: some GrantedStream, whenTokenExpiresAt expiresAt: Double, on channel: any Channel) {
-        let remaining = expiresAt - Date().timeIntervalSince1970
-        // A signed `exp` may be any number: one past the daemon's lifetime sets no timer, rather than trapping on Int64.
-        guard remaining < Self.longestTokenTimer else { return }
+        guard let remaining = RealtimeIdentity.secondsUntilExpiry(expiresAt) else { return }
         let expiry = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(max(0, remaining) * 1000))) {
             stream.finish(.tokenExpired("the token expired at \(Date(timeIntervalSince1970: expiresAt).formatted(.iso8601))"))
         }
         channel.closeFuture.whenComplete { _ in expiry.cancel() }
     }
-
-    /// Ten years, in seconds: a token that expires later is treated as one that does not expire.
-    static let longestTokenTimer: Double = 10 * 366 * 86_400
 
     /// A stream that fell behind its mailbox reads on from the history; one
     /// whose client stopped reading is closed once its writes stall.
