@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 @testable import Herald
 import Testing
@@ -21,10 +22,13 @@ import Testing
         getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
     }
 
-    @Test func theLaneRunsBelowTheThreadsThatDeliver() async {
+    @Test func theLaneRunsBelowTheThreadsThatDeliver() async throws {
         let lane = await ColumnCheckLane.shared.run { Self.niceness() }
         #expect(lane == 10)
         #expect(Self.niceness() == 0, "only the lane's thread is lowered")
+        // Named, so that an operator can tell it in `top -H` from the threads that deliver.
+        let name = await ColumnCheckLane.shared.run { try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+        #expect(name == "costly-checks\n")
     }
 
     @Test func aLikeOverLongRowsGoesToTheLaneAndAnEqualityOverShortOnesStays() throws {
