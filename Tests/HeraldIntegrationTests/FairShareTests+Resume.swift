@@ -102,4 +102,67 @@ extension IntegrationTests.FairShareTests {
         #expect(before.pagesRead < UInt64(attackers) * pagesEach / 2, "alice's replays were nearly done before bob's began: \(before)")
         withExtendedLifetime(replays) {}
     }
+
+    /// A replay's row-level-security checks ran on the connection that
+    /// judges every user's live events. An outside tester's replay of 40
+    /// rows of 1 MB, one page judged as one statement for about 2 s, held
+    /// another user's live events back by up to 1.6 s. Now replays are judged
+    /// on a connection of their own. Here alice's policy takes 4 ms a row
+    /// (a sleep, so that the wait is the database's and not the cores'), and
+    /// she replays a page of 400 rows, two at a time, while bob's live events
+    /// on another table keep their pace.
+    @Test func aReplaysSlowChecksCannotHoldBackAnotherUsersLiveEvents() async throws {
+        typealias Network = IntegrationTests.NetworkTests
+        let database = try TestDatabase.create()
+        let role = IntegrationTests.RowSecurityTests.makeRole()
+        defer { IntegrationTests.AttackTests.drop(role, in: database) }
+        try database.execute("""
+            CREATE ROLE \(role) NOLOGIN;
+            CREATE TABLE note (id serial PRIMARY KEY, owner text NOT NULL, body text);
+            ALTER TABLE note ENABLE ROW LEVEL SECURITY;
+            GRANT SELECT ON note, course TO \(role);
+            CREATE FUNCTION slow_check() RETURNS boolean LANGUAGE sql VOLATILE AS 'SELECT pg_sleep(0.004) IS NOT NULL';
+            CREATE POLICY own ON note FOR SELECT TO \(role)
+                USING (owner = current_setting('request.jwt.claims', true)::json->>'sub' AND slow_check());
+            """)
+        let served = try await Network.start(database, role: role, extra: "history: 0")
+        let client = TestCertificates.httpClient
+        let alice = Network.token(role: role, sub: "alice"), bob = Network.token(role: role, sub: "bob")
+        // The id to replay from, read by a stream that then ends: no live stream of alice's judges the rows below.
+        let resumed = try await {
+            let live = try await RawStream(url: served.base + "/events?format=ndjson&table=note", headers: [("Authorization", "Bearer \(alice)")], client: client)
+            try database.execute("INSERT INTO note (owner, body) VALUES ('alice', 'start')")
+            try await live.waitForLines(1)
+            return try #require(live.lines.compactMap { try? Event(payload: String($0)) }.first?.id)
+        }()
+        // One statement, so one page of 400 rows: 1.6 s of checks as alice.
+        try database.execute("INSERT INTO note (owner, body) SELECT 'alice', 'row ' || i FROM generate_series(1, 400) AS i")
+
+        let bystander = try await Bystander(base: served.base, headers: [("Authorization", "Bearer \(bob)")], client: client, database: database)
+        let idle = try await bystander.measure("idle")
+        let (replays, underAttack) = try await bystander.measure("alice replays 400 slowly judged rows, two at a time") {
+            let started = ContinuousClock.now
+            return try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        var done = 0
+                        while done < 4, ContinuousClock.now - started < .seconds(5) {
+                            let replay = try await RawStream(
+                                url: served.base + "/events?format=ndjson&table=note&since=\(resumed)", headers: [("Authorization", "Bearer \(alice)")], client: client
+                            )
+                            try await replay.waitForLines(400, within: 60)
+                            done += 1
+                        }
+                        return done
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        print("slow replays: \(replays) pages of 400 rows judged as alice while bob wrote")
+        try await bystander.expectFairShare(idle: idle, underAttack: underAttack)
+        #expect(replays >= 2, "only \(replays) replays ran")
+        await bystander.close()
+        _ = try await served.daemon.stop()
+    }
 }

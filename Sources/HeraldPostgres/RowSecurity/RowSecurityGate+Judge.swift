@@ -9,16 +9,20 @@ extension RowSecurityGate {
 
     /// Judges `events` for `cohorts`: one catalog read, then one round trip
     /// (more only after a cohort's statement fails: the rest run again).
-    /// - Parameter followingAll: judge every table, not only those the cohorts' subscribers follow.
+    /// - Parameters:
+    ///   - followingAll: judge every table, not only those the cohorts' subscribers follow.
+    ///   - serial: the live checks' connection, or the replays'.
     /// - Throws: ``LibpqError`` when the database cannot be asked at all.
-    func judge(_ events: [Event], for cohorts: [RowSecurityCohort], followingAll: Bool = false) async throws -> Judgement {
+    func judge(
+        _ events: [Event], for cohorts: [RowSecurityCohort], followingAll: Bool = false, on serial: SerialConnection
+    ) async throws -> Judgement {
         let tables = Set(events.lazy.filter { $0.operation != .broadcast }.map(\.table))
         let following = cohorts.map { cohort in
             followingAll ? tables : tables.filter { cohort.broker.hasSubscribers(following: $0) }
         }
         let identities = cohorts.map(\.identity)
         let started = ContinuousClock.now
-        let (access, verdicts, failures, checks) = try await connection.run { connection throws(LibpqError) in
+        let (access, verdicts, failures, checks) = try await serial.run { connection throws(LibpqError) in
             try Self.judge(events, identities: identities, following: following, on: connection)
         }
         statistics.withLock { statistics in

@@ -35,7 +35,11 @@ public final class RowSecurityGate: Service, Sendable {
 
     public let configuration: Configuration
     let broker: Broker
+    /// Live batches' checks and channel authorizations.
     let connection: SerialConnection
+    /// Replays' checks, on a connection of their own: a page of large rows, judged as one
+    /// user, can take seconds, and everyone's live events waited behind it on one connection.
+    let replayConnection: SerialConnection
     let logger: Logger
     let state = Mutex(State())
     let statistics = Mutex(RowSecurityStatistics())
@@ -53,6 +57,7 @@ public final class RowSecurityGate: Service, Sendable {
         self.broker = broker
         self.logger = logger
         connection = SerialConnection(database, applicationName: "pgherald row security")
+        replayConnection = SerialConnection(database, applicationName: "pgherald row security replays")
         (wakes, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -132,7 +137,7 @@ public final class RowSecurityGate: Service, Sendable {
         var attempt = 0
         while true {
             do {
-                let outcome = try await judge(events, for: cohorts)
+                let outcome = try await judge(events, for: cohorts, on: connection)
                 for (cohort, reason) in outcome.failures {
                     logger.warning("a row-security cohort's check failed; its streams end", metadata: [
                         "identity": "\(cohort.identity)", "reason": "\(reason)",
@@ -169,7 +174,7 @@ public final class RowSecurityGate: Service, Sendable {
     /// - Throws: ``RowSecurityError`` when the check fails; the stream should end with its reason.
     public func visible(_ events: [Event], to identity: RowSecurityIdentity) async throws -> [Event] {
         let cohort = RowSecurityCohort(identity: identity, broker: Broker())
-        let outcome = try await judge(events, for: [cohort], followingAll: true)
+        let outcome = try await judge(events, for: [cohort], followingAll: true, on: replayConnection)
         if let (_, reason) = outcome.failures.first { throw RowSecurityError(reason: reason) }
         return outcome.visible.first?.1 ?? []
     }
