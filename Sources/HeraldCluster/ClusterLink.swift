@@ -152,9 +152,9 @@ public final class ClusterLink: Service, Sendable {
                     ])
                     // Heard at once by the others, who then ask for this daemon's presence.
                     self.relay.outbound.yield(.heartbeat)
-                    for await message in messages {
+                    for await batch in messages {
                         received.withLock { $0 = true }
-                        self.take(message.payload)
+                        for message in batch { self.take(message.payload) }
                     }
                 }
             } catch where !Task.isCancelled {

@@ -132,31 +132,33 @@ public final class EdgeFeed: Service, Sendable {
         var batchStart: UInt64 = 0
         // An event larger than the server's max_payload comes in parts; its count is its last part's sequence.
         var parts = NATSMessageParts.Assembler()
-        for try await stored in jetStream.messages(of: stream, from: start) {
-            var payload = stored.message.payload
-            if let part = stored.message.headers.last(where: { $0.name == NATSMessageParts.header })?.value {
-                if !batch.isEmpty { publish(&batch, from: batchStart, lag: stored.pending + 1) }
-                switch parts.add(part: part, payload: payload) {
-                case .waiting:
-                    continue
-                case .skipped(let reason):
-                    logger.notice("skipped a part of a large event", metadata: ["stream": "\(stream)", "sequence": "\(stored.streamSequence)", "reason": "\(reason)"])
-                    if parts.isJoining { continue }
-                    position.withLock { $0.next = stored.streamSequence + 1 }
-                    continue
-                case .whole(let joined):
-                    payload = joined
+        for try await read in jetStream.messages(of: stream, from: start) {
+            for stored in read {
+                var payload = stored.message.payload
+                if let part = stored.message.headers.last(where: { $0.name == NATSMessageParts.header })?.value {
+                    if !batch.isEmpty { publish(&batch, from: batchStart, lag: stored.pending + 1) }
+                    switch parts.add(part: part, payload: payload) {
+                    case .waiting:
+                        continue
+                    case .skipped(let reason):
+                        logger.notice("skipped a part of a large event", metadata: ["stream": "\(stream)", "sequence": "\(stored.streamSequence)", "reason": "\(reason)"])
+                        if parts.isJoining { continue }
+                        position.withLock { $0.next = stored.streamSequence + 1 }
+                        continue
+                    case .whole(let joined):
+                        payload = joined
+                    }
                 }
+                if !batch.isEmpty, stored.streamSequence != batchStart + UInt64(batch.count) { publish(&batch, from: batchStart, lag: stored.pending + 1) }
+                if batch.isEmpty { batchStart = stored.streamSequence }
+                if let event = decode(payload, headers: stored.message.headers, sequence: stored.streamSequence) {
+                    batch.append(event)
+                } else if !batch.isEmpty {
+                    publish(&batch, from: batchStart, lag: stored.pending)
+                }
+                position.withLock { $0.next = stored.streamSequence + 1 }
+                if stored.pending == 0 || batch.count >= Self.batchLimit { publish(&batch, from: batchStart, lag: stored.pending) }
             }
-            if !batch.isEmpty, stored.streamSequence != batchStart + UInt64(batch.count) { publish(&batch, from: batchStart, lag: stored.pending + 1) }
-            if batch.isEmpty { batchStart = stored.streamSequence }
-            if let event = decode(payload, headers: stored.message.headers, sequence: stored.streamSequence) {
-                batch.append(event)
-            } else if !batch.isEmpty {
-                publish(&batch, from: batchStart, lag: stored.pending)
-            }
-            position.withLock { $0.next = stored.streamSequence + 1 }
-            if stored.pending == 0 || batch.count >= Self.batchLimit { publish(&batch, from: batchStart, lag: stored.pending) }
         }
     }
 

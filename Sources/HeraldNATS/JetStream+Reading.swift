@@ -40,7 +40,8 @@ extension JetStream {
     }
 
     /// Every message of `stream` from `sequence` on, in stream order, with no
-    /// gap and no repeat, until the connection ends or the reader stops.
+    /// gap and no repeat, until the connection ends or the reader stops: each
+    /// element is what one read of the connection brought.
     ///
     /// An ordered push consumer, as NATS clients make one: ephemeral, without
     /// acknowledgements, with flow control and idle heartbeats. When a
@@ -50,8 +51,8 @@ extension JetStream {
     ///   while there is nothing to send; three missed end the reading with an error.
     public func messages(
         of stream: String, from sequence: UInt64, idleHeartbeat: Duration = .seconds(2)
-    ) -> AsyncThrowingStream<StoredMessage, any Error> {
-        let (messages, continuation) = AsyncThrowingStream<StoredMessage, any Error>.makeStream(bufferingPolicy: .bufferingOldest(4096))
+    ) -> AsyncThrowingStream<[StoredMessage], any Error> {
+        let (messages, continuation) = AsyncThrowingStream<[StoredMessage], any Error>.makeStream(bufferingPolicy: .bufferingOldest(4096))
         let reading = Task {
             do {
                 try await read(stream, from: sequence, idleHeartbeat: idleHeartbeat, into: continuation)
@@ -65,7 +66,7 @@ extension JetStream {
     }
 
     private func read(
-        _ stream: String, from start: UInt64, idleHeartbeat: Duration, into output: AsyncThrowingStream<StoredMessage, any Error>.Continuation
+        _ stream: String, from start: UInt64, idleHeartbeat: Duration, into output: AsyncThrowingStream<[StoredMessage], any Error>.Continuation
     ) async throws {
         let progress = ReaderProgress(next: start)
         while !Task.isCancelled {
@@ -76,26 +77,35 @@ extension JetStream {
             let outcome = try await withThrowingTaskGroup(of: ConsumerOutcome.self) { group in
                 group.addTask {
                     var expected: UInt64 = 1
-                    for await message in delivered {
+                    var stored: [StoredMessage] = []
+                    for await messages in delivered {
                         progress.lastHeard.withLock { $0 = .now }
-                        if message.status == 100 {
-                            // Flow control asks for an answer on its reply subject; a stalled consumer names one in a header.
-                            let answerTo = message.replyTo ?? message.headers.first { $0.name == "Nats-Consumer-Stalled" }?.value
-                            if let answerTo { try await connection.publish(subject: answerTo, payload: []) }
-                            // A heartbeat names the last consumer sequence sent: one this reader never had was lost.
-                            if let last = message.headers.first(where: { $0.name == "Nats-Last-Consumer" }).flatMap({ UInt64($0.value) }),
-                               last.addingReportingOverflow(1) != (expected, false) {
-                                return .gap
+                        // What came before a gap or a broken message is handed on whatever follows it.
+                        defer {
+                            if !stored.isEmpty { output.yield(stored) }
+                            stored = []
+                        }
+                        stored.reserveCapacity(messages.count)
+                        for message in messages {
+                            if message.status == 100 {
+                                // Flow control asks for an answer on its reply subject; a stalled consumer names one in a header.
+                                let answerTo = message.replyTo ?? message.headers.first { $0.name == "Nats-Consumer-Stalled" }?.value
+                                if let answerTo { try await connection.publish(subject: answerTo, payload: []) }
+                                // A heartbeat names the last consumer sequence sent: one this reader never had was lost.
+                                if let last = message.headers.first(where: { $0.name == "Nats-Last-Consumer" }).flatMap({ UInt64($0.value) }),
+                                   last.addingReportingOverflow(1) != (expected, false) {
+                                    return .gap
+                                }
+                                continue
                             }
-                            continue
+                            guard let reply = message.replyTo, let position = AcknowledgementSubject(reply) else {
+                                throw NATSError(.protocolViolation, "a message of stream \(stream) came without its position")
+                            }
+                            guard position.consumerSequence == expected else { return .gap }
+                            expected += 1
+                            progress.next.withLock { $0 = position.streamSequence + 1 }
+                            stored.append(StoredMessage(streamSequence: position.streamSequence, pending: position.pending, message: message))
                         }
-                        guard let reply = message.replyTo, let position = AcknowledgementSubject(reply) else {
-                            throw NATSError(.protocolViolation, "a message of stream \(stream) came without its position")
-                        }
-                        guard position.consumerSequence == expected else { return .gap }
-                        expected += 1
-                        progress.next.withLock { $0 = position.streamSequence + 1 }
-                        output.yield(StoredMessage(streamSequence: position.streamSequence, pending: position.pending, message: message))
                     }
                     return .connectionEnded
                 }

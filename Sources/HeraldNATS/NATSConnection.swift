@@ -24,7 +24,7 @@ public final class NATSConnection: Sendable {
         var replies: [String: Reply] = [:]
         var nextReply = 0
         /// By subscription id; "1" is the reply inbox's.
-        var subscriptions: [String: AsyncStream<NATSMessage>.Continuation] = [:]
+        var subscriptions: [String: AsyncStream<[NATSMessage]>.Continuation] = [:]
         var nextSubscription = 1
         var closed: NATSError?
         var info: NATSServerInfo?
@@ -117,8 +117,11 @@ public final class NATSConnection: Sendable {
         var parser = NATSFrameParser()
         var ending = NATSError(.unreachable, "\(server) closed the connection")
         var handshaking = true
+        var arrived = ArrivedMessages()
         do {
             reading: for try await buffer in inbound {
+                // What a read brought is handed on when it is parsed, and before anything that may wait.
+                defer { arrived.hand(to: self) }
                 parser.append(buffer.readableBytesView)
                 while let operation = try parser.next() {
                     switch operation {
@@ -144,9 +147,12 @@ public final class NATSConnection: Sendable {
                     case .pong where handshaking:
                         handshaking = false
                         accepted.yield()
+                    case .message(let message) where message.subscriptionID == Self.inboxSubscription:
+                        answer(message)
                     case .message(let message):
-                        deliver(message)
+                        arrived.add(message)
                     case .ping:
+                        arrived.hand(to: self)
                         try await write(.pong)
                     case .error(let text):
                         let lowered = text.lowercased()
@@ -169,11 +175,31 @@ public final class NATSConnection: Sendable {
         close(ending)
     }
 
-    private func deliver(_ message: NATSMessage) {
-        if message.subscriptionID != Self.inboxSubscription {
-            _ = state.withLock { $0.subscriptions[message.subscriptionID] }?.yield(message)
-            return
+    /// The messages of one read of the socket, by subscription, in the order they came: each
+    /// subscription gets them as one element of its stream, so that a read of many messages
+    /// wakes its reader once, not once a message.
+    private struct ArrivedMessages {
+        /// Reads rarely carry more than a subscription or two: a list beats a dictionary here.
+        private var bySubscription: [(id: String, messages: [NATSMessage])] = []
+
+        mutating func add(_ message: NATSMessage) {
+            if let index = bySubscription.firstIndex(where: { $0.id == message.subscriptionID }) {
+                bySubscription[index].messages.append(message)
+            } else {
+                bySubscription.append((message.subscriptionID, [message]))
+            }
         }
+
+        mutating func hand(to connection: NATSConnection) {
+            guard !bySubscription.isEmpty else { return }
+            let streams = connection.state.withLock { state in bySubscription.map { state.subscriptions[$0.id] } }
+            for (stream, arrived) in zip(streams, bySubscription) { _ = stream?.yield(arrived.messages) }
+            bySubscription.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// A reply to one of this connection's requests.
+    private func answer(_ message: NATSMessage) {
         let waiting = state.withLock { state -> CheckedContinuation<NATSMessage, any Error>? in
             guard case .waiting(let continuation) = state.replies[message.subject] else { return nil }
             if let continuation {
@@ -205,10 +231,11 @@ public final class NATSConnection: Sendable {
     private static let inboxSubscription = "1"
 
     /// Messages on `subject` (wildcards allowed) until the connection ends,
-    /// which finishes the stream. A reader that falls `backlog` messages
-    /// behind misses the newest ones: NATS core delivers at most once.
-    public func subscribe(to subject: String, backlog: Int = 10_000) async throws -> AsyncStream<NATSMessage> {
-        let (messages, continuation) = AsyncStream<NATSMessage>.makeStream(bufferingPolicy: .bufferingOldest(backlog))
+    /// which finishes the stream: each element is what one read of the socket
+    /// brought, in order. A reader that falls `backlog` reads behind misses
+    /// the newest ones: NATS core delivers at most once.
+    public func subscribe(to subject: String, backlog: Int = 10_000) async throws -> AsyncStream<[NATSMessage]> {
+        let (messages, continuation) = AsyncStream<[NATSMessage]>.makeStream(bufferingPolicy: .bufferingOldest(backlog))
         let subscriptionID = try state.withLock { state throws(NATSError) -> String in
             if let closed = state.closed { throw closed }
             state.nextSubscription += 1
