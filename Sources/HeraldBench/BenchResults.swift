@@ -162,7 +162,7 @@ struct BenchResults: Codable {
         /// Scenario v.: scans of the journal's tables in PostgreSQL over the run.
         var journalScans: Int?
         /// Scenario v.: how long the writer ran.
-        var runSeconds: Int?
+        var runSeconds: Double?
         /// Scenario w.: what the attacking key held and sent while the bystanders were measured.
         var attack: AttackFigures?
         /// Scenario y.: what the herd's resumes cost the journal (`/stats` replays); absent after resumes from memory.
