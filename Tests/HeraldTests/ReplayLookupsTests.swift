@@ -42,8 +42,8 @@ import Testing
         return ReplayPages.Key(older: older, newer: newer, afterTransactionID: id == 0 ? 0 : 15, afterEventID: id)
     }
 
-    private func page(_ ids: ClosedRange<UInt64>) -> Journal.Page {
-        Journal.Page(rows: ids.map { Journal.Row(transactionID: 15, id: $0, event: "{}") }, isLast: false)
+    private func page(_ ids: ClosedRange<UInt64>) -> ReplayPages.Kept {
+        ReplayPages.Kept(Journal.Page(rows: ids.map { Journal.Row(transactionID: 15, id: $0, event: "{}") }, isLast: false))
     }
 
     @Test func aPageIsSharedUntilItsLifetimeEnds() {
@@ -51,7 +51,7 @@ import Testing
         let start = ContinuousClock.now
         let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
         pages.store(page(1...3), for: key(after: 0), range: range, now: start)
-        #expect(pages.page(key(after: 0), now: start + .seconds(1))?.rows.map(\.id) == [1, 2, 3])
+        #expect(pages.page(key(after: 0), now: start + .seconds(1))?.page.rows.map(\.id) == [1, 2, 3])
         #expect(pages.page(key(after: 3), now: start + .seconds(1)) == nil, "another position")
         #expect(pages.range(older: range.older, newer: range.newer) != nil)
         #expect(pages.page(key(after: 0), now: start + ReplayPages.lifetime) == nil)

@@ -15,10 +15,23 @@ struct ReplayPages: Sendable {
         var afterEventID: UInt64
     }
 
-    private struct Entry: Sendable {
+    /// A page as it was read, with its rows' events decoded once for all its readers: in a herd
+    /// of ten thousand resumes, each decoding the same rows again cost more than the rest of its turn.
+    struct Kept: Sendable {
         var page: Journal.Page
+        /// Row by row; nil where a row is not an event this daemon can read.
+        var events: [Event?]
+
+        init(_ page: Journal.Page) {
+            self.page = page
+            events = page.rows.map { try? Event(payload: $0.event) }
+        }
+    }
+
+    private struct Entry: Sendable {
+        var kept: Kept
         var storedAt: ContinuousClock.Instant
-        var rowCount: Int { page.rows.count }
+        var rowCount: Int { kept.page.rows.count }
     }
 
     private var pages: [Key: Entry] = [:]
@@ -28,7 +41,7 @@ struct ReplayPages: Sendable {
 
     /// How long a page is kept after it was read.
     static let lifetime: Duration = .seconds(10)
-    /// Events kept at most across all pages, about 30 MB of 300-byte events.
+    /// Events kept at most across all pages, about 30 MB of 300-byte events as read, and their decoded events beside.
     static let rowLimit = 100_000
 
     struct JournalRangeKey: Hashable, Sendable {
@@ -37,13 +50,13 @@ struct ReplayPages: Sendable {
     }
 
     /// The page after `key`'s position, if a reader read it lately.
-    mutating func page(_ key: Key, now: ContinuousClock.Instant) -> Journal.Page? {
+    mutating func page(_ key: Key, now: ContinuousClock.Instant) -> Kept? {
         guard let entry = pages[key] else { return nil }
         guard now - entry.storedAt < Self.lifetime else {
             drop(key)
             return nil
         }
-        return entry.page
+        return entry.kept
     }
 
     /// The range a reader of `older`–`newer` continues: shared, so that a long
@@ -52,14 +65,14 @@ struct ReplayPages: Sendable {
         ranges[JournalRangeKey(older: older, newer: newer)]?.range
     }
 
-    mutating func store(_ page: Journal.Page, for key: Key, range: JournalRange, now: ContinuousClock.Instant) {
+    mutating func store(_ kept: Kept, for key: Key, range: JournalRange, now: ContinuousClock.Instant) {
         dropExpired(now: now)
-        guard page.rows.count <= Self.rowLimit - heldRows else { return }
+        guard kept.page.rows.count <= Self.rowLimit - heldRows else { return }
         drop(key)
-        pages[key] = Entry(page: page, storedAt: now)
+        pages[key] = Entry(kept: kept, storedAt: now)
         let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
         ranges[rangeKey] = (range, (ranges[rangeKey]?.pages ?? 0) + 1)
-        heldRows += page.rows.count
+        heldRows += kept.page.rows.count
     }
 
     private mutating func drop(_ key: Key) {
