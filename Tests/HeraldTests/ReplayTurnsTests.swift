@@ -13,7 +13,8 @@ import Testing
     }
 
     /// The attack this answers: one holder queues a hundred replays' pages
-    /// before a bystander's one; the bystander goes second, not 101st.
+    /// before a bystander's one; the bystander goes next, not 101st, and not
+    /// after the attacker's page that had queued while its first one ran.
     @Test func aHolderWithManyReplaysTakesOnePageATurn() {
         var turns = ReplayTurns(slots: 1)
         let (first, _) = turns.request(for: "attacker")
@@ -25,17 +26,16 @@ import Testing
         }
         let (bystander, action) = turns.request(for: "bystander")
         #expect(action == .wait)
-        #expect(turns.finish(first) == .go(attackers[0]), "the attacker's turn came first")
-        #expect(turns.finish(attackers[0]) == .go(bystander), "then the bystander's, ahead of the attacker's other 99")
+        #expect(turns.finish(first) == .go(bystander), "the bystander's turn comes once the page in progress ends")
         var previous = bystander
-        for ticket in attackers.dropFirst() {
+        for ticket in attackers {
             #expect(turns.finish(previous) == .go(ticket), "then the attacker's, in the order they asked")
             previous = ticket
         }
         #expect(turns.finish(previous) == .idle)
     }
 
-    @Test func holdersTakeTurnsInTheOrderTheyCame() {
+    @Test func holdersTakeTurnsAndTheOneJustServedGoesLast() {
         var turns = ReplayTurns(slots: 1)
         var previous = turns.request(for: "a").0
         let a = (1...3).map { _ in turns.request(for: "a").0 }
@@ -46,7 +46,15 @@ import Testing
             order.append(ticket)
             previous = ticket
         }
-        #expect(order == [a[0], b[0], c, a[1], b[1], a[2]])
+        #expect(order == [b[0], a[0], c, b[1], a[1], a[2]])
+    }
+
+    @Test func aHolderWithAPageInProgressLetsOthersGoFirst() {
+        var turns = ReplayTurns(slots: 2)
+        let one = turns.request(for: "a").0, other = turns.request(for: "b").0
+        let a2 = turns.request(for: "a").0, c = turns.request(for: "c").0
+        #expect(turns.finish(other) == .go(c), "a's page still runs: c, who came later, goes first")
+        #expect(turns.finish(one) == .go(a2))
     }
 
     @Test func aTurnThatEndsWhileOthersRunFreesOneSlot() {

@@ -23,8 +23,12 @@ struct ReplayPages: Sendable {
         var events: [Event?]
 
         init(_ page: Journal.Page) {
+            self.init(page: page, events: page.rows.map { try? Event(payload: $0.event) })
+        }
+
+        init(page: Journal.Page, events: [Event?]) {
             self.page = page
-            events = page.rows.map { try? Event(payload: $0.event) }
+            self.events = events
         }
     }
 

@@ -29,7 +29,8 @@ struct ReplayTurns: Sendable {
     /// Turns that run at once.
     let slots: Int
     private var nextTicket: Ticket = 0
-    private var running: Set<Ticket> = []
+    /// The pages in progress, by their holder.
+    private var running: [Ticket: String] = [:]
     /// Holders with tickets waiting, in the order of their next turn.
     private var turns: [String] = []
     private var waiting: [String: [Ticket]] = [:]
@@ -43,7 +44,7 @@ struct ReplayTurns: Sendable {
         nextTicket += 1
         let ticket = nextTicket
         guard running.count >= slots else {
-            running.insert(ticket)
+            running[ticket] = holder
             return (ticket, .go(ticket))
         }
         if waiting[holder, default: []].isEmpty { turns.append(holder) }
@@ -51,18 +52,22 @@ struct ReplayTurns: Sendable {
         return (ticket, .wait)
     }
 
-    /// `ticket`'s page is done: the next holder in turn takes its place.
+    /// `ticket`'s page is done: the next holder in turn takes its place. A holder
+    /// whose page just ended, or is still in progress, lets any other that waits go
+    /// first: its next page had queued while that one ran, and went ahead of a
+    /// holder that came meanwhile, which then waited two of its pages, not one.
     mutating func finish(_ ticket: Ticket) -> Action {
-        running.remove(ticket)
+        let finished = running.removeValue(forKey: ticket)
         guard running.count < slots, !turns.isEmpty else { return .idle }
-        let holder = turns.removeFirst()
+        let busy = Set(running.values).union(finished.map { [$0] } ?? [])
+        let holder = turns.remove(at: turns.firstIndex { !busy.contains($0) } ?? 0)
         var queue = waiting.removeValue(forKey: holder) ?? []
         let next = queue.removeFirst()
         if !queue.isEmpty {
             waiting[holder] = queue
             turns.append(holder)
         }
-        running.insert(next)
+        running[next] = holder
         return .go(next)
     }
 }
