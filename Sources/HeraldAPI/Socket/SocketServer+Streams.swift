@@ -443,16 +443,14 @@ extension SocketServer {
                 // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
                 guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
                 // The page's work (read, judged, framed) in its holder's turn; the write after it, so that a
-                // slow client holds no turn. A small page another replay read and decoded needs none.
-                func pageWork() async throws -> ByteBuffer? {
-                    let page = try await journal.nextPage(&cursor, matching: read)
-                    guard let identity, let rowSecurity else { return frames(page) }
-                    return frames(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
-                }
+                // slow client holds no turn.
                 let bytes: ByteBuffer?
                 do {
-                    bytes = identity == nil && journal.keepsSmallPage(after: cursor)
-                        ? try await pageWork() : try await journal.inTurn(of: replayHolder, pageWork)
+                    bytes = try await journal.inTurn(of: replayHolder, after: cursor, judged: identity != nil) {
+                        let page = try await journal.nextPage(&cursor, matching: read)
+                        guard let identity, let rowSecurity else { return frames(page) }
+                        return frames(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
+                    }
                 } catch let error as RowSecurityError {
                     try await send(ByteBuffer(string: format.revokedFrame(reason: "pgherald: the row-level security check failed: \(error.reason)")))
                     throw error

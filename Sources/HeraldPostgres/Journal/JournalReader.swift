@@ -153,7 +153,7 @@ public final class JournalReader: Sendable {
     /// before the end. Sets `isFinished` after the last page. A page another
     /// replay of the same range read lately is not read again.
     ///
-    /// Called in its holder's turn (``inTurn(of:_:)``).
+    /// Called in its holder's turn (``inTurn(of:after:judged:_:)``).
     public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
         let current = cursor
         let kept: ReplayPages.Kept
@@ -182,19 +182,25 @@ public final class JournalReader: Sendable {
         return events
     }
 
-    /// Runs `body`, a replay's work on one page (its read, decoding, and
-    /// judging as its user), in `holder`'s turn (``ReplayTurns``).
-    public func inTurn<Value>(of holder: String, _ body: () async throws -> Value) async rethrows -> Value {
+    /// Runs `body`, a replay's work on the page after `cursor` (its read,
+    /// decoding, and judging as its user), in `holder`'s turn (``ReplayTurns``).
+    ///
+    /// A small page that another replay read lately, kept decoded, needs no turn
+    /// unless it is to be judged: filtering and framing it costs well under a
+    /// millisecond, less than waiting for a turn. A herd of ten thousand resumes of
+    /// one range, each waiting its turn for such a page, took 1.5 s longer than the
+    /// same herd from memory.
+    /// - Parameter judged: the page is judged under row-level security, at the database's cost.
+    public func inTurn<Value>(
+        of holder: String, after cursor: ReplayCursor, judged: Bool, _ body: () async throws -> Value
+    ) async rethrows -> Value {
+        if !judged, keepsSmallPage(after: cursor) { return try await body() }
         let ticket = await takeTurn(for: holder)
         defer { endTurn(ticket) }
         return try await body()
     }
 
-    /// Whether the page after `cursor` is kept, already decoded, and small: filtering and
-    /// framing it costs well under a millisecond, less than waiting for a turn. A herd of
-    /// ten thousand resumes of one range, each waiting its turn for such a page, took 1.5 s
-    /// longer than the same herd from memory.
-    public func keepsSmallPage(after cursor: ReplayCursor) -> Bool {
+    private func keepsSmallPage(after cursor: ReplayCursor) -> Bool {
         let key = pageKey(after: cursor)
         let now = ContinuousClock.now
         return pages.withLock { $0.page(key, now: now) }.map { $0.page.rows.count <= Self.smallPage } ?? false
