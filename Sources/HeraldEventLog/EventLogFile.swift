@@ -77,6 +77,32 @@ final class EventLogFile {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw failure("cannot inspect") }
         size = Int64(status.st_size)
+        try cutTornTail()
+    }
+
+    /// A daemon killed in the middle of a write can leave a line without its newline; the
+    /// next line appended after it was glued to it, and readers lost that one too. The
+    /// torn line was never synced, so its event is written again from the checkpoint.
+    private func cutTornTail() throws(EventLogError) {
+        guard size > 0 else { return }
+        let reader = Glibc.open(configuration.path, O_RDONLY | O_CLOEXEC)
+        guard reader >= 0 else { throw failure("cannot read") }
+        defer { close(reader) }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var end = size
+        while end > 0 {
+            let start = max(0, end - Int64(chunk.count))
+            let count = chunk.withUnsafeMutableBytes { pread(reader, $0.baseAddress!, Int(end - start), off_t(start)) }
+            guard count == Int(end - start) else { throw failure("cannot read") }
+            if let last = chunk[..<count].lastIndex(of: UInt8(ascii: "\n")) {
+                end = start + Int64(last) + 1
+                break
+            }
+            end = start
+        }
+        guard end < size else { return }
+        guard ftruncate(descriptor, off_t(end)) == 0 else { throw failure("cannot cut the torn last line of") }
+        size = end
     }
 
     private func write(_ bytes: [UInt8]) throws(EventLogError) {

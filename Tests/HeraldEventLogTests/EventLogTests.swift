@@ -33,6 +33,23 @@ import Testing
         }
     }
 
+    /// A daemon killed mid-write left a line without its newline, and the next
+    /// line appended after a restart was glued to it: readers lost both.
+    @Test func aTornLastLineIsCutWhenTheFileIsOpenedAgain() throws {
+        let path = "\(directory)/events.jsonl"
+        let whole = line(1) + line(2)
+        FileManager.default.createFile(atPath: path, contents: Data(whole + line(3).prefix(10)))
+        let file = try EventLogFile(configuration: EventLogConfiguration(path: path, maximumSize: 1 << 20, keep: 2))
+        try file.append([line(3), line(4)])
+        #expect(contents(path) == [1, 2, 3, 4].map { String(decoding: line($0).dropLast(), as: UTF8.self) })
+
+        let torn = "\(directory)/only-torn.jsonl"
+        FileManager.default.createFile(atPath: torn, contents: Data(String(repeating: "y", count: 5000).utf8))
+        let alone = try EventLogFile(configuration: EventLogConfiguration(path: torn, maximumSize: 1 << 20, keep: 2))
+        try alone.append([line(5)])
+        #expect(contents(torn) == [String(decoding: line(5).dropLast(), as: UTF8.self)])
+    }
+
     @Test func onlyKeepGenerationsStay() throws {
         let path = "\(directory)/events.jsonl"
         let file = try EventLogFile(configuration: EventLogConfiguration(path: path, maximumSize: 4096, keep: 2))
