@@ -58,6 +58,7 @@ let package = Package(
             dependencies: [
                 "CLibPQ",
                 "Herald",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

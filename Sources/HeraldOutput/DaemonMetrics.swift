@@ -165,6 +165,7 @@ public final class DaemonMetrics: Sendable {
         advance("pgherald_rls_checks_total", to: Int64(statistics.checks), help: "Policy statements run: at most one per cohort and table per batch.")
         advance("pgherald_rls_check_seconds_total", toSeconds: statistics.checkSeconds, help: "Time spent in the database judging batches, catalog reads included.")
         advance("pgherald_rls_failures_total", to: Int64(statistics.failures), help: "Cohorts ended because a check failed (a policy raised an error, the role cannot be set).")
+        advance("pgherald_rls_alone_batches_total", to: Int64(statistics.aloneBatches), help: "Batches judged for one expensive cohort alone (large rows, a slow policy), apart from the others.")
     }
 
     private func advance(_ name: String, toSeconds total: Double, help: String) {

@@ -97,9 +97,9 @@ import Testing
             statement: { _, _ in "EXECUTE check_todo" }
         )
         #expect(script.statements == [
-            .setup, .setup, .setup,
-            .cohort(0), .cohort(0), .cohort(0), .check(cohort: 0, table: todo), .cohort(0),
-            .cohort(3), .cohort(3), .cohort(3), .check(cohort: 3, table: todo), .cohort(3),
+            .setup, .setup, .setup, .clock(after: nil),
+            .cohort(0), .cohort(0), .cohort(0), .check(cohort: 0, table: todo), .cohort(0), .clock(after: 0),
+            .cohort(3), .cohort(3), .cohort(3), .check(cohort: 3, table: todo), .cohort(3), .clock(after: 3),
             .setup,
         ])
         // Each cohort is judged alone: what one's policies set in the transaction is rolled back before the next.

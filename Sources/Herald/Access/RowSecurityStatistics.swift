@@ -10,6 +10,9 @@ public struct RowSecurityStatistics: Codable, Sendable, Hashable {
     public var checkSeconds: Double = 0
     /// Cohorts ended because a check failed (a policy raised an error, the role cannot be set).
     public var failures: UInt64 = 0
+    /// Batches judged for one expensive cohort alone (large rows, or a slow
+    /// policy), so that the other cohorts' events did not wait for them.
+    public var aloneBatches: UInt64 = 0
 
     public init() {}
 }

@@ -5,16 +5,22 @@ extension RowSecurityGate {
     struct Judgement: Sendable {
         var visible: [(RowSecurityCohort, [Event])] = []
         var failures: [(RowSecurityCohort, String)] = []
+        /// How long each judged cohort's part of the script took, by serial.
+        var costs: [UInt64: Duration] = [:]
+        /// Cohorts whose check ran past the shared script's limit, by serial: not judged; their batch waits to be judged alone.
+        var overran: Set<UInt64> = []
     }
 
     /// Judges `events` for `cohorts`: one catalog read, then one round trip
     /// (more only after a cohort's statement fails: the rest run again).
     /// - Parameters:
     ///   - followingAll: judge every table, not only those the cohorts' subscribers follow.
+    ///   - cohortTimeout: for a script that cohorts share, how long each cohort's checks may run (``RowVisibilityScript``).
     ///   - serial: the live checks' connection, or the replays'.
     /// - Throws: ``LibpqError`` when the database cannot be asked at all.
     func judge(
-        _ events: [Event], for cohorts: [RowSecurityCohort], followingAll: Bool = false, on serial: SerialConnection
+        _ events: [Event], for cohorts: [RowSecurityCohort], followingAll: Bool = false, cohortTimeout: Duration? = nil,
+        on serial: SerialConnection
     ) async throws -> Judgement {
         let tables = Set(events.lazy.filter { $0.operation != .broadcast }.map(\.table))
         let following = cohorts.map { cohort in
@@ -22,23 +28,31 @@ extension RowSecurityGate {
         }
         let identities = cohorts.map(\.identity)
         let started = ContinuousClock.now
-        let (access, verdicts, failures, checks) = try await serial.run { connection throws(LibpqError) in
-            try Self.judge(events, identities: identities, following: following, on: connection)
+        let milliseconds = cohortTimeout.map { Int($0 / .milliseconds(1)) }
+        let (access, verdicts, failures, checks, costs) = try await serial.run { connection throws(LibpqError) in
+            try Self.judge(events, identities: identities, following: following, cohortTimeout: milliseconds, on: connection)
         }
         statistics.withLock { statistics in
             statistics.batches += 1
             statistics.checks += UInt64(checks)
             statistics.checkSeconds += (ContinuousClock.now - started) / .seconds(1)
-            statistics.failures += UInt64(failures.count)
+            statistics.failures += UInt64(failures.values.filter { if case .failed = $0 { true } else { false } }.count)
         }
         var judgement = Judgement()
         for (index, cohort) in cohorts.enumerated() {
+            if let cost = costs[index] { judgement.costs[cohort.serial] = cost }
             // What nobody of the cohort followed was not judged for it: its history lacks those events.
             let missed = tables.subtracting(following[index])
             if !missed.isEmpty { cohort.missed(missed) }
-            if let reason = failures[index] {
+            switch failures[index] {
+            case .overran?:
+                judgement.overran.insert(cohort.serial)
+                continue
+            case .failed(let reason)?:
                 judgement.failures.append((cohort, reason))
                 continue
+            case nil:
+                break
             }
             judgement.visible.append((cohort, Self.restrict(
                 events, for: cohort.identity, following: following[index], access: access, visible: verdicts[index] ?? [:]
@@ -77,15 +91,24 @@ extension RowSecurityGate {
         return seen
     }
 
+    /// Why a cohort of a script has no verdict.
+    private enum CohortFailure {
+        /// Its check ran past the shared script's limit: it is judged again, alone.
+        case overran
+        /// A statement of its part failed: its streams end with the reason.
+        case failed(String)
+    }
+
     /// On the gate's connection: the catalog, the visibility of each
     /// event's images per cohort (by event index), each failed cohort's
-    /// reason, and the number of policy statements run.
+    /// reason, the number of policy statements run, and each judged
+    /// cohort's time in the script.
     private static func judge(
-        _ events: [Event], identities: [RowSecurityIdentity], following: [Set<TableName>], on connection: LibpqConnection
-    ) throws(LibpqError) -> ([RowSecurityCatalog.Key: TableAccess], [Int: [Int: RowVisibility]], [Int: String], Int) {
+        _ events: [Event], identities: [RowSecurityIdentity], following: [Set<TableName>], cohortTimeout: Int?, on connection: LibpqConnection
+    ) throws(LibpqError) -> ([RowSecurityCatalog.Key: TableAccess], [Int: [Int: RowVisibility]], [Int: CohortFailure], Int, [Int: Duration]) {
         let roles = Set(identities.indices.filter { !following[$0].isEmpty }.map { identities[$0].role })
         let allTables = following.reduce(into: Set<TableName>()) { $0.formUnion($1) }
-        guard !roles.isEmpty else { return ([:], [:], [:], 0) }
+        guard !roles.isEmpty else { return ([:], [:], [:], 0, [:]) }
         let access = try RowSecurityCatalog.read(roles: roles, tables: allTables, on: connection)
 
         var parts: [RowVisibilityScript.Cohort] = []
@@ -97,7 +120,7 @@ extension RowSecurityGate {
             }
             if !conditions.isEmpty { parts.append(.init(index: index, identity: identity, conditions: conditions)) }
         }
-        guard !parts.isEmpty else { return (access, [:], [:], 0) }
+        guard !parts.isEmpty else { return (access, [:], [:], 0, [:]) }
 
         // Each event's new and old image, once, for every cohort that judges its table.
         let judged = Set(parts.flatMap { $0.conditions.map(\.table) })
@@ -113,12 +136,13 @@ extension RowSecurityGate {
         }
 
         var passing: [Int: [TableName: Set<Int>]] = [:]
-        var failures: [Int: String] = [:]
+        var failures: [Int: CohortFailure] = [:]
         var checks = 0
+        var costs: [Int: Duration] = [:]
         var remaining = parts[...]
         while !remaining.isEmpty {
             let script = try RowVisibilityScript(
-                images: images, cohorts: Array(remaining), quote: connection.escapeLiteral, quoteIdentifier: connection.escapeIdentifier
+                images: images, cohorts: Array(remaining), cohortTimeout: cohortTimeout, quote: connection.escapeLiteral, quoteIdentifier: connection.escapeIdentifier
             ) { table, condition throws(LibpqError) in
                 let sql = RowVisibilityScript.check(
                     type: try connection.escapeIdentifier(table.schema) + "." + connection.escapeIdentifier(table.name),
@@ -136,10 +160,19 @@ extension RowSecurityGate {
                 }
             }
             let (results, error) = try connection.executeScript(script.sql)
+            var clock: Int64?
             for (position, result) in results.enumerated() {
-                guard case .check(let cohort, let table) = script.statements[position] else { continue }
-                passing[cohort, default: [:]][table] = RowVisibilityScript.positions(result)
-                checks += 1
+                switch script.statements[position] {
+                case .check(let cohort, let table):
+                    passing[cohort, default: [:]][table] = RowVisibilityScript.positions(result)
+                    checks += 1
+                case .clock(let cohort):
+                    let now = RowVisibilityScript.microseconds(result)
+                    if let cohort, let now, let clock { costs[cohort] = .microseconds(now - clock) }
+                    clock = now
+                case .setup, .cohort:
+                    break
+                }
             }
             guard let error else { break }
             try connection.execute("ROLLBACK")
@@ -147,9 +180,10 @@ extension RowSecurityGate {
             let cohort: Int
             switch failed {
             case .cohort(let index), .check(let index, _): cohort = index
-            case .setup: throw error
+            case .setup, .clock: throw error
             }
-            failures[cohort] = error.message
+            let overran = cohortTimeout != nil && error.sqlState == RowVisibilityScript.timedOut
+            failures[cohort] = overran ? .overran : .failed(error.message)
             remaining = remaining.drop { $0.index != cohort }.dropFirst()
         }
 
@@ -164,6 +198,6 @@ extension RowSecurityGate {
             }
             verdicts[cohort] = visible
         }
-        return (access, verdicts, failures, checks)
+        return (access, verdicts, failures, checks, costs)
     }
 }

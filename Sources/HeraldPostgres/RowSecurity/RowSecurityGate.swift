@@ -6,12 +6,13 @@ import Synchronization
 /// Lets each row-level-security subscriber see exactly the changes its
 /// database role and claims could select.
 ///
-/// The gate reads the daemon's broker once, while any cohort exists. For
-/// each batch it takes, it reads the roles' privileges and policies, then
-/// judges the batch's row images for every cohort that follows their tables
-/// in one round trip (one statement per cohort and table), and publishes
-/// what each cohort may see on that cohort's broker: rows removed, columns
-/// removed, an UPDATE out of view turned into its removal.
+/// The gate reads the daemon's broker once, while any cohort exists. Each
+/// cohort's batches are judged in order; cohorts at the same batch are
+/// judged together, in one round trip (one catalog read, then one statement
+/// per cohort and table), and each publishes what it may see on its own
+/// broker: rows removed, columns removed, an UPDATE out of view turned into
+/// its removal. A cohort whose rows are large or whose policy is slow is
+/// judged alone, on another connection (``RowSecuritySchedule``).
 public final class RowSecurityGate: Service, Sendable {
     /// Gate settings.
     public struct Configuration: Sendable {
@@ -22,11 +23,17 @@ public final class RowSecurityGate: Service, Sendable {
         /// How long a cohort without subscribers is kept, so that a client
         /// that reconnects resumes from its history. Default 60 s.
         public var idleLifetime: Duration
+        /// Connections that judge live batches: one for the cheap cohorts,
+        /// the rest for expensive ones judged alone. At least 2. Default 2.
+        public var checkConnections: Int
 
-        public init(historyCapacity: Int = 10_000, mailboxCapacity: Int = 4096, idleLifetime: Duration = .seconds(60)) {
+        public init(
+            historyCapacity: Int = 10_000, mailboxCapacity: Int = 4096, idleLifetime: Duration = .seconds(60), checkConnections: Int = 2
+        ) {
             self.historyCapacity = historyCapacity
             self.mailboxCapacity = mailboxCapacity
             self.idleLifetime = idleLifetime
+            self.checkConnections = max(2, checkConnections)
         }
     }
 
@@ -35,29 +42,43 @@ public final class RowSecurityGate: Service, Sendable {
 
     public let configuration: Configuration
     let broker: Broker
-    /// Live batches' checks and channel authorizations.
-    let connection: SerialConnection
+    /// Channel authorizations and column checks; the first of ``checkConnections``.
+    var connection: SerialConnection { checkConnections[0] }
+    /// Live batches' checks, as ``RowSecuritySchedule`` hands them out.
+    let checkConnections: [SerialConnection]
     /// Replays' checks, on a connection of their own: a page of large rows, judged as one
     /// user, can take seconds, and everyone's live events waited behind it on one connection.
     let replayConnection: SerialConnection
     let logger: Logger
-    let state = Mutex(State())
+    let state: Mutex<State>
     let statistics = Mutex(RowSecurityStatistics())
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
+
+    typealias Schedule = RowSecuritySchedule<UInt64, [Event]>
 
     struct State {
         var cohorts: [RowSecurityIdentity: RowSecurityCohort] = [:]
         /// The gate's subscription to the daemon's broker, while cohorts exist.
         var feed: Subscription?
+        var feedIsRead = false
+        var schedule: Schedule
+        /// Per check connection, the scripts that failed in a row: how long it waits before the next.
+        var connectionFailures: [Int]
     }
 
     public init(configuration: Configuration = .init(), broker: Broker, database: ConnectionString, logger: Logger) {
         self.configuration = configuration
         self.broker = broker
         self.logger = logger
-        connection = SerialConnection(database, applicationName: "pgherald row security")
+        checkConnections = (0..<configuration.checkConnections).map { index in
+            SerialConnection(database, applicationName: index == 0 ? "pgherald row security" : "pgherald row security \(index + 1)")
+        }
         replayConnection = SerialConnection(database, applicationName: "pgherald row security replays")
+        state = Mutex(State(
+            schedule: Schedule(configuration: .init(connections: configuration.checkConnections, backlogLimit: Self.feedCapacity)),
+            connectionFailures: Array(repeating: 0, count: configuration.checkConnections)
+        ))
         (wakes, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -70,6 +91,7 @@ public final class RowSecurityGate: Service, Sendable {
                 historyByteLimit: configuration.historyCapacity * 1024
             )))
             state.cohorts[identity] = cohort
+            state.schedule.add(cohort.serial)
             // Subscribed before the cohort is handed out, so that nothing published after it is missed.
             if state.feed == nil {
                 state.feed = broker.subscribe(Self.feedFilter, capacity: Self.feedCapacity, kind: "row-security")
@@ -100,13 +122,32 @@ public final class RowSecurityGate: Service, Sendable {
         }
     }
 
+    /// Reads the feed while cohorts exist, and runs each script the schedule hands out.
     public func run() async {
-        await withGracefulShutdownHandler {
-            for await _ in wakes {
-                await consumeFeed()
+        await withDiscardingTaskGroup { group in
+            await withGracefulShutdownHandler {
+                for await _ in wakes {
+                    if state.withLock({ state in
+                        guard state.feed != nil, !state.feedIsRead else { return false }
+                        state.feedIsRead = true
+                        return true
+                    }) {
+                        group.addTask {
+                            await self.consumeFeed()
+                            self.state.withLock { $0.feedIsRead = false }
+                            self.wake.yield()
+                        }
+                    }
+                    while let job = state.withLock({ $0.schedule.next() }) {
+                        group.addTask {
+                            await self.execute(job)
+                            self.wake.yield()
+                        }
+                    }
+                }
+            } onGracefulShutdown: {
+                self.wake.finish()
             }
-        } onGracefulShutdown: {
-            self.wake.finish()
         }
     }
 
@@ -125,46 +166,111 @@ public final class RowSecurityGate: Service, Sendable {
                 for cohort in removeAllCohorts() { cohort.broker.shutdown() }
                 return
             }
-            await deliver(events)
+            queue(events)
             dropIdleCohorts()
         }
     }
 
-    /// Publishes what each cohort may see of `events`; waits while the
-    /// database cannot be reached, so that nothing is lost.
-    private func deliver(_ events: [Event]) async {
+    /// Hands `events` to every cohort's pipeline, in parts of at most a
+    /// script's bytes, with the bytes of row images each part has in the
+    /// tables a cohort follows: what marks a part as expensive for it.
+    private func queue(_ events: [Event]) {
+        var rest = events[...]
+        while !rest.isEmpty {
+            let part = rest.prefix(firstPart(of: rest))
+            rest = rest.dropFirst(part.count)
+            var bytesByTable: [TableName: Int] = [:]
+            for event in part { bytesByTable[event.table, default: 0] += Self.imageBytes(of: event) }
+            queue(Array(part), bytesByTable: bytesByTable)
+        }
+        wake.yield()
+    }
+
+    /// How many of `events`, from the first, one check judges: at most
+    /// 4 MiB of row images, or the first event alone if it has more. A
+    /// replay judges a page in such parts, each in a turn of its own.
+    public func firstPart(of events: some Collection<Event>) -> Int {
+        let limit = state.withLock { $0.schedule.configuration.bytesPerScript }
+        var count = 0
+        var bytes = 0
+        for event in events {
+            bytes += Self.imageBytes(of: event)
+            if count > 0, bytes > limit { break }
+            count += 1
+        }
+        return count
+    }
+
+    private static func imageBytes(of event: Event) -> Int {
+        event.operation == .broadcast || event.rowDataOmitted ? 0 : (event.newJSON?.bytes.count ?? 0) + (event.oldJSON?.bytes.count ?? 0)
+    }
+
+    private func queue(_ events: [Event], bytesByTable: [TableName: Int]) {
         let cohorts = state.withLock { Array($0.cohorts.values) }
-        var attempt = 0
-        while true {
-            do {
-                let outcome = try await judge(events, for: cohorts, on: connection)
-                for (cohort, reason) in outcome.failures {
-                    logger.warning("a row-security cohort's check failed; its streams end", metadata: [
-                        "identity": "\(cohort.identity)", "reason": "\(reason)",
-                    ])
-                    removeCohort(cohort)
-                    cohort.fail("pgherald: the row-level security check failed: \(reason)")
-                }
-                for (cohort, visible) in outcome.visible where !visible.isEmpty {
-                    cohort.broker.publish(visible)
-                }
-                return
-            } catch {
-                attempt += 1
-                // A statement the server refuses outside any cohort (the catalog read) will not pass by waiting:
-                // the streams end, and resume when their clients reconnect. A lost connection is waited out.
-                if let failure = error as? LibpqError, failure.code == .queryFailed, attempt >= 3 {
-                    logger.error("row-security checks keep failing; their streams end", metadata: ["error": "\(failure)"])
-                    endAllCohorts("pgherald: the row-level security checks failed: \(failure.message)")
-                    return
-                }
-                logger.warning("row-security checks cannot run; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
-                do {
-                    try await Task.sleep(for: .milliseconds(min(5_000, 100 * attempt)))
-                } catch {
-                    endAllCohorts("pgherald: stopped while row-security checks could not run")
-                    return
-                }
+        var bytes: [UInt64: Int] = [:]
+        for cohort in cohorts {
+            bytes[cohort.serial] = bytesByTable.reduce(0) { sum, entry in
+                cohort.broker.hasSubscribers(following: entry.key) ? sum + entry.value : sum
+            }
+        }
+        let total = bytesByTable.values.reduce(0, +)
+        let overflowed = state.withLock { state in
+            state.schedule.arrived(events, events: events.count) { bytes[$0] ?? total }
+        }
+        for serial in overflowed {
+            guard let cohort = cohorts.first(where: { $0.serial == serial }) else { continue }
+            logger.warning("a row-security cohort's checks fell behind; its streams end and resume", metadata: [
+                "identity": "\(cohort.identity)", "capacity": "\(Self.feedCapacity)",
+            ])
+            removeCohort(cohort)
+            cohort.fail("pgherald: the row-security checks fell \(Self.feedCapacity) events behind")
+        }
+    }
+
+    /// Judges `job` and publishes what each cohort may see; after a
+    /// failure, waits, and the batches wait for the next script, so that
+    /// nothing is lost while the database cannot be reached.
+    private func execute(_ job: Schedule.Job) async {
+        let serials = Set(job.cohorts)
+        let cohorts = state.withLock { $0.cohorts.values.filter { serials.contains($0.serial) } }
+        let events = job.batches.count == 1 ? job.batches[0] : Array(job.batches.joined())
+        do {
+            let limits = state.withLock { $0.schedule.configuration }
+            let outcome = try await judge(
+                events, for: cohorts, cohortTimeout: job.isExpensive ? nil : limits.sharedCheckLimit, on: checkConnections[job.connection]
+            )
+            for (cohort, reason) in outcome.failures {
+                logger.warning("a row-security cohort's check failed; its streams end", metadata: [
+                    "identity": "\(cohort.identity)", "reason": "\(reason)",
+                ])
+                removeCohort(cohort)
+                cohort.fail("pgherald: the row-level security check failed: \(reason)")
+            }
+            for (cohort, visible) in outcome.visible where !visible.isEmpty {
+                cohort.broker.publish(visible)
+            }
+            let slow = Set(outcome.costs.filter { $0.value > limits.expensiveCheck }.keys)
+            if job.isExpensive { statistics.withLock { $0.aloneBatches += UInt64(job.batches.count) } }
+            state.withLock { state in
+                state.connectionFailures[job.connection] = 0
+                state.schedule.finished(job, slow: slow, overran: outcome.overran)
+            }
+        } catch {
+            // A statement the server refuses outside any cohort (the catalog read) will not pass by waiting:
+            // after three, the cohorts' streams end, and resume when their clients reconnect. A lost connection is waited out.
+            let refused = (error as? LibpqError)?.code == .queryFailed
+            let attempt = state.withLock { state in
+                state.connectionFailures[job.connection] += 1
+                return state.connectionFailures[job.connection]
+            }
+            logger.warning("row-security checks cannot run; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+            let stopped = (try? await Task.sleep(for: .milliseconds(min(5_000, 100 * attempt)))) == nil
+            let ended = state.withLock { $0.schedule.failed(job, refused: refused || stopped) }
+            for cohort in cohorts where ended.contains(cohort.serial) || stopped {
+                removeCohort(cohort)
+                cohort.fail(stopped
+                    ? "pgherald: stopped while row-security checks could not run"
+                    : "pgherald: the row-level security checks failed: \((error as? LibpqError)?.message ?? "\(error)")")
             }
         }
     }
@@ -186,6 +292,7 @@ public final class RowSecurityGate: Service, Sendable {
     private func removeAllCohorts() -> [RowSecurityCohort] {
         state.withLock { state in
             defer {
+                for cohort in state.cohorts.values { state.schedule.remove(cohort.serial) }
                 state.cohorts = [:]
                 state.feed?.cancel()
                 state.feed = nil
@@ -196,6 +303,7 @@ public final class RowSecurityGate: Service, Sendable {
 
     private func removeCohort(_ cohort: RowSecurityCohort) {
         state.withLock { state in
+            state.schedule.remove(cohort.serial)
             if state.cohorts[cohort.identity] === cohort { state.cohorts[cohort.identity] = nil }
             if state.cohorts.isEmpty {
                 state.feed?.cancel()

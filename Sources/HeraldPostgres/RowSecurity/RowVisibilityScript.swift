@@ -17,6 +17,10 @@ struct RowVisibilityScript {
         case setup
         case cohort(Int)
         case check(cohort: Int, table: TableName)
+        /// The server's clock, in microseconds, once the setup or a cohort's
+        /// part is done: what each cohort's checks cost. (Results are sent
+        /// together at the script's end, so their arrival cannot tell.)
+        case clock(after: Int?)
     }
 
     /// One cohort's part: its identity and, per table, the condition its
@@ -29,6 +33,8 @@ struct RowVisibilityScript {
 
     /// How long one statement may run: a policy that hangs ends its cohort's streams, not the gate.
     static let statementTimeout = "5s"
+    /// The SQLSTATE of a statement cancelled by its timeout.
+    static let timedOut = "57014"
 
     let sql: String
     let statements: [Statement]
@@ -40,8 +46,11 @@ struct RowVisibilityScript {
     ///   - statement: the statement that checks a table's images against a
     ///     condition: `EXECUTE` of ``check(type:alias:setting:condition:)``
     ///     prepared once, so that it is not planned again for every cohort.
+    ///   - cohortTimeout: in a script that several cohorts share, how long
+    ///     each cohort's check may run, in milliseconds: one that runs longer
+    ///     is cancelled, and judged again alone, so that the others do not wait for it.
     init(
-        images: [TableName: [RawJSON]], cohorts: [Cohort],
+        images: [TableName: [RawJSON]], cohorts: [Cohort], cohortTimeout: Int? = nil,
         quote: (String) throws(LibpqError) -> String, quoteIdentifier: (String) throws(LibpqError) -> String,
         statement: (_ table: TableName, _ condition: String) throws(LibpqError) -> String
     ) throws(LibpqError) {
@@ -57,21 +66,36 @@ struct RowVisibilityScript {
             sql += "SELECT set_config('\(Self.setting(for: table))', \(try quote(String(decoding: array, as: UTF8.self))), true);\n"
             statements.append(.setup)
         }
+        sql += Self.clock
+        statements.append(.clock(after: nil))
         for cohort in cohorts {
-            // Four statements around the checks: the savepoint, the role, the claims; the rollback after them.
-            sql += "SAVEPOINT pgherald_cohort;\n" + (try cohort.identity.becoming(quote: quote, quoteIdentifier: quoteIdentifier))
-            statements += [.cohort(cohort.index), .cohort(cohort.index), .cohort(cohort.index)]
+            // Around the checks: the savepoint, its time limit, the role, the claims; the rollback and the clock after them.
+            sql += "SAVEPOINT pgherald_cohort;\n"
+            statements.append(.cohort(cohort.index))
+            if let cohortTimeout {
+                sql += "SET LOCAL statement_timeout = \(cohortTimeout);\n"
+                statements.append(.cohort(cohort.index))
+            }
+            sql += try cohort.identity.becoming(quote: quote, quoteIdentifier: quoteIdentifier)
+            statements += [.cohort(cohort.index), .cohort(cohort.index)]
             for (table, condition) in cohort.conditions where images[table] != nil {
                 sql += try statement(table, condition) + ";\n"
                 statements.append(.check(cohort: cohort.index, table: table))
             }
-            sql += "ROLLBACK TO SAVEPOINT pgherald_cohort;\n"
-            statements.append(.cohort(cohort.index))
+            sql += "ROLLBACK TO SAVEPOINT pgherald_cohort;\n" + Self.clock
+            statements += [.cohort(cohort.index), .clock(after: cohort.index)]
         }
         sql += "ROLLBACK"
         statements.append(.setup)
         self.sql = sql
         self.statements = statements
+    }
+
+    private static let clock = "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;\n"
+
+    /// The microseconds a ``Statement/clock(after:)`` result holds.
+    static func microseconds(_ result: LibpqConnection.QueryResult) -> Int64? {
+        result.rows.first?.first.flatMap { $0.flatMap { Int64($0) } }
     }
 
     /// The transaction-local setting that holds a table's images: named

@@ -1,0 +1,90 @@
+import Foundation
+import Herald
+import Testing
+
+extension IntegrationTests.FairShareTests {
+    /// The row-security gate judged each live batch for every cohort in one
+    /// script on one connection, so one user following a table of 1 MB rows
+    /// put another user's p99 on a table of small rows at 1.4 s. Now each
+    /// cohort's batches are judged in order in a pipeline of its own: a
+    /// cohort whose batch is large goes alone, on another connection.
+    ///
+    /// The rows are carol's, so the attackers' streams cost the daemon their
+    /// checks and nothing else: the rows are written, read and judged, and
+    /// none is sent. Three users, each a cohort of its own, triple the checks.
+    @Test func cohortsFollowingLargeRowsCannotHoldBackAnotherUsersLiveEvents() async throws {
+        let (database, role, served) = try await Self.startNotes(policy: "owner = current_setting('request.jwt.claims', true)::json->>'sub'")
+        defer { IntegrationTests.AttackTests.drop(role, in: database) }
+        let writeRows = { @Sendable () async throws -> Int in
+            for _ in 0..<4 {
+                try database.execute("INSERT INTO note (owner, body) SELECT 'carol', repeat('q', 1000000) FROM generate_series(1, 20)")
+            }
+            try await Task.sleep(for: .seconds(1))
+            return 0
+        }
+        try await Self.expectLiveChecksApart(served, database: database, role: role, writing: writeRows, rows: 0, attackers: ["alice", "dave", "erin"])
+    }
+
+    /// The same with small rows and a slow policy: alice's takes 4 ms a row
+    /// (a sleep, so the wait is the database's and not the cores'). After one
+    /// slow check her cohort is judged alone until its checks are quick again.
+    @Test func aCohortWithASlowPolicyCannotHoldBackAnotherUsersLiveEvents() async throws {
+        let (database, role, served) = try await Self.startNotes(
+            policy: "owner = current_setting('request.jwt.claims', true)::json->>'sub' AND slow_check()"
+        )
+        defer { IntegrationTests.AttackTests.drop(role, in: database) }
+        let writeRows = { @Sendable () async throws -> Int in
+            // Each statement is one batch of 0.8 s of checks as alice.
+            for _ in 0..<5 {
+                try database.execute("INSERT INTO note (owner, body) SELECT 'alice', 'row ' || i FROM generate_series(1, 200) AS i")
+            }
+            try await Task.sleep(for: .seconds(1))
+            return 1000
+        }
+        try await Self.expectLiveChecksApart(served, database: database, role: role, writing: writeRows, rows: 1000)
+    }
+
+    private static func startNotes(policy: String) async throws -> (TestDatabase, String, IntegrationTests.NetworkTests.Served) {
+        let database = try TestDatabase.create()
+        let role = IntegrationTests.RowSecurityTests.makeRole()
+        try database.execute("""
+            CREATE ROLE \(role) NOLOGIN;
+            CREATE TABLE note (id serial PRIMARY KEY, owner text NOT NULL, body text);
+            ALTER TABLE note ENABLE ROW LEVEL SECURITY;
+            GRANT SELECT ON note, course TO \(role);
+            CREATE FUNCTION slow_check() RETURNS boolean LANGUAGE sql VOLATILE AS 'SELECT pg_sleep(0.004) IS NOT NULL';
+            CREATE POLICY own ON note FOR SELECT TO \(role) USING (\(policy));
+            """)
+        return (database, role, try await IntegrationTests.NetworkTests.start(database, role: role))
+    }
+
+    /// Bob, under row security too, follows `course` while `write` adds
+    /// rows to `note`: first with no stream of alice's, then while her live
+    /// stream follows `note` and receives the `rows` she may see. His p99 must not move.
+    private static func expectLiveChecksApart(
+        _ served: IntegrationTests.NetworkTests.Served, database: TestDatabase, role: String,
+        writing write: @escaping @Sendable () async throws -> Int, rows: Int, attackers: [String] = ["alice"]
+    ) async throws {
+        typealias Network = IntegrationTests.NetworkTests
+        let client = TestCertificates.httpClient
+        let bob = Network.token(role: role, sub: "bob")
+        let bystander = try await Bystander(base: served.base, headers: [("Authorization", "Bearer \(bob)")], client: client, database: database)
+        let (_, baseline) = try await bystander.measure("rows to note, no stream of alice's", during: write)
+        var streams: [RawStream] = []
+        for attacker in attackers {
+            let token = Network.token(role: role, sub: attacker)
+            streams.append(try await RawStream(url: served.base + "/events?format=ndjson&table=note", headers: [("Authorization", "Bearer \(token)")], client: client))
+        }
+        let (_, underAttack) = try await bystander.measure("rows to note, judged for \(attackers.joined(separator: ", "))", during: write)
+        for live in streams {
+            if rows > 0 { try await live.waitForLines(rows, within: 60) }
+            #expect(live.lines.count == rows, "an attacker's stream got \(live.lines.count) rows, not \(rows)")
+        }
+        let cohorts = try #require(try await served.daemon.statistics().rowSecurity)
+        print("live checks apart: \(cohorts)")
+        #expect(cohorts.aloneBatches > 0, "the attackers' batches were judged with bob's: \(cohorts)")
+        try await bystander.expectFairShare(idle: baseline, underAttack: underAttack)
+        await bystander.close()
+        _ = try await served.daemon.stop()
+    }
+}
