@@ -438,7 +438,10 @@ extension SocketServer {
             // Under row-level security the filter's conditions are judged on what the identity sees, as live:
             // on the row as written they would tell hidden columns and rows out of view bit by bit.
             let read = identity == nil ? granted : EventFilter(tables: granted.tables, schemas: granted.schemas, operations: granted.operations)
-            while !cursor.isFinished {
+            // Read and not yet judged: a page is judged in parts of bounded bytes, each in a turn, so that
+            // a page of large rows does not hold one turn for seconds.
+            var unjudged: ArraySlice<Event> = []
+            while !cursor.isFinished || !unjudged.isEmpty {
                 // A page that the filter empties writes nothing, so a write cannot tell that the client left:
                 // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
                 guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
@@ -447,9 +450,14 @@ extension SocketServer {
                 let bytes: ByteBuffer?
                 do {
                     bytes = try await journal.inTurn(of: replayHolder, after: cursor, judged: identity != nil) {
-                        let page = try await journal.nextPage(&cursor, matching: read)
-                        guard let identity, let rowSecurity else { return frames(page) }
-                        return frames(try await rowSecurity.visible(page, to: identity).filter(granted.matches))
+                        if unjudged.isEmpty { unjudged = try await journal.nextPage(&cursor, matching: read)[...] }
+                        guard let identity, let rowSecurity else {
+                            defer { unjudged = [] }
+                            return frames(Array(unjudged))
+                        }
+                        let part = Array(unjudged.prefix(rowSecurity.firstPart(of: unjudged)))
+                        unjudged = unjudged.dropFirst(part.count)
+                        return frames(try await rowSecurity.visible(part, to: identity).filter(granted.matches))
                     }
                 } catch let error as RowSecurityError {
                     try await send(ByteBuffer(string: format.revokedFrame(reason: "pgherald: the row-level security check failed: \(error.reason)")))
