@@ -79,6 +79,21 @@ extension IntegrationTests {
             #expect(replay == ["B", "C", "D"], "each once, in order")
         }
 
+        /// Resuming from the middle of what one checkpoint covers: the
+        /// replay started at the checkpoint, so the transactions delivered
+        /// between it and the resumed one came again (A here). Now it starts
+        /// where the resumed transaction's delivery step did, and skips what
+        /// that step delivered before it.
+        @Test func aReplayFromTheMiddleOfACheckpointsRangeRepeatsNothing() async throws {
+            let (database, daemon, seen) = try await daemonWithoutHistoryAfterThreeCourses()
+
+            let resumed = try await RawStream(socketPath: daemon.socketPath, path: "/events?format=ndjson&table=course&since=\(seen[1].id)")
+            try insertCourses(database, ["D"])
+            try await waitFor { codes(events(in: resumed.lines)).contains("D") }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(codes(events(in: resumed.lines)) == ["C", "D"], "each once, in order")
+        }
+
         /// A herd: every client resumes from the journal at once after a
         /// restart. Each gets exactly what it missed, and they share the
         /// journal's reads: one lookup for the resumes that arrive together,

@@ -21,15 +21,21 @@ public final class JournalReader: Sendable {
         let since: TransactionSnapshot
         let resumedTransactionID: UInt64
         let resumedEventID: UInt64
+        /// Transactions of the range that were delivered before the resumed one: skipped.
+        let deliveredBefore: Set<UInt64>
         var after: (transactionID: UInt64, id: UInt64)?
         var range: JournalRange
         public internal(set) var isFinished = false
 
-        init(covering: TransactionSnapshot, since: TransactionSnapshot, resumedTransactionID: UInt64, resumedEventID: UInt64) {
+        init(
+            covering: TransactionSnapshot, since: TransactionSnapshot, resumedTransactionID: UInt64, resumedEventID: UInt64,
+            deliveredBefore: Set<UInt64> = []
+        ) {
             self.covering = covering
             self.since = since
             self.resumedTransactionID = resumedTransactionID
             self.resumedEventID = resumedEventID
+            self.deliveredBefore = deliveredBefore
             range = JournalRange(older: since, newer: covering)
         }
     }
@@ -44,6 +50,7 @@ public final class JournalReader: Sendable {
     /// One turn fewer than the cores: the async runtime has a thread a core, and replays that
     /// filled them all kept every request and live delivery of the daemon waiting behind their pages.
     private let turns = Mutex(TurnState(turns: ReplayTurns(slots: sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)))
+    private let deliveries: DeliveryRecord?
 
     /// ``ReplayTurns`` and the readers waiting for theirs.
     private struct TurnState {
@@ -52,9 +59,11 @@ public final class JournalReader: Sendable {
         var granted: Set<ReplayTurns.Ticket> = []
     }
 
-    public init(connection: ConnectionString, daemon: String, pageSize: Int = 500) {
+    /// - Parameter deliveries: the listener's record of recent deliveries, which makes their replays exact.
+    public init(connection: ConnectionString, daemon: String, deliveries: DeliveryRecord? = nil, pageSize: Int = 500) {
         self.connection = SerialConnection(connection, applicationName: "pgherald-journal")
         self.daemon = daemon
+        self.deliveries = deliveries
         self.pageSize = pageSize
     }
 
@@ -66,11 +75,14 @@ public final class JournalReader: Sendable {
     /// Where the events that this daemon delivered, or will deliver, after
     /// event `eventID` begin.
     ///
-    /// The replay starts at the last checkpoint recorded before the event's
+    /// For a transaction this daemon delivered lately (``DeliveryRecord``),
+    /// the replay starts where its delivery step did and skips what that
+    /// step delivered before it: nothing repeats. After the last event a
+    /// graceful stop delivered, it starts at that stop's checkpoint, which
+    /// covers exactly what was delivered: nothing repeats either. Otherwise
+    /// it starts at the last checkpoint recorded before the event's
     /// transaction committed, so nothing is skipped; events between that
-    /// checkpoint and `eventID` may be repeated (with their ids). After the
-    /// last event a graceful stop delivered, it starts at that stop's
-    /// checkpoint, which covers exactly what was delivered: nothing repeats.
+    /// checkpoint and `eventID` may be repeated (with their ids).
     ///
     /// Resumes that arrive together are looked up together (``ReplayLookups``).
     public func replay(after eventID: UInt64) async throws(LibpqError) -> Replay {
@@ -121,10 +133,19 @@ public final class JournalReader: Sendable {
         for cluster in ReplayLookups.clusters(of: eventIDs) {
             for row in try Journal.events(ids: cluster, on: connection) { transactionOf[row.id] = row.transactionID }
         }
-        let checkpoints = try Journal.checkpoints(of: daemon, before: Array(Set(transactionOf.values)), on: connection)
-        let finalCheckpoints = try Journal.finalCheckpoints(of: daemon, lastEventIDs: Array(transactionOf.keys), on: connection)
         var answers: [UInt64: Replay] = [:]
-        for eventID in eventIDs {
+        for (eventID, transactionID) in transactionOf {
+            guard let position = deliveries?.position(of: transactionID) else { continue }
+            answers[eventID] = .journal(ReplayCursor(
+                covering: now, since: position.older, resumedTransactionID: transactionID, resumedEventID: eventID,
+                deliveredBefore: position.deliveredBefore
+            ))
+        }
+        let unplaced = transactionOf.filter { answers[$0.key] == nil }
+        guard !unplaced.isEmpty || transactionOf.count < eventIDs.count else { return answers }
+        let checkpoints = try Journal.checkpoints(of: daemon, before: Array(Set(unplaced.values)), on: connection)
+        let finalCheckpoints = try Journal.finalCheckpoints(of: daemon, lastEventIDs: Array(unplaced.keys), on: connection)
+        for eventID in eventIDs where answers[eventID] == nil {
             guard let transactionID = transactionOf[eventID] else {
                 answers[eventID] = .reset(reason: "event \(eventID) is not in the journal (older than retention, or unknown)")
                 continue
@@ -172,6 +193,7 @@ public final class JournalReader: Sendable {
         for (row, event) in zip(page.rows, kept.events) {
             // The resumed event's own transaction delivered its events in id order.
             if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
+            if current.deliveredBefore.contains(row.transactionID) { continue }
             if let event, filter.matches(event) {
                 events.append(event)
             }

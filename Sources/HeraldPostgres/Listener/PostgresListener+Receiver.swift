@@ -168,7 +168,7 @@ extension PostgresListener {
                 }
                 let published = batch.admitted.count
                 delivered += published
-                try publishAdmitted()
+                try publishAdmitted(covered: covered)
                 deliveries += published * listener.broker.subscribersReachedByLastPublish
                 if page.isLast { break }
                 page = try range.page(
@@ -310,7 +310,7 @@ extension PostgresListener {
                     }
                 }
                 batch.arrivalsTaken()
-                try publishAdmitted()
+                try publishAdmitted(covered: cursor?.covered)
                 batch.recordPositions(in: &cursor)
                 parking?.rang(batch.takeRings(), now: .now)
             }
@@ -324,8 +324,12 @@ extension PostgresListener {
         }
 
         /// Hands the admitted events to the broker, at most a batch at a time.
-        private mutating func publishAdmitted() throws(LibpqError) {
+        /// - Parameter covered: the cursor's covered snapshot: the step the events are delivered in (``DeliveryRecord``).
+        private mutating func publishAdmitted(covered: TransactionSnapshot?) throws(LibpqError) {
             if listener.broker.marksTransactionEnds { try markTransactionEnds() }
+            if let covered, !batch.admitted.isEmpty {
+                listener.deliveries.record(batch.admitted.lazy.compactMap { UInt64($0.transactionID) }, covered: covered)
+            }
             var start = batch.admitted.startIndex
             while start < batch.admitted.endIndex {
                 let end = min(start + PostgresListener.maximumBatch, batch.admitted.endIndex)

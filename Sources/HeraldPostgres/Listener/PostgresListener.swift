@@ -71,6 +71,8 @@ public final class PostgresListener: Service, Sendable {
     public let configuration: Configuration
     /// The listener's state, its durability once connected, and its progress.
     public let health = SourceHealth()
+    /// Which step delivered each recent transaction: where a replay after it starts.
+    public let deliveries = DeliveryRecord()
     let broker: Broker
     let logger: Logger
     let wake = WakeSignal()

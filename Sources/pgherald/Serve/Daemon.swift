@@ -56,7 +56,7 @@ struct Daemon {
         let context = OutputContext(
             broker: broker, listener: listener, source: source, database: connection, daemonName: settings.name, version: version,
             catalog: SchemaCatalog(connection: connection, logger: LogCategory.socket.logger),
-            journal: JournalReader(connection: connection, daemon: settings.name), maintenance: maintenance, metrics: metrics,
+            journal: JournalReader(connection: connection, daemon: settings.name, deliveries: listener.deliveries), maintenance: maintenance, metrics: metrics,
             access: settings.access, rowSecurity: rowSecurity, outputs: outputs, logger: LogCategory.lifecycle.logger
         )
         let notifier = SystemdNotifier(environment: environment)
