@@ -112,17 +112,10 @@ extension IntegrationTests.FairShareTests {
     /// checks), and bob's replay of one small row is timed once her page is read.
     @Test func aPageOfLargeRowsIsJudgedInPartsEachInATurn() async throws {
         typealias Network = IntegrationTests.NetworkTests
-        let database = try TestDatabase.create()
-        let role = IntegrationTests.RowSecurityTests.makeRole()
+        let (database, role, served) = try await Self.startNotes(
+            policy: "owner = current_setting('request.jwt.claims', true)::json->>'sub'", extra: "history: 0"
+        )
         defer { IntegrationTests.AttackTests.drop(role, in: database) }
-        try database.execute("""
-            CREATE ROLE \(role) NOLOGIN;
-            CREATE TABLE note (id serial PRIMARY KEY, owner text NOT NULL, body text);
-            ALTER TABLE note ENABLE ROW LEVEL SECURITY;
-            GRANT SELECT ON note, course TO \(role);
-            CREATE POLICY own ON note FOR SELECT TO \(role) USING (owner = current_setting('request.jwt.claims', true)::json->>'sub');
-            """)
-        let served = try await Network.start(database, role: role, extra: "history: 0")
         let client = TestCertificates.httpClient
         let alice = Network.token(role: role, sub: "alice"), bob = Network.token(role: role, sub: "bob")
         func open(_ path: String, _ token: String) async throws -> RawStream {
@@ -171,19 +164,10 @@ extension IntegrationTests.FairShareTests {
     /// on another table keep their pace.
     @Test func aReplaysSlowChecksCannotHoldBackAnotherUsersLiveEvents() async throws {
         typealias Network = IntegrationTests.NetworkTests
-        let database = try TestDatabase.create()
-        let role = IntegrationTests.RowSecurityTests.makeRole()
+        let (database, role, served) = try await Self.startNotes(
+            policy: "owner = current_setting('request.jwt.claims', true)::json->>'sub' AND slow_check()", extra: "history: 0"
+        )
         defer { IntegrationTests.AttackTests.drop(role, in: database) }
-        try database.execute("""
-            CREATE ROLE \(role) NOLOGIN;
-            CREATE TABLE note (id serial PRIMARY KEY, owner text NOT NULL, body text);
-            ALTER TABLE note ENABLE ROW LEVEL SECURITY;
-            GRANT SELECT ON note, course TO \(role);
-            CREATE FUNCTION slow_check() RETURNS boolean LANGUAGE sql VOLATILE AS 'SELECT pg_sleep(0.004) IS NOT NULL';
-            CREATE POLICY own ON note FOR SELECT TO \(role)
-                USING (owner = current_setting('request.jwt.claims', true)::json->>'sub' AND slow_check());
-            """)
-        let served = try await Network.start(database, role: role, extra: "history: 0")
         let client = TestCertificates.httpClient
         let alice = Network.token(role: role, sub: "alice"), bob = Network.token(role: role, sub: "bob")
         // The id to replay from, read by a stream that then ends: no live stream of alice's judges the rows below.
