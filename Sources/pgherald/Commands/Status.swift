@@ -52,7 +52,7 @@ struct Status: AsyncParsableCommand {
         if let rowSecurity = statistics.rowSecurity {
             let time = String(format: "%.3f", rowSecurity.checkSeconds)
             lines.append("row security: \(rowSecurity.cohorts) cohorts, \(rowSecurity.batches) batches, \(rowSecurity.checks) checks in \(time) s, "
-                + "\(rowSecurity.failures) failed")
+                + "\(rowSecurity.failures) failed, \(rowSecurity.aloneBatches) judged alone")
         }
         if let cluster = statistics.cluster { lines += clusterLines(cluster) }
         lines += outputLines(statistics)
