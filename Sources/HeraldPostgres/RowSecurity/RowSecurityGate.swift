@@ -37,8 +37,10 @@ public final class RowSecurityGate: Service, Sendable {
         }
     }
 
-    /// Events the gate may fall behind the daemon's broker before its cohorts' streams end.
+    /// Events the gate, or one cohort's checks, may fall behind the daemon's broker before the streams end.
     static let feedCapacity = 65_536
+    /// Row-image bytes one cohort's checks may fall behind before its streams end.
+    static let backlogBytes = 64 << 20
 
     public let configuration: Configuration
     let broker: Broker
@@ -76,7 +78,9 @@ public final class RowSecurityGate: Service, Sendable {
         }
         replayConnection = SerialConnection(database, applicationName: "pgherald row security replays")
         state = Mutex(State(
-            schedule: Schedule(configuration: .init(connections: configuration.checkConnections, backlogLimit: Self.feedCapacity)),
+            schedule: Schedule(configuration: .init(
+                connections: configuration.checkConnections, backlogLimit: Self.feedCapacity, backlogBytes: Self.backlogBytes
+            )),
             connectionFailures: Array(repeating: 0, count: configuration.checkConnections)
         ))
         (wakes, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -220,10 +224,10 @@ public final class RowSecurityGate: Service, Sendable {
         for serial in overflowed {
             guard let cohort = cohorts.first(where: { $0.serial == serial }) else { continue }
             logger.warning("a row-security cohort's checks fell behind; its streams end and resume", metadata: [
-                "identity": "\(cohort.identity)", "capacity": "\(Self.feedCapacity)",
+                "identity": "\(cohort.identity)", "events": "\(Self.feedCapacity)", "bytes": "\(Self.backlogBytes)",
             ])
             removeCohort(cohort)
-            cohort.fail("pgherald: the row-security checks fell \(Self.feedCapacity) events behind")
+            cohort.fail("pgherald: the row-security checks fell behind by more than \(Self.feedCapacity) events or \(Self.backlogBytes >> 20) MiB of rows")
         }
     }
 

@@ -6,10 +6,11 @@ import DequeModule
 ///
 /// Each cohort has a pipeline of its own: its batches are judged in order,
 /// one script at a time. Cohorts whose next batch is the same are judged
-/// together, in one script, as long as each is cheap; a cohort that is
-/// expensive (its images are large, or its last check took long) is judged
-/// alone, and such scripts never take the last free connection. So one
-/// user's large rows or slow policy delay only that user's events.
+/// together, in one script, with those whose checks cost alike: the cheap
+/// ones; those for whom the batch's images are large; a cohort whose last
+/// check took long is judged alone. Scripts for the expensive ones never
+/// take the last free connection. So one user's large rows or slow policy
+/// do not delay the cheap cohorts' events.
 struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Sendable> {
     struct Configuration: Sendable {
         /// Connections that judge live batches. At least 2, so that one is
@@ -37,11 +38,14 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
         /// Events a cohort may have waiting before its streams end, to
         /// resume from the journal. Default 65,536.
         var backlogLimit: Int
+        /// Row-image bytes, in the tables it follows, that a cohort may have
+        /// waiting before its streams end. Default 64 MiB.
+        var backlogBytes: Int
 
         init(
             connections: Int = 2, expensiveCheck: Duration = .milliseconds(5), sharedCheckLimit: Duration = .milliseconds(25),
             expensiveBytes: Int = 64 * 1024,
-            eventsPerScript: Int = 4096, bytesPerScript: Int = 4 << 20, backlogLimit: Int = 65_536
+            eventsPerScript: Int = 4096, bytesPerScript: Int = 4 << 20, backlogLimit: Int = 65_536, backlogBytes: Int = 64 << 20
         ) {
             self.connections = max(2, connections)
             self.expensiveCheck = expensiveCheck
@@ -50,6 +54,7 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
             self.eventsPerScript = eventsPerScript
             self.bytesPerScript = bytesPerScript
             self.backlogLimit = backlogLimit
+            self.backlogBytes = backlogBytes
         }
     }
 
@@ -73,6 +78,7 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
     private struct Pipeline {
         var waiting: Deque<Waiting> = []
         var waitingEvents = 0
+        var waitingBytes = 0
         /// Batches taken by the job now running, which stay waiting until it ends.
         var running: Int?
         var slow = false
@@ -115,7 +121,8 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
         for cohort in Array(pipelines.keys) {
             pipelines[cohort]!.waiting.append(Waiting(sequence: nextSequence, batch: batch, events: events, bytes: bytes(cohort)))
             pipelines[cohort]!.waitingEvents += events
-            if pipelines[cohort]!.waitingEvents > configuration.backlogLimit {
+            pipelines[cohort]!.waitingBytes += pipelines[cohort]!.waiting.last!.bytes
+            if pipelines[cohort]!.waitingEvents > configuration.backlogLimit || pipelines[cohort]!.waitingBytes > configuration.backlogBytes {
                 overflowed.append(cohort)
                 pipelines[cohort] = nil
             }
@@ -132,43 +139,36 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
         let byAge = ready.sorted { ($0.value.waiting[0].sequence, $0.key) < ($1.value.waiting[0].sequence, $1.key) }
         let expensiveAllowed = expensiveRunning < configuration.connections - 1
         for (cohort, pipeline) in byAge {
-            if isExpensive(pipeline) {
-                guard expensiveAllowed else { continue }
-                return start(alone: cohort, pipeline, on: idle.max()!)
-            }
-            return start(groupOf: cohort, pipeline, ready: ready, on: firstIdle)
+            let kind = kind(of: pipeline)
+            guard kind == .cheap || expensiveAllowed else { continue }
+            let sequence = pipeline.waiting[0].sequence
+            // Cohorts whose checks cost alike share a script: none of them waits for a costlier one.
+            let group = kind == .slow
+                ? [cohort]
+                : ready.filter { $0.value.waiting[0].sequence == sequence && self.kind(of: $0.value) == kind }.map(\.key).sorted()
+            return start(group, of: kind, on: kind == .cheap ? firstIdle : idle.max()!)
         }
         return nil
     }
 
-    private func isExpensive(_ pipeline: Pipeline) -> Bool {
-        pipeline.slow || pipeline.waiting[0].bytes > configuration.expensiveBytes
+    /// What a cohort's next check costs, which decides whom it is judged with.
+    private enum Kind {
+        /// Judged with the other cheap cohorts at its batch.
+        case cheap
+        /// Its batch has large images: judged with the others for whom the same batch is large.
+        case large
+        /// Its last check was slow: judged alone.
+        case slow
     }
 
-    /// An expensive cohort judges what it has waiting, up to a script's events.
-    private mutating func start(alone cohort: Cohort, _ pipeline: Pipeline, on connection: Int) -> Job {
-        var taken = 0
-        var events = 0
-        var bytes = 0
-        for waiting in pipeline.waiting {
-            guard taken == 0 || fits(events + waiting.events, bytes + waiting.bytes) else { break }
-            taken += 1
-            events += waiting.events
-            bytes += waiting.bytes
-        }
-        pipelines[cohort]!.running = taken
-        idle.remove(connection)
-        expensiveRunning += 1
-        return Job(connection: connection, cohorts: [cohort], batches: pipeline.waiting.prefix(taken).map(\.batch), isExpensive: true)
+    private func kind(of pipeline: Pipeline) -> Kind {
+        if pipeline.slow { return .slow }
+        return pipeline.waiting[0].bytes > configuration.expensiveBytes ? .large : .cheap
     }
 
-    /// Every cheap ready cohort whose next batch is the same judges the
-    /// batches they all have waiting, until one of them is expensive for one.
-    private mutating func start(
-        groupOf first: Cohort, _ pipeline: Pipeline, ready: [Cohort: Pipeline], on connection: Int
-    ) -> Job {
-        let sequence = pipeline.waiting[0].sequence
-        let group = ready.filter { $0.value.waiting[0].sequence == sequence && !isExpensive($0.value) }.map(\.key).sorted()
+    /// `group` judges the batches they all have waiting, up to a script's
+    /// events and bytes; a cheap group stops at a batch that is large for one of them.
+    private mutating func start(_ group: [Cohort], of kind: Kind, on connection: Int) -> Job {
         var taken = 0
         var events = 0
         var bytes = 0
@@ -177,7 +177,7 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
             // The most any member judges: its images, not the others', are in its checks.
             let largest = next.map(\.bytes).max() ?? 0
             guard next.count == group.count, let head = next.first, taken == 0 || fits(events + head.events, bytes + largest),
-                  next.allSatisfy({ $0.sequence == head.sequence && $0.bytes <= configuration.expensiveBytes })
+                  next.allSatisfy({ $0.sequence == head.sequence && (kind != .cheap || $0.bytes <= configuration.expensiveBytes) })
             else { break }
             taken += 1
             events += head.events
@@ -185,7 +185,10 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
         }
         for cohort in group { pipelines[cohort]!.running = taken }
         idle.remove(connection)
-        return Job(connection: connection, cohorts: group, batches: pipeline.waiting.prefix(taken).map(\.batch), isExpensive: false)
+        if kind != .cheap { expensiveRunning += 1 }
+        return Job(
+            connection: connection, cohorts: group, batches: pipelines[group[0]]!.waiting.prefix(taken).map(\.batch), isExpensive: kind != .cheap
+        )
     }
 
     private func fits(_ events: Int, _ bytes: Int) -> Bool {
@@ -206,7 +209,10 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
                 pipelines[cohort] = pipeline
                 continue
             }
-            for waiting in pipeline.waiting.prefix(taken) { pipeline.waitingEvents -= waiting.events }
+            for waiting in pipeline.waiting.prefix(taken) {
+                pipeline.waitingEvents -= waiting.events
+                pipeline.waitingBytes -= waiting.bytes
+            }
             pipeline.waiting.removeFirst(taken)
             pipeline.slow = slow.contains(cohort)
             pipeline.refusals = 0
