@@ -5,8 +5,8 @@ extension RowSecurityGate {
     struct Judgement: Sendable {
         var visible: [(RowSecurityCohort, [Event])] = []
         var failures: [(RowSecurityCohort, String)] = []
-        /// How long each judged cohort's part of the script took, by serial.
-        var costs: [UInt64: Duration] = [:]
+        /// How long each judged cohort's part of the script took, and the images it judged, by serial.
+        var costs: [UInt64: (time: Duration, images: Int)] = [:]
         /// Cohorts whose check ran past the shared script's limit, by serial: not judged; their batch waits to be judged alone.
         var overran: Set<UInt64> = []
     }
@@ -19,7 +19,7 @@ extension RowSecurityGate {
     ///   - serial: the live checks' connection, or the replays'.
     /// - Throws: ``LibpqError`` when the database cannot be asked at all.
     func judge(
-        _ events: [Event], for cohorts: [RowSecurityCohort], followingAll: Bool = false, cohortTimeout: Duration? = nil,
+        _ events: [Event], for cohorts: [RowSecurityCohort], followingAll: Bool = false, cohortTimeout: CheckBudget? = nil,
         on serial: SerialConnection
     ) async throws -> Judgement {
         let tables = Set(events.lazy.filter { $0.operation != .broadcast }.map(\.table))
@@ -28,9 +28,8 @@ extension RowSecurityGate {
         }
         let identities = cohorts.map(\.identity)
         let started = ContinuousClock.now
-        let milliseconds = cohortTimeout.map { Int($0 / .milliseconds(1)) }
         let (access, verdicts, failures, checks, costs) = try await serial.run { connection throws(LibpqError) in
-            try Self.judge(events, identities: identities, following: following, cohortTimeout: milliseconds, on: connection)
+            try Self.judge(events, identities: identities, following: following, cohortTimeout: cohortTimeout, on: connection)
         }
         statistics.withLock { statistics in
             statistics.batches += 1
@@ -104,8 +103,8 @@ extension RowSecurityGate {
     /// reason, the number of policy statements run, and each judged
     /// cohort's time in the script.
     private static func judge(
-        _ events: [Event], identities: [RowSecurityIdentity], following: [Set<TableName>], cohortTimeout: Int?, on connection: LibpqConnection
-    ) throws(LibpqError) -> ([RowSecurityCatalog.Key: TableAccess], [Int: [Int: RowVisibility]], [Int: CohortFailure], Int, [Int: Duration]) {
+        _ events: [Event], identities: [RowSecurityIdentity], following: [Set<TableName>], cohortTimeout: CheckBudget?, on connection: LibpqConnection
+    ) throws(LibpqError) -> ([RowSecurityCatalog.Key: TableAccess], [Int: [Int: RowVisibility]], [Int: CohortFailure], Int, [Int: (time: Duration, images: Int)]) {
         let roles = Set(identities.indices.filter { !following[$0].isEmpty }.map { identities[$0].role })
         let allTables = following.reduce(into: Set<TableName>()) { $0.formUnion($1) }
         guard !roles.isEmpty else { return ([:], [:], [:], 0, [:]) }
@@ -138,7 +137,8 @@ extension RowSecurityGate {
         var passing: [Int: [TableName: Set<Int>]] = [:]
         var failures: [Int: CohortFailure] = [:]
         var checks = 0
-        var costs: [Int: Duration] = [:]
+        var costs: [Int: (time: Duration, images: Int)] = [:]
+        let imagesJudged = Dictionary(uniqueKeysWithValues: parts.map { ($0.index, $0.images(in: images)) })
         var remaining = parts[...]
         while !remaining.isEmpty {
             let script = try RowVisibilityScript(
@@ -168,7 +168,7 @@ extension RowSecurityGate {
                     checks += 1
                 case .clock(let cohort):
                     let now = RowVisibilityScript.microseconds(result)
-                    if let cohort, let now, let clock { costs[cohort] = .microseconds(now - clock) }
+                    if let cohort, let now, let clock { costs[cohort] = (.microseconds(now - clock), imagesJudged[cohort] ?? 0) }
                     clock = now
                 case .setup, .cohort:
                     break

@@ -29,6 +29,11 @@ struct RowVisibilityScript {
         var index: Int
         var identity: RowSecurityIdentity
         var conditions: [(table: TableName, condition: String)]
+
+        /// The images its checks judge.
+        func images(in images: [TableName: [RawJSON]]) -> Int {
+            conditions.reduce(0) { $0 + (images[$1.table]?.count ?? 0) }
+        }
     }
 
     /// How long one statement may run: a policy that hangs ends its cohort's streams, not the gate.
@@ -50,7 +55,7 @@ struct RowVisibilityScript {
     ///     each cohort's check may run, in milliseconds: one that runs longer
     ///     is cancelled, and judged again alone, so that the others do not wait for it.
     init(
-        images: [TableName: [RawJSON]], cohorts: [Cohort], cohortTimeout: Int? = nil,
+        images: [TableName: [RawJSON]], cohorts: [Cohort], cohortTimeout: CheckBudget? = nil,
         quote: (String) throws(LibpqError) -> String, quoteIdentifier: (String) throws(LibpqError) -> String,
         statement: (_ table: TableName, _ condition: String) throws(LibpqError) -> String
     ) throws(LibpqError) {
@@ -73,7 +78,8 @@ struct RowVisibilityScript {
             sql += "SAVEPOINT pgherald_cohort;\n"
             statements.append(.cohort(cohort.index))
             if let cohortTimeout {
-                sql += "SET LOCAL statement_timeout = \(cohortTimeout);\n"
+                let time = cohortTimeout.time(images: cohort.images(in: images))
+                sql += "SET LOCAL statement_timeout = \(max(1, Int(time / .milliseconds(1))));\n"
                 statements.append(.cohort(cohort.index))
             }
             sql += try cohort.identity.becoming(quote: quote, quoteIdentifier: quoteIdentifier)
