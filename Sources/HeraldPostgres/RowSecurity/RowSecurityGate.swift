@@ -253,7 +253,7 @@ public final class RowSecurityGate: Service, Sendable {
             for (cohort, visible) in outcome.visible where !visible.isEmpty {
                 cohort.broker.publish(visible)
             }
-            let slow = Set(outcome.costs.filter { $0.value.time > limits.slowCheck.time(images: $0.value.images) }.keys)
+            let slow = Set(outcome.costs.filter { $0.value.time > limits.sharedCheckLimit.time(images: $0.value.images) }.keys)
             if job.isExpensive { statistics.withLock { $0.aloneBatches += UInt64(job.batches.count) } }
             state.withLock { state in
                 state.connectionFailures[job.connection] = 0

@@ -18,14 +18,14 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
         /// turns on one, so that together they keep at most one of the
         /// database's cores busy with their checks.
         var connections: Int
-        /// A cohort whose check took longer than this in its last script is
-        /// judged alone until a check of it is quick again. Default 5 ms,
-        /// or 50 µs an image judged (a policy of about 4 µs an image passes).
-        var slowCheck: CheckBudget
         /// How long a cohort's checks may run in a script it shares: past
         /// it they are cancelled, and the cohort is judged alone, so that
         /// the first slow batch of a cohort thought cheap delays the others
-        /// by no more than this. Default 25 ms, or 100 µs an image judged.
+        /// by no more than this; it stays alone until a check of it is
+        /// within it again. Default 25 ms, or 100 µs an image judged if
+        /// longer: a policy that reads a membership table takes a few µs an
+        /// image, and a 5 ms limit sent ordinary cohorts apart whenever the
+        /// database was busy.
         var sharedCheckLimit: CheckBudget
         /// A cohort whose next batch has more row-image bytes than this, in
         /// the tables it follows, is judged alone for it. Default 64 KiB.
@@ -45,13 +45,11 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
 
         init(
             connections: Int = 2,
-            slowCheck: CheckBudget = .init(floor: .milliseconds(5), perImage: .microseconds(50)),
             sharedCheckLimit: CheckBudget = .init(floor: .milliseconds(25), perImage: .microseconds(100)),
             expensiveBytes: Int = 64 * 1024,
             eventsPerScript: Int = 4096, bytesPerScript: Int = 4 << 20, backlogLimit: Int = 65_536, backlogBytes: Int = 64 << 20
         ) {
             self.connections = max(2, connections)
-            self.slowCheck = slowCheck
             self.sharedCheckLimit = sharedCheckLimit
             self.expensiveBytes = expensiveBytes
             self.eventsPerScript = eventsPerScript
@@ -199,7 +197,7 @@ struct RowSecuritySchedule<Cohort: Hashable & Comparable & Sendable, Batch: Send
     }
 
     /// `job` was judged: its batches leave its cohorts' pipelines. `slow`
-    /// names the cohorts whose check took longer than ``Configuration/slowCheck``;
+    /// names the cohorts whose check took longer than ``Configuration/sharedCheckLimit``;
     /// `overran` those whose check ran past ``Configuration/sharedCheckLimit``
     /// and was cancelled: their batches wait, to be judged alone.
     mutating func finished(_ job: Job, slow: Set<Cohort>, overran: Set<Cohort> = []) {
