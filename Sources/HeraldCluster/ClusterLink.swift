@@ -116,13 +116,36 @@ public final class ClusterLink: Service, Sendable {
         relay.outbound.yield(.resumePosition(key, eventID: eventID))
     }
 
+    /// How long a graceful stop waits for the messages queued before it (where channels stopped) to go out.
+    static let drainLimit = Duration.seconds(2)
+
     public func run() async throws {
+        let (sent, allSent) = AsyncStream<Never>.makeStream()
         try await withThrowingDiscardingTaskGroup { group in
-            group.addTask { await self.sendOutbound() }
+            group.addTask {
+                await self.sendOutbound()
+                allSent.finish()
+            }
             group.addTask { await cancelWhenGracefulShutdown { await self.beat() } }
             group.addTask {
                 defer { self.relay.outbound.finish() }
-                try await cancelWhenGracefulShutdown { try await self.connectUntilStopped() }
+                try await withThrowingTaskGroup { connection in
+                    connection.addTask { try await self.connectUntilStopped() }
+                    // The outputs stop before the link: the positions their channels stopped at, queued
+                    // last, go out before the connection closes, so that clients rejoin another member there.
+                    connection.addTask {
+                        try? await gracefulShutdown()
+                        self.relay.outbound.finish()
+                        await withTaskGroup(of: Void.self) { drain in
+                            drain.addTask { for await _ in sent {} }
+                            drain.addTask { try? await Task.sleep(for: Self.drainLimit) }
+                            await drain.next()
+                            drain.cancelAll()
+                        }
+                    }
+                    try await connection.next()
+                    connection.cancelAll()
+                }
             }
         }
     }
