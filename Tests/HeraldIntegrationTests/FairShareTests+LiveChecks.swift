@@ -49,6 +49,31 @@ extension IntegrationTests.FairShareTests {
         try await Self.expectLiveChecksApart(served, database: database, role: role, writing: writeRows, rows: 1000)
     }
 
+    /// A stream whose mailbox overflows reads on from its cohort's history.
+    /// Its cohort's checks skipped the tables nobody followed, and the
+    /// overflowed stream counted as nobody: the batches judged while it
+    /// caught up never reached that history, and alice's stream lost rows
+    /// in silence (252 of 300 rows of 1 MB). A 1 MiB mailbox and rows of
+    /// 300 kB make every batch overflow it.
+    @Test func aStreamThatCatchesUpFromItsCohortsHistoryMissesNoRow() async throws {
+        let (database, role, served) = try await Self.startNotes(
+            policy: "owner = current_setting('request.jwt.claims', true)::json->>'sub'", extra: "socket:\n  subscriber_buffer_bytes: 1048576"
+        )
+        defer { IntegrationTests.AttackTests.drop(role, in: database) }
+        let token = IntegrationTests.NetworkTests.token(role: role, sub: "alice")
+        let live = try await RawStream(
+            url: served.base + "/events?format=ndjson&table=note", headers: [("Authorization", "Bearer \(token)")], client: TestCertificates.httpClient
+        )
+        for _ in 0..<10 {
+            try database.execute("INSERT INTO note (owner, body) SELECT 'alice', repeat('n', 300000) FROM generate_series(1, 10)")
+        }
+        try await live.waitForLines(100, within: 60)
+        try await Task.sleep(for: .milliseconds(300))
+        let ids = live.lines.compactMap { line in line.firstRange(of: #""pk":{"id":"#).map { Int(line[$0.upperBound...].prefix { $0.isNumber }) } ?? nil }
+        #expect(ids == Array(1...100), "alice's rows, each once and in order: \(live.lines.map { $0.prefix(120) })")
+        _ = try await served.daemon.stop()
+    }
+
     /// A database whose `note` table shows each user the rows `policy`
     /// lets them select (`slow_check()` takes 4 ms), and a daemon on it
     /// with `extra` configuration. The caller drops the role.

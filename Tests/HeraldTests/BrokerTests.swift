@@ -203,6 +203,25 @@ func collectAll(_ subscription: Subscription) async throws -> [Event] {
         withExtendedLifetime((slow, other, third)) {}
     }
 
+    /// A stream that overflowed reads on from the history: a row-security
+    /// cohort judges its tables only while someone follows them, so the
+    /// overflowed subscriber still follows them until it is cancelled.
+    @Test func anOverflowedSubscriberThatReadsTheHistoryStillFollowsItsTables() {
+        let broker = Broker()
+        let course = TableName(name: "course"), other = TableName(name: "other")
+        let catchingUp = broker.subscribe(EventFilter(tables: [course]), capacity: 2, kind: "ndjson", onOverflow: {})
+        let dropped = broker.subscribe(EventFilter(tables: [other]), capacity: 2, kind: "realtime")
+        broker.publish((1...3).map { makeEvent($0) } + (4...6).map { makeEvent($0, table: "other") })
+        #expect(broker.statistics.subscriberCount == 0)
+        #expect(broker.hasSubscribers(following: course), "the overflowed stream reads on from the history")
+        #expect(!broker.hasSubscribers(following: other), "a subscriber without onOverflow ends at its overflow")
+        #expect(broker.hasSubscribers)
+        catchingUp.cancel()
+        #expect(!broker.hasSubscribers(following: course))
+        #expect(!broker.hasSubscribers)
+        withExtendedLifetime(dropped) {}
+    }
+
     @Test func predicatesFilterAtTheBroker() async throws {
         let broker = Broker()
         let evens = broker.subscribe(EventFilter(predicates: [ColumnPredicate(column: "id", comparison: .in, operand: .list(["2", "4"]))]))

@@ -58,6 +58,9 @@ public final class Broker: Sendable {
         /// Subscribers interested in every table (possibly narrowed by schema or op).
         var subscribersForAllTables = SubscriberList()
         var overflowCount: UInt64 = 0
+        /// Overflowed subscribers that read on from the history (those with an `onOverflow`), by id: the
+        /// tables they follow (nil for all), which still count as followed until the subscription is cancelled.
+        var catchingUp: [UInt64: Set<TableName>?] = [:]
         var isShutDown = false
         var history: EventHistory
         var lastResumableEventID: String?
@@ -210,7 +213,10 @@ public final class Broker: Sendable {
     }
 
     func unsubscribe(id: UInt64) {
-        let removed = state.withLock { state in state.remove(id: id) }
+        let removed = state.withLock { state in
+            if !state.catchingUp.isEmpty { state.catchingUp[id] = nil }
+            return state.remove(id: id)
+        }
         removed?.mailbox.finish()
     }
 
@@ -275,6 +281,7 @@ public final class Broker: Sendable {
                 if let subscriber = state.remove(id: id) {
                     state.overflowCount += 1
                     overflowed.append(subscriber)
+                    if subscriber.onOverflow != nil { state.catchingUp[id] = subscriber.filter.tables }
                 }
             }
             for id in fanOut.closed { _ = state.remove(id: id) }

@@ -361,6 +361,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
             endAsRevokedOrFinished(context, stream)
             return false
         }
+        // The overflowed subscription kept its tables followed (for a cohort's checks) while the stream read the history.
+        subscription?.cancel()
         subscription = live
         stream.progress.caughtUp()
         if !replay.isEmpty { deliver(replay, context, stream) }
