@@ -105,6 +105,9 @@ extension HeraldClient {
                 case "overflow":
                     client.logger.warning("fell behind the daemon and was dropped; reconnecting to resume")
                     body = nil
+                case "interrupted":
+                    client.logger.warning("the daemon's row-level security checks for this stream stopped; reconnecting to resume")
+                    body = nil
                 case "reset":
                     let reason = (try? JSONParser.parse(message.data))?.objectValue?["message"]?.stringValue ?? message.data
                     client.logger.warning("the daemon could not resume the stream", metadata: ["reason": "\(reason)"])

@@ -74,6 +74,25 @@ extension IntegrationTests.FairShareTests {
         _ = try await served.daemon.stop()
     }
 
+    /// A stream whose identity's checks fail ends with `interrupted`, which
+    /// tells its client to resume with `Last-Event-ID`; it said `revoked` and
+    /// "reconnect to continue under the new grant", which no reload had changed.
+    @Test func aStreamWhoseChecksFailEndsSayingHowToResume() async throws {
+        let (database, role, served) = try await Self.startNotes(
+            policy: "1 / CASE WHEN current_setting('request.jwt.claims', true)::json->>'sub' = 'carol' THEN 0 ELSE 1 END = 1"
+        )
+        defer { IntegrationTests.AttackTests.drop(role, in: database) }
+        let token = IntegrationTests.NetworkTests.token(role: role, sub: "carol")
+        let live = try await RawStream(
+            url: served.base + "/events?format=ndjson&table=note", headers: [("Authorization", "Bearer \(token)")], client: TestCertificates.httpClient
+        )
+        try database.execute("INSERT INTO note (owner, body) VALUES ('carol', 'x')")
+        let ended = try await live.text(within: 10) { $0.contains("division by zero") }
+        #expect(ended.contains(#""error":"interrupted""#) && ended.contains("reconnect with Last-Event-ID"), "\(ended)")
+        #expect(!ended.contains("new grant"), "\(ended)")
+        _ = try await served.daemon.stop()
+    }
+
     /// A database whose `note` table shows each user the rows `policy`
     /// lets them select (`slow_check()` takes 4 ms), and a daemon on it
     /// with `extra` configuration. The caller drops the role.

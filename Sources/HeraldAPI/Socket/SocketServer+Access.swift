@@ -54,6 +54,11 @@ extension SocketServer {
             finish(.revoked(reason))
         }
 
+        /// Ends the stream because its identity's row-level security checks stopped.
+        func interrupt(_ reason: String) {
+            finish(.interrupted(reason))
+        }
+
         /// Its filter narrowed differently under `scope`, or refused there.
         func refusal(under scope: AccessScope, who: String) -> String? {
             do {

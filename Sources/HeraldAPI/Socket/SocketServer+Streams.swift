@@ -163,7 +163,7 @@ extension SocketServer {
         slot.track(open)
         if let expiresAt = viewer.expiresAt { Self.end(open, whenTokenExpiresAt: expiresAt, on: channel) }
         if let cohort {
-            let watch = cohort.watch { reason in open.revoke(reason) }
+            let watch = cohort.watch { reason in open.interrupt(reason) }
             channel.closeFuture.whenComplete { _ in cohort.unwatch(watch) }
         }
         logger.debug("stream opened", metadata: [

@@ -114,6 +114,11 @@ public enum StreamFormat: String, Sendable, CaseIterable {
         errorFrame("token_expired", message: reason + "; reconnect with a fresh token (with Last-Event-ID) to go on")
     }
 
+    /// The last frame of a stream whose row-level security checks stopped: it resumes from the journal.
+    package func interruptedFrame(reason: String) -> String {
+        errorFrame("interrupted", message: reason + "; reconnect with Last-Event-ID to resume from the journal")
+    }
+
     private func errorFrame(_ error: String, message: String) -> String {
         var writer = JSONWriter()
         writer.write(.object(["error": .string(error), "message": .string(message)]))
