@@ -13,8 +13,17 @@ import HeraldPostgres
 /// test, as each session, before and after every transaction.
 struct SessionPolicyScenario {
     static let users = ["ann", "ben", "cat"]
-    /// Every major with both trigger kinds, durable: row-level security needs the journal.
-    static let cells = TriggerCell.all.filter { $0.durability == .durable }
+    /// Every major once, durable (row-level security needs the journal), the
+    /// trigger kind alternating from major to major so that each kind meets
+    /// old and new servers. `NativeTriggerTests` shows that both kinds publish
+    /// the same bytes on every major, so every pair would double the run, not what it proves.
+    static let cells: [TriggerCell] = {
+        let durable = TriggerCell.all.filter { $0.durability == .durable }
+        let majors = Array(Set(durable.map(\.cluster.major))).sorted()
+        return durable.filter { cell in
+            cell.triggers == (majors.firstIndex(of: cell.cluster.major)!.isMultiple(of: 2) ? .native : .plpgsql)
+        }
+    }()
 
     /// One write's keys: a row inserted, deleted, changed in place, given a new key, or moved to another
     /// partition (which PostgreSQL does as a delete and an insert).
