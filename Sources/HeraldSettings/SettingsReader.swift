@@ -66,6 +66,18 @@ public final class SettingsReader {
         guard let file else { return [] }
         return file.lines.sorted(by: { $0.value < $1.value }).compactMap { key, line in
             guard !readKeys.contains(key), !prefixes.contains(where: { key.hasPrefix($0) }) else { return nil }
+            // `socket: /run/x.sock` where `socket:` takes keys beneath it: a path is the usual mistake, so `path` shows first.
+            let path = key + ".path"
+            let beneath = readKeys.filter { $0.hasPrefix(key + ".") }.sorted { (left: String, right: String) -> Bool in
+                left == path || (right != path && left < right)
+            }
+            if !beneath.isEmpty {
+                let shown = beneath.prefix(4).joined(separator: ", ") + (beneath.count > 4 ? ", …" : "")
+                return ConfigurationError(
+                    key: key, source: "\(file.path) line \(line)",
+                    reason: "is a section, not a value: give its keys beneath it (\(shown); see systemd/pgherald.yaml)"
+                )
+            }
             let suggestion = KeySuggestion.closest(to: key, among: readKeys).map { "did you mean \($0)? " } ?? ""
             return ConfigurationError(
                 key: key, source: "\(file.path) line \(line)",

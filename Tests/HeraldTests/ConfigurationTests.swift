@@ -165,6 +165,11 @@ import Testing
         #expect(error.reason.contains("not a pgherald setting"))
         #expect(error.reason.contains("did you mean socket.path?"), "\(error.reason)")
 
+        // A section given a value says so, and what goes beneath it.
+        error = try await rejection("socket: /tmp/x.sock\n")
+        #expect(error.key == "socket")
+        #expect(error.reason.contains("is a section, not a value") && error.reason.contains("socket.path"), "\(error.reason)")
+
         // A key close to none gets no guess.
         error = try await rejection("colour_scheme: dark\n")
         #expect(error.reason.contains("not a pgherald setting") && !error.reason.contains("did you mean"), "\(error.reason)")
