@@ -377,7 +377,8 @@ final class EventStreamHandler: ChannelDuplexHandler, RemovableChannelHandler, W
 
     /// Ends a stream that fell behind the broker's history, whence only the journal can resume it.
     private func endBehindTheHistory(_ context: ChannelHandlerContext, _ stream: SocketServer.OpenedStream) {
-        end(context, lastFrame: stream.format.overflowFrame(capacity: stream.source.configuration.historyCapacity, history: true))
+        let history = stream.source.configuration
+        end(context, lastFrame: stream.format.overflowFrame(capacity: history.historyCapacity, historyBytes: history.historyByteLimit))
     }
 
     /// Writes `lastFrame` and the end of the response, then closes the connection.

@@ -131,11 +131,14 @@ public enum StreamFormat: String, Sendable, CaseIterable {
 
     /// The last frame of a stream whose subscriber fell too far behind: more
     /// than its mailbox's `capacity` while a journal replay was still
-    /// covering it, or, with `history`, behind the broker's history of that many events.
-    package func overflowFrame(capacity: Int, history: Bool = false) -> String {
-        let data = history
-            ? #"{"error":"overflow","capacity":\#(capacity),"message":"fell behind the daemon's history of \#(capacity) events; reconnect with Last-Event-ID to resume from the journal, or refetch"}"#
-            : #"{"error":"overflow","capacity":\#(capacity),"message":"fell more than \#(capacity) events behind; reconnect and refetch"}"#
+    /// covering it, or, with `historyBytes`, behind the broker's history of
+    /// that many events or bytes, whichever it holds fewer of.
+    package func overflowFrame(capacity: Int, historyBytes: Int? = nil) -> String {
+        let data = if let historyBytes {
+            #"{"error":"overflow","capacity":\#(capacity),"message":"fell behind the daemon's history of \#(capacity) events or \#(historyBytes >> 20) MiB; reconnect with Last-Event-ID to resume from the journal, or refetch"}"#
+        } else {
+            #"{"error":"overflow","capacity":\#(capacity),"message":"fell more than \#(capacity) events behind; reconnect and refetch"}"#
+        }
         switch self {
         case .sse: return "event: overflow\ndata: \(data)\n\n"
         case .ndjson: return data + "\n"
