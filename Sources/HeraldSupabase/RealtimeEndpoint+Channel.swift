@@ -18,6 +18,7 @@ extension RealtimeEndpoint {
     func serve(_ channel: RealtimeChannel, framing: PhoenixFraming, outbound: WebSocketOutboundWriter, socket: any Channel) async {
         let join = channel.join
         let direct = DirectFrameWriter(channel: socket)
+        let writable = WritabilityWaiters.Waiter(channel: socket)
         let topic = Array(JSONValue.string(join.topic).jsonText.utf8)
         func send(_ message: PhoenixMessage) async throws {
             try await outbound.write(framing.frame(framing.encode(message)))
@@ -73,7 +74,7 @@ extension RealtimeEndpoint {
             if resumeFrom != nil, replay == nil {
                 logger.notice("a rejoining realtime channel's position is older than the history; missed events are not replayed", metadata: ["topic": "\(join.topic)"])
             }
-            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: source.serial) == false {
+            if let replay, try await deliver(replay, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, writable: writable, cohort: source.serial) == false {
                 return
             }
             while true {
@@ -103,7 +104,7 @@ extension RealtimeEndpoint {
                         subscription = next
                         if let reason = channel.deliver(from: subscription) { return try await end(revokedBecause: reason) }
                         logger.debug("a realtime channel moved to its new token's cohort", metadata: ["topic": "\(join.topic)", "caller": "\(channel.caller.name)"])
-                        if let missed, try await deliver(missed, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: source.serial) == false {
+                        if let missed, try await deliver(missed, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, writable: writable, cohort: source.serial) == false {
                             return
                         }
                         continue
@@ -111,7 +112,7 @@ extension RealtimeEndpoint {
                     if let reason = channel.revokedBecause { try await end(revokedBecause: reason) }
                     return
                 }
-                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, cohort: source.serial) else {
+                guard try await deliver(events, to: channel, topic: topic, framing: framing, outbound: outbound, direct: direct, writable: writable, cohort: source.serial) else {
                     return
                 }
             }
@@ -147,8 +148,10 @@ extension RealtimeEndpoint {
     /// the channel is writable; false once its token has expired.
     private func deliver(
         _ events: [Event], to channel: RealtimeChannel, topic: [UInt8], framing: PhoenixFraming, outbound: WebSocketOutboundWriter,
-        direct: DirectFrameWriter?, cohort: UInt64?
+        direct: DirectFrameWriter?, writable: WritabilityWaiters.Waiter?, cohort: UInt64?
     ) async throws -> Bool {
+        // Framed once the socket takes writes: frames held for a client that does not read cost each channel a batch.
+        await writable?.untilWritable()
         var frames: [[UInt8]] = []
         var expired = false
         let changes = events.filter { $0.operation != .broadcast }

@@ -224,6 +224,7 @@ public final class RealtimeEndpoint: Sendable {
             let (logger, maximumMessageSize) = (self.logger, self.configuration.maximumMessageSize)
             try await channel.eventLoop.submit {
                 try channel.pipeline.syncOperations.addHandler(ClientFrameGuard.Installer(logger: logger, budget: budget, maximumMessageSize: maximumMessageSize))
+                try channel.pipeline.syncOperations.addHandler(WritabilityWaiters(), position: .first)
             }.get()
             // Its connection was counted against the caller's limit by the guard in front (``childChannel``).
             return .upgrade([:]) { inbound, outbound, _ in
