@@ -348,11 +348,13 @@ extension SocketServer {
     }
 
     /// `Last-Event-ID` (what SSE clients send on reconnect) or `?since=`.
+    /// `Last-Event-ID` before `?since=`: an `EventSource` opened with `?since=` sends the URL again on
+    /// every reconnect, with the header naming the event it got last, which is later.
     fileprivate static func resumePosition(items: [(name: String, value: String)], lastEventID: String?) throws(FilterError) -> UInt64? {
-        let (parameter, given) = if let since = items.last(where: { $0.name == "since" })?.value {
-            ("since", since)
-        } else if let lastEventID {
+        let (parameter, given) = if let lastEventID {
             ("Last-Event-ID", lastEventID)
+        } else if let since = items.last(where: { $0.name == "since" })?.value {
+            ("since", since)
         } else {
             ("", "")
         }
