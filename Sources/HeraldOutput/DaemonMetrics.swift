@@ -94,7 +94,7 @@ public final class DaemonMetrics: Sendable {
         for kind in kinds {
             gauge("pgherald_subscribers", Double(subscribers[kind] ?? 0), labels: [("kind", kind)], help: "Subscribers now, by kind.")
         }
-        advance("pgherald_overflows_total", to: Int64(statistics.overflowCount), help: "Subscribers whose mailbox overflowed: dropped, or a socket stream that read on from the history.")
+        advance("pgherald_overflows_total", to: Int64(statistics.overflowCount + (rowSecurity?.overflowCount ?? 0)), help: "Subscribers whose mailbox overflowed: dropped, or a socket stream that read on from the history.")
 
         let state = health.status.name
         for candidate in SourceHealth.Status.names {

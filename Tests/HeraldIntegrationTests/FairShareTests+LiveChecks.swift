@@ -101,6 +101,9 @@ extension IntegrationTests.FairShareTests {
         try await Task.sleep(for: .milliseconds(300))
         let ids = live.lines.compactMap { line in line.firstRange(of: #""pk":{"id":"#).map { Int(line[$0.upperBound...].prefix { $0.isNumber }) } ?? nil }
         #expect(ids == Array(1...100), "alice's rows, each once and in order: \(live.lines.map { $0.prefix(120) })")
+        // Her cohort's broker counts the overflows, and /stats with the daemon's.
+        let overflows = try await served.daemon.statistics().overflows
+        #expect(overflows > 0, "/stats counted no overflow of alice's stream")
         _ = try await served.daemon.stop()
     }
 

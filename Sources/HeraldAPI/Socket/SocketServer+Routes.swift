@@ -68,7 +68,8 @@ extension SocketServer {
             // Two tables whose names only look alike are one key of a String dictionary: their counts add up.
             tables: Dictionary(broker.tableCounts.filter { scope.covers($0.key) }.map { ($0.key.description, $0.value) }, uniquingKeysWith: +),
             subscribers: broker.subscribersByKind.merging(rowSecurity?.subscribersByKind ?? [:], uniquingKeysWith: +),
-            overflows: broker.overflowCount,
+            // A stream under row-level security reads its cohort's broker, which counts its overflows.
+            overflows: broker.overflowCount + (rowSecurity?.overflowCount ?? 0),
             uptimeSeconds: (ContinuousClock.now - started) / .seconds(1),
             listener: listenerState(),
             durability: health.durability?.rawValue,

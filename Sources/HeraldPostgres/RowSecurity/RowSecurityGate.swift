@@ -67,6 +67,8 @@ public final class RowSecurityGate: Service, Sendable {
         var schedule: Schedule
         /// Per check connection, the scripts that failed in a row: how long it waits before the next.
         var connectionFailures: [Int]
+        /// Overflows of the subscribers of cohorts that have ended, so that the count never goes back.
+        var endedCohortsOverflows: UInt64 = 0
     }
 
     public init(configuration: Configuration = .init(), broker: Broker, database: ConnectionString, logger: Logger) {
@@ -117,6 +119,12 @@ public final class RowSecurityGate: Service, Sendable {
         var current = statistics.withLock { $0 }
         current.cohorts = state.withLock { $0.cohorts.count }
         return current
+    }
+
+    /// Subscribers of cohorts, ended ones included, whose mailbox overflowed (`/stats` `overflows`).
+    public var overflowCount: UInt64 {
+        let (ended, cohorts) = state.withLock { ($0.endedCohortsOverflows, Array($0.cohorts.values)) }
+        return cohorts.reduce(ended) { $0 + $1.broker.statistics.overflowCount }
     }
 
     /// The cohorts' subscribers now, by kind, which the daemon's broker does not count.
@@ -294,7 +302,7 @@ public final class RowSecurityGate: Service, Sendable {
     }
 
     private func removeAllCohorts() -> [RowSecurityCohort] {
-        state.withLock { state in
+        let removed = state.withLock { state in
             defer {
                 for cohort in state.cohorts.values { state.schedule.remove(cohort.serial) }
                 state.cohorts = [:]
@@ -303,12 +311,20 @@ public final class RowSecurityGate: Service, Sendable {
             }
             return Array(state.cohorts.values)
         }
+        let overflows = removed.reduce(0) { $0 + $1.broker.statistics.overflowCount }
+        state.withLock { $0.endedCohortsOverflows += overflows }
+        return removed
     }
 
     private func removeCohort(_ cohort: RowSecurityCohort) {
+        // Read before the gate's lock: a broker's lock is never taken inside it.
+        let overflows = cohort.broker.statistics.overflowCount
         state.withLock { state in
             state.schedule.remove(cohort.serial)
-            if state.cohorts[cohort.identity] === cohort { state.cohorts[cohort.identity] = nil }
+            if state.cohorts[cohort.identity] === cohort {
+                state.cohorts[cohort.identity] = nil
+                state.endedCohortsOverflows += overflows
+            }
             if state.cohorts.isEmpty {
                 state.feed?.cancel()
                 state.feed = nil
