@@ -25,7 +25,8 @@ extension RealtimeEndpoint {
         }
         // Supabase's clients do not rejoin after `phx_close`.
         func end(revokedBecause reason: String) async throws {
-            logger.info("ended a realtime channel: its access grant changed", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)"])
+            // A reload that changed the grant, an expired token, or row-level security checks that stopped: the reason says which.
+            logger.info("ended a realtime channel", metadata: ["caller": "\(channel.caller.name)", "topic": "\(join.topic)", "reason": "\(reason)"])
             channel.markEnded()
             try await send(join.systemMessage(ok: false, reason))
             try await send(join.channelClose)
