@@ -152,7 +152,8 @@ extension RealtimeEndpoint {
         direct: DirectFrameWriter?, writable: WritabilityWaiters.Waiter?, cohort: UInt64?
     ) async throws -> Bool {
         // Framed once the socket takes writes: frames held for a client that does not read cost each channel a batch.
-        await writable?.untilWritable()
+        // A socket that closed meanwhile gets nothing framed: each of a thousand channels framed its batch as it closed.
+        guard await writable?.untilWritable() ?? true else { return false }
         var frames: [[UInt8]] = []
         var expired = false
         let changes = events.filter { $0.operation != .broadcast }

@@ -46,8 +46,8 @@ final class WritabilityWaiters: ChannelInboundHandler, RemovableChannelHandler {
             self.channel = channel
         }
 
-        /// Returns once the socket is writable, closed, or the task cancelled.
-        func untilWritable() async {
+        /// Returns once the socket is writable (true), or closed or the task cancelled (false).
+        func untilWritable() async -> Bool {
             while channel.isActive, !channel.isWritable, !Task.isCancelled {
                 let id = Self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
                 // Both closures run on the event loop, in order: a cancellation before the registration is seen by it.
@@ -65,6 +65,7 @@ final class WritabilityWaiters: ChannelInboundHandler, RemovableChannelHandler {
                     channel.eventLoop.execute { handler.value.waiting.removeValue(forKey: id)?.resume() }
                 }
             }
+            return channel.isActive && !Task.isCancelled
         }
 
         private final class Cancelled: Sendable {

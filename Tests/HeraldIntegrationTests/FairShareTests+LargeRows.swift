@@ -1,5 +1,6 @@
 import Foundation
 import Herald
+import Synchronization
 import Testing
 
 extension IntegrationTests.FairShareTests {
@@ -62,12 +63,14 @@ extension IntegrationTests.FairShareTests {
             try await Task.sleep(for: .seconds(1))
             return daemon.residentBytes
         }
+        let quiet = try await watcher.measure("quiet", rows: 10)
         let (_, rowsAlone) = try await watcher.measure("80 rows of 1 MB, no other channel", during: writeRows)
         let before = daemon.residentBytes
-        let silent = try (0..<10).map { _ in
+        let silent = Peers()
+        try silent.list.withLock { list in list = try (0..<10).map { _ in
             try SilentPeer(connectingTo: port, sending: Self.webSocketUpgrade(port: port, apikey: IntegrationTests.RealtimeTests.allKey)
                 + (1...20).flatMap { Self.textFrame(#"["\#($0)","\#($0)","realtime:notes-\#($0)","phx_join",\#(join)]"#) })
-        }
+        } }
         try await waitFor(seconds: 20) { try await daemon.statistics().subscribers["realtime"] ?? 0 >= 201 } failure: { "the silent sockets did not join" }
         let (after, underAttack) = try await watcher.measure("the same to ten sockets of 20 channels that never read", during: writeRows)
         try await watcher.expectFairShare(idle: rowsAlone, underAttack: underAttack)
@@ -75,8 +78,20 @@ extension IntegrationTests.FairShareTests {
         print("ten realtime sockets of 20 channels that never read, 80 rows of 1 MB: the daemon grew by \(grown >> 20) MiB")
         // As above; before the bound, the sockets held 1.3 GB.
         #expect(grown < 256 << 20, "the daemon grew by \(grown >> 20) MiB for sockets that never read")
-        _ = silent
+        // Closed, the 200 channels frame nothing: each framed its waiting rows as its socket closed, and the
+        // bystander, on the same event loops, waited seconds.
+        let (_, closing) = try await watcher.measure("while the ten sockets close") {
+            silent.list.withLock { $0 = [] }
+            try await Task.sleep(for: .seconds(3))
+            return 0
+        }
+        try await watcher.expectFairShare(idle: quiet, underAttack: closing)
         await watcher.close()
         _ = try await daemon.stop()
     }
+}
+
+/// Silent peers that a test closes while it measures (by dropping them).
+private final class Peers: Sendable {
+    let list = Mutex<[SilentPeer]>([])
 }
