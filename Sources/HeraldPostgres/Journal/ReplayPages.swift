@@ -35,6 +35,7 @@ struct ReplayPages: Sendable {
     private struct Entry: Sendable {
         var kept: Kept
         var storedAt: ContinuousClock.Instant
+        var bytes: Int
         var rowCount: Int { kept.page.rows.count }
     }
 
@@ -42,11 +43,15 @@ struct ReplayPages: Sendable {
     /// Each range with the number of its pages kept, dropped with its last page.
     private var ranges: [JournalRangeKey: (range: JournalRange, pages: Int)] = [:]
     private var heldRows = 0
+    private var heldBytes = 0
 
     /// How long a page is kept after it was read.
     static let lifetime: Duration = .seconds(10)
     /// Events kept at most across all pages, about 30 MB of 300-byte events as read, and their decoded events beside.
     static let rowLimit = 100_000
+    /// Bytes of events, as read, kept at most across all pages: a page of 500 rows of 1 MB was kept
+    /// whole, and four replays of such rows left 1.3 GB behind them (expired pages go only at the next store).
+    static let byteLimit = 32 << 20
 
     struct JournalRangeKey: Hashable, Sendable {
         var older: TransactionSnapshot
@@ -71,17 +76,23 @@ struct ReplayPages: Sendable {
 
     mutating func store(_ kept: Kept, for key: Key, range: JournalRange, now: ContinuousClock.Instant) {
         dropExpired(now: now)
-        guard kept.page.rows.count <= Self.rowLimit - heldRows else { return }
+        let bytes = kept.page.rows.reduce(0) { $0 + $1.event.utf8.count }
+        guard kept.page.rows.count <= Self.rowLimit - heldRows, bytes <= Self.byteLimit - heldBytes else { return }
         drop(key)
-        pages[key] = Entry(kept: kept, storedAt: now)
+        pages[key] = Entry(kept: kept, storedAt: now, bytes: bytes)
         let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
         ranges[rangeKey] = (range, (ranges[rangeKey]?.pages ?? 0) + 1)
         heldRows += kept.page.rows.count
+        heldBytes += bytes
     }
+
+    /// Bytes of events kept now.
+    var keptBytes: Int { heldBytes }
 
     private mutating func drop(_ key: Key) {
         guard let entry = pages.removeValue(forKey: key) else { return }
         heldRows -= entry.rowCount
+        heldBytes -= entry.bytes
         let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
         guard let kept = ranges[rangeKey] else { return }
         ranges[rangeKey] = kept.pages > 1 ? (kept.range, kept.pages - 1) : nil
