@@ -56,7 +56,7 @@ extension IntegrationTests.FairShareTests {
         // it waited 3.8 s. So the floor here is 1 s, not 250 ms.
         try await bystander.expectFairShare(idle: baseline, underAttack: underAttack, floor: .seconds(1))
         await bystander.close()
-        alice.stop()
+        await alice.stop()
         _ = try await served.daemon.stop()
     }
 

@@ -78,15 +78,15 @@ import Testing
         let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
         let row = String(repeating: "q", count: 1_000_000)[...]
         for index in UInt64(0)..<10 {
-            let ids = (index * 10 + 1)...(index * 10 + 10)
+            let ids = (index * 20 + 1)...(index * 20 + 20)
             let kept = ReplayPages.Kept(
                 page: Journal.Page(rows: ids.map { Journal.Row(transactionID: 15, id: $0, event: row) }, isLast: false), events: ids.map { _ in nil }
             )
-            pages.store(kept, for: key(after: index * 10), range: range, now: now)
+            pages.store(kept, for: key(after: index * 20), range: range, now: now)
         }
         #expect(pages.keptBytes <= ReplayPages.byteLimit, "\(pages.keptBytes) bytes kept")
-        #expect(pages.keptBytes >= 20_000_000, "pages within the limit are kept: \(pages.keptBytes)")
+        #expect(pages.keptBytes >= 100_000_000, "pages within the limit are kept: \(pages.keptBytes)")
         #expect(pages.page(key(after: 0), now: now) != nil, "the first pages stay for other readers")
-        #expect(pages.page(key(after: 90), now: now) == nil, "the last page would pass the limit")
+        #expect(pages.page(key(after: 180), now: now) == nil, "the last page would pass the limit")
     }
 }

@@ -94,8 +94,8 @@ final class ResumingStream: Sendable {
         return shared.state.withLock { $0.received }
     }
 
-    func stop() {
+    func stop() async {
         task.cancel()
-        try? client.syncShutdown()
+        try? await client.shutdown()
     }
 }
