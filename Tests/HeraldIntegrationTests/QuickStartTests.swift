@@ -49,10 +49,14 @@ extension IntegrationTests {
                 "sleep 1",
                 "psql '\(database)' -qc \"INSERT INTO course (short_code, name) VALUES ('\(marker)', 'quick start')\" || exit 1",
                 "for _ in $(seq 100); do grep -q \(marker) tail.out && [ \"$(grep -c \(marker) curl.out)\" -ge 1 ] && break; sleep 0.2; done",
-                "echo '--- tail'; cat tail.out; echo '--- curl'; cat curl.out; echo '--- commands'; cat commands.out; echo '--- serve'; cat serve.out",
+                "for part in tail curl commands serve; do echo \"\(sectionMark)$part\"; cat $part.out; done",
             ]
             return lines.joined(separator: "\n") + "\n"
         }
+
+        /// Starts each output's part of the script's report: curl's progress meter, interleaved from
+        /// two transfers, can print "--- " itself.
+        static let sectionMark = "\n=== quickstart: "
 
         struct Runner: CustomTestStringConvertible, Sendable {
             var userID: UInt32
@@ -92,7 +96,7 @@ extension IntegrationTests {
                 )
             let result = try await process.finish(within: 60)
             let output = result.stdout + result.stderr
-            let sections = output.components(separatedBy: "--- ")
+            let sections = output.components(separatedBy: Self.sectionMark)
             let tail = sections.first { $0.hasPrefix("tail") } ?? ""
             let curl = sections.first { $0.hasPrefix("curl") } ?? ""
             #expect(result.status == 0, "\(output)")
