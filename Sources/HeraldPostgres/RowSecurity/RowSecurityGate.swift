@@ -134,9 +134,17 @@ public final class RowSecurityGate: Service, Sendable {
         }
     }
 
-    /// Reads the feed while cohorts exist, and runs each script the schedule hands out.
+    /// Reads the feed while cohorts exist, runs each script the schedule
+    /// hands out, and drops cohorts whose subscribers have gone.
     public func run() async {
         await withDiscardingTaskGroup { group in
+            // On a clock of its own: a cohort left with no subscriber, and the feed that reads for it, are
+            // dropped when their lifetime ends, not when the next event arrives, which may be never.
+            group.addTask {
+                await cancelWhenGracefulShutdown {
+                    while (try? await Task.sleep(for: self.idleSweepInterval)) != nil { self.dropIdleCohorts() }
+                }
+            }
             await withGracefulShutdownHandler {
                 for await _ in wakes {
                     if state.withLock({ state in
@@ -179,7 +187,6 @@ public final class RowSecurityGate: Service, Sendable {
                 return
             }
             queue(events)
-            dropIdleCohorts()
         }
     }
 
@@ -331,6 +338,10 @@ public final class RowSecurityGate: Service, Sendable {
             }
         }
     }
+
+    /// How often cohorts are checked for subscribers: a quarter of their
+    /// lifetime, so one is dropped within 1.5 lifetimes of its last subscriber leaving.
+    var idleSweepInterval: Duration { min(.seconds(15), max(.milliseconds(10), configuration.idleLifetime / 4)) }
 
     private func dropIdleCohorts() {
         let now = ContinuousClock.now
