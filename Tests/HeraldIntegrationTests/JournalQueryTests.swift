@@ -150,20 +150,57 @@ extension IntegrationTests {
             var whole = JournalRange(older: older, newer: newer)
             let all = try whole.page(after: nil, limit: 1000, on: connection)
             #expect(all.isLast && all.rows.map { ($0.transactionID, $0.id) }.elementsEqual(expected, by: ==))
-            for limit in 1...8 {
+            // A byte limit cuts a page after any journal row: 1 byte after each, 400 after two or three.
+            for (limit, byteLimit) in (1...8).flatMap({ limit in ([nil, 1, 400, 2_000] as [Int?]).map { (limit, $0) } }) {
                 var range = JournalRange(older: older, newer: newer)
                 var after: (transactionID: UInt64, id: UInt64)?
                 var seen: [(UInt64, UInt64)] = []
-                for _ in 0..<200 {
-                    let page = try range.page(after: after, limit: limit, on: connection)
+                for _ in 0..<400 {
+                    let page = try range.page(after: after, limit: limit, byteLimit: byteLimit, on: connection)
                     // A reader may stop inside a page, as a webhook feed with little room does.
                     let taken = page.isLast ? page.rows.count : max(1, page.rows.count - random.next(upTo: 2))
                     seen += page.rows.prefix(taken).map { ($0.transactionID, $0.id) }
                     if page.isLast && taken == page.rows.count { break }
                     after = seen.last.map { (transactionID: $0.0, id: $0.1) } ?? after
                 }
-                #expect(seen.elementsEqual(expected, by: ==), "limit \(limit): \(seen.map(\.1)) against \(expected.map(\.1))")
+                #expect(seen.elementsEqual(expected, by: ==), "limit \(limit), \(byteLimit.map { "\($0) bytes" } ?? "no byte limit"): \(seen.map(\.1)) against \(expected.map(\.1))")
             }
+        }
+
+        /// A replay's page is held while its client takes it: 500 journal rows of 1 MB were 500 MB.
+        /// With a byte limit a page stops after the row that reaches it, and a step's rows more at most,
+        /// whether it reads one long transaction, many short ones, or the range's first rows.
+        @Test func aPageOfLargeRowsStopsNearItsByteLimit() throws {
+            let database = try TestDatabase.create()
+            let connection = try database.connect()
+            let body = String(repeating: "q", count: 1 << 20)
+            // Transaction 100 writes 30 rows; 101 to 130 write one each.
+            let writes = (1...30).map { (id: $0, txid: 100) } + (31...60).map { (id: $0, txid: 100 + $0 - 30) }
+            for write in writes {
+                try connection.execute(
+                    "INSERT INTO pgherald.journal_1 (id, txid, event) VALUES ($1, $2::xid8, $3)",
+                    parameters: [String(write.id), String(write.txid),
+                                 #"{"id":"\#(write.id)","op":"INSERT","schema":"public","table":"t","pk":null,"new":{"b":"\#(body)"},"old":null,"txid":"\#(write.txid)","at":"x"}"#]
+                )
+            }
+            let older = try #require(TransactionSnapshot("90:90:"))
+            let newer = try #require(TransactionSnapshot("200:200:"))
+            let byteLimit = 4 << 20
+            var range = JournalRange(older: older, newer: newer)
+            var after: (transactionID: UInt64, id: UInt64)?
+            var seen: [UInt64] = []
+            var largest = 0
+            for _ in 0..<100 {
+                let page = try range.page(after: after, limit: 500, byteLimit: byteLimit, on: connection)
+                largest = max(largest, page.rows.reduce(0) { $0 + $1.event.utf8.count })
+                seen += page.rows.map(\.id)
+                guard let last = page.rows.last, !page.isLast else { break }
+                after = (last.transactionID, last.id)
+            }
+            #expect(seen == Array(1...60))
+            // The first read asks for 8 rows of unknown size; later ones for what the rest of the limit holds.
+            #expect(largest <= 8 * ((1 << 20) + 200), "a page held \(largest >> 20) MiB against a limit of \(byteLimit >> 20) MiB")
+            #expect(largest >= byteLimit, "pages stopped before their limit: \(largest) bytes")
         }
 
         /// A sweep's first page that stops inside the range's only transaction (a statement of more
@@ -258,7 +295,7 @@ extension IntegrationTests {
             let plan = try Self.plan(Journal.eventsOfTransactionsSQL, ["{" + wanted.map(String.init).joined(separator: ",") + "}"], on: connection)
             #expect(plan.rows <= 10_000, "planned for \(plan.rows) rows, to read 1,000")
             #expect(plan.cost < plan.jitAboveCost, "planned at a cost of \(plan.cost), past jit_above_cost (\(plan.jitAboveCost))")
-            #expect(try Journal.events(transactionIDs: wanted, on: connection).map(\.id) == Array(50_001...51_000))
+            #expect(try Journal.events(transactionIDs: wanted, on: connection).rows.map(\.id) == Array(50_001...51_000))
         }
 
         /// A client that resumes after an event has it looked up by id. Each id

@@ -115,14 +115,17 @@ public enum Journal {
     /// `txid` would mean the output column `txid::text`, sorting pages as text
     /// ("1000" before "730") while `after` compares numbers, which skipped
     /// rows between pages.
+    /// - Parameter byteLimit: read no further once the rows hold about this
+    ///   many bytes (see ``LibpqConnection/execute(_:parameters:byteLimit:timeout:)``); nil: `limit` rows whatever their size.
     public static func events(
         visibleIn newer: TransactionSnapshot,
         notVisibleIn older: TransactionSnapshot,
         after: (transactionID: UInt64, id: UInt64)? = nil,
         limit: Int = 1000,
+        byteLimit: Int? = nil,
         on connection: LibpqConnection
     ) throws(LibpqError) -> Page {
-        let result = try connection.execute(prepared: "pgherald_journal_page_\(limit)", """
+        let sql = """
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid >= pg_snapshot_xmin($1::pg_snapshot) AND txid < pg_snapshot_xmax($2::pg_snapshot)
                AND pg_visible_in_snapshot(txid, $2::pg_snapshot)
@@ -130,15 +133,28 @@ public enum Journal {
                AND (txid, coalesce(last_id, id)) > ($3::xid8, $4::bigint)
              ORDER BY journal.txid, journal.id
              LIMIT \(limit)
-            """, parameters: [
-                older.description, newer.description,
-                String(after?.transactionID ?? 0), String(after?.id ?? 0),
-            ])
-        var rows = try events(result.namedRows)
+            """
+        let parameters = [older.description, newer.description, String(after?.transactionID ?? 0), String(after?.id ?? 0)]
+        let (found, isComplete) = if byteLimit == nil {
+            (try connection.execute(prepared: "pgherald_journal_page_\(limit)", sql, parameters: parameters).namedRows, true)
+        } else {
+            try read(sql, parameters: parameters, byteLimit: byteLimit, on: connection)
+        }
+        var rows = try events(found)
         if let after {
             rows.removeAll { ($0.transactionID, $0.id) <= (after.transactionID, after.id) }
         }
-        return Page(rows: rows, isLast: result.rows.count < limit)
+        return Page(rows: rows, isLast: isComplete && found.count < limit)
+    }
+
+    /// Runs a read of journal rows, bounded by `byteLimit` when there is one:
+    /// the rows, and whether they are all the query had.
+    private static func read(
+        _ sql: String, parameters: [String?], byteLimit: Int?, on connection: LibpqConnection
+    ) throws(LibpqError) -> (rows: [ResultRow], isComplete: Bool) {
+        guard let byteLimit else { return (try connection.execute(sql, parameters: parameters).namedRows, true) }
+        let (result, isComplete) = try connection.execute(sql, parameters: parameters, byteLimit: byteLimit)
+        return (result.namedRows, isComplete)
     }
 
     /// The transactions committed between two snapshots in delivery order
@@ -165,11 +181,17 @@ public enum Journal {
         return transactions
     }
 
-    /// The events of whole transactions, one after another in the order given, each in the order it wrote them.
-    static func events(transactionIDs: [UInt64], on connection: LibpqConnection) throws(LibpqError) -> [Row] {
-        guard !transactionIDs.isEmpty else { return [] }
-        let result = try connection.execute(eventsOfTransactionsSQL, parameters: ["{" + transactionIDs.map(String.init).joined(separator: ",") + "}"])
-        return try events(result.namedRows)
+    /// The events of whole transactions, one after another in the order
+    /// given, each in the order it wrote them, and whether they are all of
+    /// them (a `byteLimit` can cut the read short after any journal row).
+    static func events(
+        transactionIDs: [UInt64], byteLimit: Int? = nil, on connection: LibpqConnection
+    ) throws(LibpqError) -> (rows: [Row], isComplete: Bool) {
+        guard !transactionIDs.isEmpty else { return ([], true) }
+        let (found, isComplete) = try read(
+            eventsOfTransactionsSQL, parameters: ["{" + transactionIDs.map(String.init).joined(separator: ",") + "}"], byteLimit: byteLimit, on: connection
+        )
+        return (try events(found), isComplete)
     }
 
     /// Reads each wanted transaction on its own (OFFSET 0 keeps the planner
@@ -183,14 +205,17 @@ public enum Journal {
          ORDER BY wanted.position, j.id
         """
 
-    /// The events of one transaction after its event `after`, from up to `limit` journal rows, in id order.
-    static func events(transactionID: UInt64, after: UInt64, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> [Row] {
-        let result = try connection.execute("""
+    /// The events of one transaction after its event `after`, from up to
+    /// `limit` journal rows (fewer past `byteLimit`), in id order.
+    static func events(
+        transactionID: UInt64, after: UInt64, limit: Int, byteLimit: Int? = nil, on connection: LibpqConnection
+    ) throws(LibpqError) -> [Row] {
+        let (found, _) = try read("""
             SELECT txid::text, id, last_id, event FROM pgherald.journal
              WHERE txid = $1::xid8 AND coalesce(last_id, id) > $2
              ORDER BY journal.id LIMIT \(limit)
-            """, parameters: [String(transactionID), String(after)])
-        return try events(result.namedRows).filter { $0.id > after }
+            """, parameters: [String(transactionID), String(after)], byteLimit: byteLimit, on: connection)
+        return try events(found).filter { $0.id > after }
     }
 
     /// One page of a sweep: the events committed after `covered` and visible

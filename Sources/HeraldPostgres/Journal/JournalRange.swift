@@ -38,12 +38,14 @@ public struct JournalRange: Sendable {
     }
 
     /// The events after `after` (a transaction and the last event of it
-    /// already read; nil: from the start), from up to `limit` journal rows.
+    /// already read; nil: from the start), from up to `limit` journal rows,
+    /// and with a `byteLimit`, no more rows than hold about that many bytes.
     public mutating func page(
-        after: (transactionID: UInt64, id: UInt64)?, limit: Int, on connection: LibpqConnection
+        after: (transactionID: UInt64, id: UInt64)?, limit: Int, byteLimit: Int? = nil, on connection: LibpqConnection
     ) throws(LibpqError) -> Journal.Page {
         if after == nil, transactions == nil {
-            return try firstPage(from: Journal.events(visibleIn: newer, notVisibleIn: older, limit: limit, on: connection), limit: limit, on: connection)
+            let raw = try Journal.events(visibleIn: newer, notVisibleIn: older, limit: limit, byteLimit: byteLimit, on: connection)
+            return try firstPage(from: raw, limit: limit, byteLimit: byteLimit, on: connection)
         }
         let transactions = try listTransactions(on: connection)
         var index = 0
@@ -65,7 +67,7 @@ public struct JournalRange: Sendable {
             }
             if readThrough > 0 || transaction.rows > limit {
                 // The rest of a transaction a page stopped inside, or the start of one longer than a page: a page of its own.
-                let rows = try Journal.events(transactionID: transaction.id, after: readThrough, limit: limit, on: connection)
+                let rows = try Journal.events(transactionID: transaction.id, after: readThrough, limit: limit, byteLimit: byteLimit, on: connection)
                 guard let last = rows.last else {
                     index += 1
                     readThrough = 0
@@ -80,9 +82,10 @@ public struct JournalRange: Sendable {
                 budget -= transactions[index].rows
                 index += 1
             }
-            let rows = try Journal.events(transactionIDs: wanted, on: connection)
+            let (rows, isComplete) = try Journal.events(transactionIDs: wanted, byteLimit: byteLimit, on: connection)
             if !rows.isEmpty || index == transactions.count {
-                return Journal.Page(rows: rows, isLast: index == transactions.count)
+                // Cut short, the next page goes on inside the transaction where this one stopped.
+                return Journal.Page(rows: rows, isLast: isComplete && index == transactions.count)
             }
         }
         return Journal.Page(rows: [], isLast: true)
@@ -124,7 +127,9 @@ public struct JournalRange: Sendable {
     /// the first in delivery order, the usual case when writers commit in
     /// the order they began, are kept as read, the last of them maybe in
     /// part, and the rest is read in order from there.
-    public mutating func firstPage(from raw: Journal.Page, limit: Int, on connection: LibpqConnection) throws(LibpqError) -> Journal.Page {
+    public mutating func firstPage(
+        from raw: Journal.Page, limit: Int, byteLimit: Int? = nil, on connection: LibpqConnection
+    ) throws(LibpqError) -> Journal.Page {
         if raw.isLast { return Journal.Page(rows: Self.inDeliveryOrder(raw.rows), isLast: true) }
         let transactions = try listTransactions(on: connection)
         var kept = 0
@@ -136,7 +141,7 @@ public struct JournalRange: Sendable {
             guard raw.rows[kept - 1].id >= transaction.lastEventID else { break }
             complete += 1
         }
-        guard kept > 0 else { return try page(after: nil, limit: limit, on: connection) }
+        guard kept > 0 else { return try page(after: nil, limit: limit, byteLimit: byteLimit, on: connection) }
         return Journal.Page(rows: Array(raw.rows[..<kept]), isLast: complete == transactions.count)
     }
 }
