@@ -52,7 +52,7 @@ import Testing
         let start = ContinuousClock.now
         let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
         pages.store(page(1...3), for: key(after: 0), range: range, now: start)
-        #expect(pages.page(key(after: 0), now: start + .seconds(1))?.page.rows.map(\.id) == [1, 2, 3])
+        #expect(pages.page(key(after: 0), now: start + .seconds(1))?.positions.map(\.id) == [1, 2, 3])
         #expect(pages.page(key(after: 3), now: start + .seconds(1)) == nil, "another position")
         #expect(pages.range(older: range.older, newer: range.newer) != nil)
         #expect(pages.page(key(after: 0), now: start + ReplayPages.lifetime) == nil)
@@ -72,21 +72,45 @@ import Testing
 
     /// Pages of large rows are kept within a byte limit as well: 500 rows of
     /// 1 MB were kept whole, and four replays of them left 1.3 GB behind.
-    @Test func keptPagesAreBoundedInBytes() {
+    /// What counts is the events as decoded; the rows' text is not kept.
+    @Test func keptPagesAreBoundedInBytes() throws {
         var pages = ReplayPages()
         let now = ContinuousClock.now
         let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
-        let row = String(repeating: "q", count: 1_000_000)[...]
+        let row = #"{"id":"1","op":"INSERT","schema":"public","table":"t","pk":{"id":1},"new":{"b":"\#(String(repeating: "q", count: 1_000_000))"},"old":null,"txid":"15","at":"2026-11-30T00:00:00.000000Z"}"#
+        let event = try Event(payload: row)
         for index in UInt64(0)..<10 {
             let ids = (index * 20 + 1)...(index * 20 + 20)
             let kept = ReplayPages.Kept(
-                page: Journal.Page(rows: ids.map { Journal.Row(transactionID: 15, id: $0, event: row) }, isLast: false), events: ids.map { _ in nil }
+                page: Journal.Page(rows: ids.map { Journal.Row(transactionID: 15, id: $0, event: row[...]) }, isLast: false), events: ids.map { _ in event }
             )
+            #expect(kept.bytes >= 20_000_000, "a page's events count: \(kept.bytes)")
             pages.store(kept, for: key(after: index * 20), range: range, now: now)
         }
         #expect(pages.keptBytes <= ReplayPages.byteLimit, "\(pages.keptBytes) bytes kept")
         #expect(pages.keptBytes >= 100_000_000, "pages within the limit are kept: \(pages.keptBytes)")
         #expect(pages.page(key(after: 0), now: now) != nil, "the first pages stay for other readers")
         #expect(pages.page(key(after: 180), now: now) == nil, "the last page would pass the limit")
+    }
+
+    /// Pages go when their lifetime ends even if no reader comes: the first
+    /// store asks its owner for a sweep, which goes on while pages are kept.
+    @Test func expiredPagesAreSweptWithoutAnotherStore() {
+        var pages = ReplayPages()
+        let start = ContinuousClock.now
+        let range = JournalRange(older: key(after: 0).older, newer: key(after: 0).newer)
+        let first = pages.store(page(1...3), for: key(after: 0), range: range, now: start)
+        #expect(first, "the first store starts a sweep")
+        let second = pages.store(page(4...6), for: key(after: 3), range: range, now: start + .seconds(5))
+        #expect(!second, "one is under way")
+        let firstSweep = pages.sweep(now: start + ReplayPages.lifetime)
+        #expect(firstSweep, "the second page is not yet expired")
+        #expect(pages.page(key(after: 0), now: start) == nil, "the first page was dropped by the sweep")
+        let lastSweep = pages.sweep(now: start + .seconds(5) + ReplayPages.lifetime)
+        #expect(!lastSweep, "nothing is left to sweep")
+        #expect(pages.keptBytes == 0)
+        #expect(pages.range(older: range.older, newer: range.newer) == nil)
+        let afterwards = pages.store(page(7...9), for: key(after: 6), range: range, now: start + .seconds(20))
+        #expect(afterwards, "a store after the sweep ended starts another")
     }
 }

@@ -90,8 +90,8 @@ public struct Event: Sendable, Hashable {
 
     /// About what holding this event costs in memory: its encoded JSON and
     /// rows as allocated, and the object, strings and index entry around
-    /// them. The history's byte limit counts this.
-    var retainedBytes: Int {
+    /// them. The history's byte limit counts this, as do kept replay pages.
+    public var retainedBytes: Int {
         var bytes = Self.retainedOverhead
         if let json = storage.encodedJSON {
             // A stamped event's rows are slices of its JSON.

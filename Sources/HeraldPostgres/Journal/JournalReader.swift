@@ -73,6 +73,11 @@ public final class JournalReader: Sendable {
         self.pageSize = pageSize
     }
 
+    /// Bytes of decoded events in the pages kept for other readers now.
+    public var keptPageBytes: Int {
+        pages.withLock { $0.keptBytes }
+    }
+
     /// What resuming clients have cost the journal since start.
     public var statistics: DaemonStatistics.Replays {
         counts.withLock { $0 }
@@ -194,9 +199,8 @@ public final class JournalReader: Sendable {
                 return try readPage(after: current, on: connection)
             }
         }
-        let page = kept.page
         var events: [Event] = []
-        for (row, event) in zip(page.rows, kept.events) {
+        for (row, event) in zip(kept.positions, kept.events) {
             // The resumed event's own transaction delivered its events in id order.
             if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
             if current.deliveredBefore.contains(row.transactionID) { continue }
@@ -205,8 +209,8 @@ public final class JournalReader: Sendable {
             }
         }
         cursor.range = range
-        cursor.after = page.rows.last.map { ($0.transactionID, $0.id) } ?? current.after
-        cursor.isFinished = page.isLast
+        cursor.after = kept.positions.last.map { ($0.transactionID, $0.id) } ?? current.after
+        cursor.isFinished = kept.isLast
         return events
     }
 
@@ -231,7 +235,7 @@ public final class JournalReader: Sendable {
     private func keepsSmallPage(after cursor: ReplayCursor) -> Bool {
         let key = pageKey(after: cursor)
         let now = ContinuousClock.now
-        return pages.withLock { $0.page(key, now: now) }.map { $0.page.rows.count <= Self.smallPage } ?? false
+        return pages.withLock { $0.page(key, now: now) }.map { $0.positions.count <= Self.smallPage } ?? false
     }
 
     /// The most events a kept page may hold to be read without a turn.
@@ -259,9 +263,20 @@ public final class JournalReader: Sendable {
         let key = pageKey(after: cursor)
         var range = pages.withLock { $0.range(older: key.older, newer: key.newer) } ?? cursor.range
         let kept = ReplayPages.Kept(try range.page(after: cursor.after, limit: pageSize, byteLimit: Self.pageByteLimit, on: connection))
-        pages.withLock { [range] in $0.store(kept, for: key, range: range, now: .now) }
+        if pages.withLock({ [range] in $0.store(kept, for: key, range: range, now: .now) }) { sweepExpiredPages() }
         counts.withLock { $0.pagesRead += 1 }
         return (kept, range)
+    }
+
+    /// Drops kept pages as their lifetime ends, until none is left: with no
+    /// reader after them, pages of large rows stayed until the next replay,
+    /// which may never come.
+    private func sweepExpiredPages() {
+        Task { [weak self] in
+            repeat {
+                try? await Task.sleep(for: ReplayPages.lifetime)
+            } while self?.pages.withLock({ $0.sweep(now: .now) }) == true
+        }
     }
 
     /// Returns when it is `holder`'s turn, with the turn's ticket.

@@ -17,18 +17,31 @@ struct ReplayPages: Sendable {
 
     /// A page as it was read, with its rows' events decoded once for all its readers: in a herd
     /// of ten thousand resumes, each decoding the same rows again cost more than the rest of its turn.
+    /// The rows' text is let go once decoded: kept beside the events, it held a page twice.
     struct Kept: Sendable {
-        var page: Journal.Page
+        /// Each row's transaction and event id, in the page's order.
+        var positions: [Position]
         /// Row by row; nil where a row is not an event this daemon can read.
         var events: [Event?]
+        /// The page is the range's last.
+        var isLast: Bool
+        /// What the page holds in memory: its events as decoded.
+        var bytes: Int
+
+        struct Position: Sendable {
+            var transactionID: UInt64
+            var id: UInt64
+        }
 
         init(_ page: Journal.Page) {
             self.init(page: page, events: page.rows.map { try? Event(payload: $0.event) })
         }
 
         init(page: Journal.Page, events: [Event?]) {
-            self.page = page
+            positions = page.rows.map { Position(transactionID: $0.transactionID, id: $0.id) }
             self.events = events
+            isLast = page.isLast
+            bytes = events.reduce(positions.count * MemoryLayout<Position>.stride) { $0 + ($1?.retainedBytes ?? 0) }
         }
     }
 
@@ -36,7 +49,7 @@ struct ReplayPages: Sendable {
         var kept: Kept
         var storedAt: ContinuousClock.Instant
         var bytes: Int
-        var rowCount: Int { kept.page.rows.count }
+        var rowCount: Int { kept.positions.count }
     }
 
     private var pages: [Key: Entry] = [:]
@@ -49,11 +62,13 @@ struct ReplayPages: Sendable {
     static let lifetime: Duration = .seconds(10)
     /// Events kept at most across all pages, about 30 MB of 300-byte events as read, and their decoded events beside.
     static let rowLimit = 100_000
-    /// Bytes of events, as read, kept at most across all pages: a page of 500 rows of 1 MB was kept
-    /// whole, and four replays of such rows left 1.3 GB behind them (expired pages go only at the next store).
+    /// Bytes of decoded events kept at most across all pages: a page of 500 rows of 1 MB was kept
+    /// whole, and four replays of such rows left 1.3 GB behind them.
     /// Room for a page of 40 rows of 1 MB, which a herd then reads once: at 32 MiB another user's replay
     /// of the same range read it again, in its own turn (1 s, against 0.2 s shared).
     static let byteLimit = 128 << 20
+    /// Whether the owner has a sweep of expired pages under way (``store(_:for:range:now:)``, ``sweep(now:)``).
+    private var sweeping = false
 
     struct JournalRangeKey: Hashable, Sendable {
         var older: TransactionSnapshot
@@ -76,16 +91,33 @@ struct ReplayPages: Sendable {
         ranges[JournalRangeKey(older: older, newer: newer)]?.range
     }
 
-    mutating func store(_ kept: Kept, for key: Key, range: JournalRange, now: ContinuousClock.Instant) {
+    /// Keeps `kept` for the readers after it, within the limits.
+    /// - Returns: whether the owner should start a sweep of expired pages
+    ///   (``sweep(now:)`` every ``lifetime``): none is under way, and pages are kept.
+    @discardableResult
+    mutating func store(_ kept: Kept, for key: Key, range: JournalRange, now: ContinuousClock.Instant) -> Bool {
         dropExpired(now: now)
-        let bytes = kept.page.rows.reduce(0) { $0 + $1.event.utf8.count }
-        guard kept.page.rows.count <= Self.rowLimit - heldRows, bytes <= Self.byteLimit - heldBytes else { return }
-        drop(key)
-        pages[key] = Entry(kept: kept, storedAt: now, bytes: bytes)
-        let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
-        ranges[rangeKey] = (range, (ranges[rangeKey]?.pages ?? 0) + 1)
-        heldRows += kept.page.rows.count
-        heldBytes += bytes
+        let bytes = kept.bytes
+        if kept.positions.count <= Self.rowLimit - heldRows, bytes <= Self.byteLimit - heldBytes {
+            drop(key)
+            pages[key] = Entry(kept: kept, storedAt: now, bytes: bytes)
+            let rangeKey = JournalRangeKey(older: key.older, newer: key.newer)
+            ranges[rangeKey] = (range, (ranges[rangeKey]?.pages ?? 0) + 1)
+            heldRows += kept.positions.count
+            heldBytes += bytes
+        }
+        guard !sweeping, !pages.isEmpty else { return false }
+        sweeping = true
+        return true
+    }
+
+    /// Drops the pages whose lifetime has ended, when no reader comes to
+    /// replace them. Returns whether pages are left, for another sweep; if
+    /// none is, the next store starts one.
+    mutating func sweep(now: ContinuousClock.Instant) -> Bool {
+        dropExpired(now: now)
+        sweeping = !pages.isEmpty
+        return sweeping
     }
 
     /// Bytes of events kept now.

@@ -87,7 +87,15 @@ struct Daemon {
             ),
             notifier: notifier, health: source.health, broker: broker, outputs: outputs, logger: LogCategory.lifecycle.logger
         )))
-        services.append(.init(service: HeapTrimmer(broker: broker), successTerminationBehavior: .ignore))
+        let journal = context.journal
+        services.append(.init(service: HeapTrimmer { [broker, rowSecurity] in
+            let replays = journal.statistics
+            return [
+                broker.statistics.changeCount, UInt64(broker.statistics.subscriberCount),
+                UInt64(rowSecurity.currentStatistics.cohorts), UInt64(rowSecurity.subscribersByKind.values.reduce(0, +)),
+                replays.pagesRead + replays.pagesShared, UInt64(journal.keptPageBytes),
+            ]
+        }, successTerminationBehavior: .ignore))
         // Last of all, so that it hears the stop first and bounds it.
         services.append(.init(
             service: StopDeadline(grace: settings.stopGrace, failures: failures, logger: LogCategory.lifecycle.logger), successTerminationBehavior: .ignore
