@@ -212,4 +212,49 @@ extension IntegrationTests.FairShareTests {
         await bystander.close()
         _ = try await served.daemon.stop()
     }
+
+    /// A page is held while its client takes it, and each of a user's 100
+    /// streams could replay a page of large rows: 100 slow replays, 100
+    /// pages. Now a user's replays share one budget for their pages, and a
+    /// page another replay read is taken up to the reader's own share. Here
+    /// twenty of alice's replays of 40 rows of 1 MB (each a TLS client that
+    /// stops reading) are measured in the daemon's heap.
+    @Test func aUsersSlowReplaysShareOneBudgetForTheirPages() async throws {
+        typealias Network = IntegrationTests.NetworkTests
+        let database = try TestDatabase.create()
+        try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
+        // No history: the replays read the journal.
+        let served = try await Network.start(database, roleGrant: "tables: [note]", extra: "history: 0")
+        let alice = Network.token(sub: "alice")
+        var live: RawStream? = try await RawStream(
+            url: served.base + "/events?format=ndjson&table=note", headers: [("Authorization", "Bearer \(alice)")], client: TestCertificates.httpClient
+        )
+        try database.execute("INSERT INTO note (body) VALUES ('mark')")
+        try await live?.waitForLines(1)
+        let mark = try #require(live?.lines.compactMap { try? Event(payload: String($0)) }.first?.id)
+        live = nil
+        try database.execute("DO $$ BEGIN FOR i IN 1..40 LOOP INSERT INTO note (body) VALUES (repeat('x', 1000000)); END LOOP; END $$")
+        try await waitFor(seconds: 60) { try await served.daemon.statistics().changeCount >= 41 }
+        // What the rows took is handed back once two looks 5 s apart saw nothing move.
+        try await Task.sleep(for: .seconds(12))
+        let before = IntegrationTests.MemoryTests.anonymousBytes(served.daemon)
+
+        let request = Array("GET /events?format=ndjson&table=note&since=\(mark) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(alice)\r\n\r\n".utf8)
+        var replays: [TLSProbe] = []
+        for _ in 0..<20 {
+            let probe = try TLSProbe(port: served.port, offering: "http/1.1", trusting: served.certificates.caPath)
+            #expect(probe.send(request))
+            replays.append(probe)
+        }
+        try await waitFor(seconds: 60) { (try await served.daemon.statistics().replays?.resumes ?? 0) >= 20 } failure: { "the replays did not begin" }
+        // Each stops once its socket and its client's pipe are full.
+        try await Task.sleep(for: .seconds(8))
+        let grown = IntegrationTests.MemoryTests.anonymousBytes(served.daemon) - before
+        print("twenty of alice's replays of 40 rows of 1 MB that stop reading: the daemon's heap grew by \(grown >> 20) MiB")
+        // Her share, 64 MiB, held as events, frames and TLS records, and the pages kept for other readers
+        // (up to 128 MiB): 388 MiB here. With a page for each replay, 1,568 MiB.
+        #expect(grown < 640 << 20, "twenty slow replays of one user's grew the daemon by \(grown >> 20) MiB")
+        withExtendedLifetime(replays) {}
+        _ = try await served.daemon.stop()
+    }
 }

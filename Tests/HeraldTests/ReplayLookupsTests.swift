@@ -113,4 +113,20 @@ import Testing
         let afterwards = pages.store(page(7...9), for: key(after: 6), range: range, now: start + .seconds(20))
         #expect(afterwards, "a store after the sweep ended starts another")
     }
+
+    /// A holder's replays share the page budget, down to a floor each; a
+    /// kept page is taken up to a share, at least one row.
+    @Test func aHoldersReplaysShareThePageBudget() throws {
+        #expect(JournalReader.pageByteLimit(replays: 1) == JournalReader.pageByteLimit)
+        #expect(JournalReader.pageByteLimit(replays: 4) == JournalReader.pageByteLimit / 4)
+        #expect(JournalReader.pageByteLimit(replays: 10_000) == JournalReader.minimumPageBytes)
+        let row = #"{"id":"1","op":"INSERT","schema":"public","table":"t","pk":{"id":1},"new":{"b":"\#(String(repeating: "q", count: 100_000))"},"old":null,"txid":"15","at":"2026-11-30T00:00:00.000000Z"}"#
+        let event = try Event(payload: row)
+        let kept = ReplayPages.Kept(
+            page: Journal.Page(rows: (1...10).map { Journal.Row(transactionID: 15, id: $0, event: row[...]) }, isLast: true), events: (1...10).map { _ in event }
+        )
+        #expect(kept.prefixCount(within: 350_000) == 3)
+        #expect(kept.prefixCount(within: 1) == 1, "one row at least")
+        #expect(kept.prefixCount(within: kept.bytes) == 10)
+    }
 }

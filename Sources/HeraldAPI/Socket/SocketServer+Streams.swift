@@ -443,6 +443,10 @@ extension SocketServer {
             // Read and not yet judged: a page is judged in parts of bounded bytes, each in a turn, so that
             // a page of large rows does not hold one turn for seconds.
             var unjudged: ArraySlice<Event> = []
+            // Counted among its holder's replays, whose pages share a byte budget: a hundred slow replays
+            // of one user's, each holding a page of large rows, would otherwise hold a hundred pages.
+            let replay = journal.beginReplay(of: replayHolder)
+            defer { journal.endReplay(replay) }
             while !cursor.isFinished || !unjudged.isEmpty {
                 // A page that the filter empties writes nothing, so a write cannot tell that the client left:
                 // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
@@ -452,7 +456,7 @@ extension SocketServer {
                 let bytes: ByteBuffer?
                 do {
                     bytes = try await journal.inTurn(of: replayHolder, after: cursor, judged: identity != nil) {
-                        if unjudged.isEmpty { unjudged = try await journal.nextPage(&cursor, matching: read)[...] }
+                        if unjudged.isEmpty { unjudged = try await journal.nextPage(&cursor, of: replay, matching: read)[...] }
                         guard let identity, let rowSecurity else {
                             defer { unjudged = [] }
                             return frames(Array(unjudged))

@@ -43,12 +43,19 @@ public final class JournalReader: Sendable {
     let daemon: String
     /// Journal rows read per page (a batch row holds up to 100 events).
     public let pageSize: Int
-    /// About the most bytes of events a page holds, past its first journal
-    /// row: a page is held while its reader serves it, and 500 rows of 1 MB
-    /// were 500 MB for one slow client. 64 MiB: each page is another turn for
-    /// every reader of its range, and at 16 MiB a replay whose one row came
-    /// after a 40 MB statement waited 1.1–1.2 s for it, against 0.2 s.
+    /// About the most bytes of events the pages of one holder's replays
+    /// hold together, past each page's first journal row: a page is held
+    /// while its reader serves it, and 500 rows of 1 MB were 500 MB for one
+    /// slow client, as many times as it had streams. Shared equally by the
+    /// holder's replays running at once, and at least ``minimumPageBytes``
+    /// each. 64 MiB: each page is another turn for every reader of its range,
+    /// and at 16 MiB a replay whose one row came after a 40 MB statement
+    /// waited 1.1–1.2 s for it, against 0.2 s.
     public static let pageByteLimit = 64 << 20
+    /// The least bytes a page may hold however many replays its holder runs.
+    static let minimumPageBytes = 1 << 20
+    /// Replays running now, by holder (``beginReplay(of:)``).
+    private let replaysByHolder = Mutex<[String: Int]>([:])
     private let connection: SerialConnection
     private let lookups = Mutex(ReplayLookups())
     private let pages = Mutex(ReplayPages())
@@ -181,12 +188,36 @@ public final class JournalReader: Sendable {
         return last.map { $0 <= id } ?? true
     }
 
+    /// A replay of `holder`'s that runs until ``endReplay(_:)``.
+    public struct RunningReplay: Sendable {
+        let holder: String
+    }
+
+    /// Counts a replay of `holder`'s as running: its pages share ``pageByteLimit`` with the holder's other replays.
+    public func beginReplay(of holder: String) -> RunningReplay {
+        replaysByHolder.withLock { $0[holder, default: 0] += 1 }
+        return RunningReplay(holder: holder)
+    }
+
+    public func endReplay(_ replay: RunningReplay) {
+        replaysByHolder.withLock { replays in
+            let left = (replays[replay.holder] ?? 1) - 1
+            replays[replay.holder] = left > 0 ? left : nil
+        }
+    }
+
+    /// The bytes a page may hold when its holder runs `replays` replays at once.
+    static func pageByteLimit(replays: Int) -> Int {
+        max(minimumPageBytes, pageByteLimit / max(1, replays))
+    }
+
     /// The next page of a replay that `filter` matches; may be empty even
     /// before the end. Sets `isFinished` after the last page. A page another
     /// replay of the same range read lately is not read again.
     ///
     /// Called in its holder's turn (``inTurn(of:after:judged:_:)``).
-    public func nextPage(_ cursor: inout ReplayCursor, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
+    public func nextPage(_ cursor: inout ReplayCursor, of replay: RunningReplay, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
+        let byteLimit = Self.pageByteLimit(replays: replaysByHolder.withLock { $0[replay.holder] ?? 1 })
         let current = cursor
         let kept: ReplayPages.Kept
         let range: JournalRange
@@ -196,11 +227,14 @@ public final class JournalReader: Sendable {
             (kept, range) = try await connection.run { [self] connection throws(LibpqError) in
                 // Another reader of the range may have read it while this one waited.
                 if let shared = keptPage(after: current) { return shared }
-                return try readPage(after: current, on: connection)
+                return try readPage(after: current, byteLimit: byteLimit, on: connection)
             }
         }
+        // A page another holder's replay read with a larger share is taken up to this replay's own:
+        // twenty slow replays of one user's shared a 40 MB page, and each framed all of it.
+        let taken = kept.bytes <= byteLimit ? kept.positions.count : kept.prefixCount(within: byteLimit)
         var events: [Event] = []
-        for (row, event) in zip(kept.positions, kept.events) {
+        for (row, event) in zip(kept.positions.prefix(taken), kept.events) {
             // The resumed event's own transaction delivered its events in id order.
             if row.transactionID == current.resumedTransactionID, row.id <= current.resumedEventID { continue }
             if current.deliveredBefore.contains(row.transactionID) { continue }
@@ -209,8 +243,8 @@ public final class JournalReader: Sendable {
             }
         }
         cursor.range = range
-        cursor.after = kept.positions.last.map { ($0.transactionID, $0.id) } ?? current.after
-        cursor.isFinished = kept.isLast
+        cursor.after = kept.positions.prefix(taken).last.map { ($0.transactionID, $0.id) } ?? current.after
+        cursor.isFinished = kept.isLast && taken == kept.positions.count
         return events
     }
 
@@ -259,10 +293,12 @@ public final class JournalReader: Sendable {
     }
 
     /// Reads the page after `cursor`'s position, and keeps it for the readers after it.
-    private func readPage(after cursor: ReplayCursor, on connection: LibpqConnection) throws(LibpqError) -> (ReplayPages.Kept, JournalRange) {
+    private func readPage(
+        after cursor: ReplayCursor, byteLimit: Int, on connection: LibpqConnection
+    ) throws(LibpqError) -> (ReplayPages.Kept, JournalRange) {
         let key = pageKey(after: cursor)
         var range = pages.withLock { $0.range(older: key.older, newer: key.newer) } ?? cursor.range
-        let kept = ReplayPages.Kept(try range.page(after: cursor.after, limit: pageSize, byteLimit: Self.pageByteLimit, on: connection))
+        let kept = ReplayPages.Kept(try range.page(after: cursor.after, limit: pageSize, byteLimit: byteLimit, on: connection))
         if pages.withLock({ [range] in $0.store(kept, for: key, range: range, now: .now) }) { sweepExpiredPages() }
         counts.withLock { $0.pagesRead += 1 }
         return (kept, range)

@@ -28,6 +28,17 @@ struct ReplayPages: Sendable {
         /// What the page holds in memory: its events as decoded.
         var bytes: Int
 
+        /// How many of its rows, from the first, hold at most `bytes` of
+        /// decoded events; at least one.
+        func prefixCount(within bytes: Int) -> Int {
+            var total = 0
+            for (index, event) in events.enumerated() {
+                total += event?.retainedBytes ?? 0
+                if index > 0, total > bytes { return index }
+            }
+            return events.count
+        }
+
         struct Position: Sendable {
             var transactionID: UInt64
             var id: UInt64
