@@ -129,4 +129,18 @@ import Testing
         #expect(kept.prefixCount(within: 1) == 1, "one row at least")
         #expect(kept.prefixCount(within: kept.bytes) == 10)
     }
+
+    @Test func aPageAReplayReadItselfIsTakenWhole() throws {
+        let row = #"{"id":"1","op":"INSERT","schema":"public","table":"t","pk":{"id":1},"new":{"b":"\#(String(repeating: "q", count: 100_000))"},"old":null,"txid":"15","at":"2026-11-30T00:00:00.000000Z"}"#
+        let event = try Event(payload: row)
+        let kept = ReplayPages.Kept(
+            page: Journal.Page(rows: (1...8).map { Journal.Row(transactionID: 15, id: $0, event: row[...]) }, isLast: true), events: (1...8).map { _ in event }
+        )
+        // A read stops past its limit, by up to a step's rows, and decoded events are larger than their text.
+        let share = 350_000
+        #expect(kept.bytes > share)
+        #expect(JournalReader.rowsTaken(of: kept, byteLimit: share, readHere: true) == 8, "its own read is not cut again, nor read twice")
+        #expect(JournalReader.rowsTaken(of: kept, byteLimit: share, readHere: false) == 3, "another's page is taken up to this share")
+        #expect(JournalReader.rowsTaken(of: kept, byteLimit: kept.bytes, readHere: false) == 8)
+    }
 }

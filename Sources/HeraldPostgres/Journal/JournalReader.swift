@@ -48,9 +48,11 @@ public final class JournalReader: Sendable {
     /// while its reader serves it, and 500 rows of 1 MB were 500 MB for one
     /// slow client, as many times as it had streams. Shared equally by the
     /// holder's replays running at once, and at least ``minimumPageBytes``
-    /// each. 64 MiB: each page is another turn for every reader of its range,
-    /// and at 16 MiB a replay whose one row came after a 40 MB statement
-    /// waited 1.1–1.2 s for it, against 0.2 s.
+    /// each. 64 MiB: a replay reads every row of its range, the rows it does
+    /// not follow too, and each page is a turn that waits for other holders'
+    /// turns. At 16 MiB a replay whose one row came after another user's
+    /// 40 MB statement read it in three pages, each after one of that user's
+    /// replays judged a page, and waited 1.1–1.5 s for its row, against 0.14 s.
     public static let pageByteLimit = 64 << 20
     /// The least bytes a page may hold however many replays its holder runs.
     static let minimumPageBytes = 1 << 20
@@ -221,18 +223,18 @@ public final class JournalReader: Sendable {
         let current = cursor
         let kept: ReplayPages.Kept
         let range: JournalRange
+        let readHere: Bool
         if let shared = keptPage(after: current) {
-            (kept, range) = shared
+            (kept, range, readHere) = (shared.0, shared.1, false)
         } else {
-            (kept, range) = try await connection.run { [self] connection throws(LibpqError) in
+            (kept, range, readHere) = try await connection.run { [self] connection throws(LibpqError) in
                 // Another reader of the range may have read it while this one waited.
-                if let shared = keptPage(after: current) { return shared }
-                return try readPage(after: current, byteLimit: byteLimit, on: connection)
+                if let shared = keptPage(after: current) { return (shared.0, shared.1, false) }
+                let read = try readPage(after: current, byteLimit: byteLimit, on: connection)
+                return (read.0, read.1, true)
             }
         }
-        // A page another holder's replay read with a larger share is taken up to this replay's own:
-        // twenty slow replays of one user's shared a 40 MB page, and each framed all of it.
-        let taken = kept.bytes <= byteLimit ? kept.positions.count : kept.prefixCount(within: byteLimit)
+        let taken = Self.rowsTaken(of: kept, byteLimit: byteLimit, readHere: readHere)
         var events: [Event] = []
         for (row, event) in zip(kept.positions.prefix(taken), kept.events) {
             // The resumed event's own transaction delivered its events in id order.
@@ -246,6 +248,16 @@ public final class JournalReader: Sendable {
         cursor.after = kept.positions.prefix(taken).last.map { ($0.transactionID, $0.id) } ?? current.after
         cursor.isFinished = kept.isLast && taken == kept.positions.count
         return events
+    }
+
+    /// The rows of `kept` a replay whose share is `byteLimit` takes. A page
+    /// another replay read with a larger share is taken up to this one's
+    /// own: twenty slow replays of one user's shared a 40 MB page, and each
+    /// framed all of it. A page this replay read (`readHere`) is whole: its
+    /// read counted it against the share as text, and cutting it again by its
+    /// decoded size, which is larger, had the rest read twice.
+    static func rowsTaken(of kept: ReplayPages.Kept, byteLimit: Int, readHere: Bool) -> Int {
+        readHere || kept.bytes <= byteLimit ? kept.positions.count : kept.prefixCount(within: byteLimit)
     }
 
     /// Runs `body`, a replay's work on the page after `cursor` (its read,
