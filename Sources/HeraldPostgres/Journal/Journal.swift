@@ -116,7 +116,7 @@ public enum Journal {
     /// ("1000" before "730") while `after` compares numbers, which skipped
     /// rows between pages.
     /// - Parameter byteLimit: read no further once the rows hold about this
-    ///   many bytes (see ``LibpqConnection/execute(_:parameters:byteLimit:timeout:)``); nil: `limit` rows whatever their size.
+    ///   many bytes (see ``LibpqConnection/execute(_:parameters:byteLimit:sizedBy:timeout:)``); nil: `limit` rows whatever their size.
     public static func events(
         visibleIn newer: TransactionSnapshot,
         notVisibleIn older: TransactionSnapshot,
@@ -153,7 +153,7 @@ public enum Journal {
         _ sql: String, parameters: [String?], byteLimit: Int?, on connection: LibpqConnection
     ) throws(LibpqError) -> (rows: [ResultRow], isComplete: Bool) {
         guard let byteLimit else { return (try connection.execute(sql, parameters: parameters).namedRows, true) }
-        let (result, isComplete) = try connection.execute(sql, parameters: parameters, byteLimit: byteLimit)
+        let (result, isComplete) = try connection.execute(sql, parameters: parameters, byteLimit: byteLimit, sizedBy: "event")
         return (result.namedRows, isComplete)
     }
 
