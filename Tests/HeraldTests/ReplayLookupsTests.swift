@@ -117,9 +117,6 @@ import Testing
     /// A holder's replays share the page budget, down to a floor each; a
     /// kept page is taken up to a share, at least one row.
     @Test func aHoldersReplaysShareThePageBudget() throws {
-        #expect(JournalReader.pageByteLimit(replays: 1) == JournalReader.pageByteLimit)
-        #expect(JournalReader.pageByteLimit(replays: 4) == JournalReader.pageByteLimit / 4)
-        #expect(JournalReader.pageByteLimit(replays: 10_000) == JournalReader.minimumPageBytes)
         let row = #"{"id":"1","op":"INSERT","schema":"public","table":"t","pk":{"id":1},"new":{"b":"\#(String(repeating: "q", count: 100_000))"},"old":null,"txid":"15","at":"2026-11-30T00:00:00.000000Z"}"#
         let event = try Event(payload: row)
         let kept = ReplayPages.Kept(

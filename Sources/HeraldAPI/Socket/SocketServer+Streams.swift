@@ -447,10 +447,12 @@ extension SocketServer {
             // of one user's, each holding a page of large rows, would otherwise hold a hundred pages.
             let replay = journal.beginReplay(of: replayHolder)
             defer { journal.endReplay(replay) }
+            channel.closeFuture.whenComplete { [journal] _ in journal.abandon(replay) }
             while !cursor.isFinished || !unjudged.isEmpty {
                 // A page that the filter empties writes nothing, so a write cannot tell that the client left:
                 // without this, a replay went on reading the journal for a client long gone, ahead of everyone else's.
                 guard channel.isActive else { throw ChannelError.ioOnClosedChannel }
+                if unjudged.isEmpty { try await journal.waitForRoom(replay) }
                 // The page's work (read, judged, framed) in its holder's turn; the write after it, so that a
                 // slow client holds no turn.
                 let bytes: ByteBuffer?

@@ -54,10 +54,10 @@ public final class JournalReader: Sendable {
     /// 40 MB statement read it in three pages, each after one of that user's
     /// replays judged a page, and waited 1.1–1.5 s for its row, against 0.14 s.
     public static let pageByteLimit = 64 << 20
-    /// The least bytes a page may hold however many replays its holder runs.
+    /// The least bytes a page may be read at however many replays its holder runs.
     static let minimumPageBytes = 1 << 20
-    /// Replays running now, by holder (``beginReplay(of:)``).
-    private let replaysByHolder = Mutex<[String: Int]>([:])
+    /// What each holder's running replays hold (``beginReplay(of:)``), and the replays waiting for room.
+    private let budget = Mutex(BudgetState())
     private let connection: SerialConnection
     private let lookups = Mutex(ReplayLookups())
     private let pages = Mutex(ReplayPages())
@@ -66,6 +66,20 @@ public final class JournalReader: Sendable {
     /// filled them all kept every request and live delivery of the daemon waiting behind their pages.
     private let turns = Mutex(TurnState(turns: ReplayTurns(slots: sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)))
     private let deliveries: DeliveryRecord?
+
+    /// ``ReplayPageBudget`` and the replays waiting for room in it.
+    private struct BudgetState {
+        var budget = ReplayPageBudget(limit: JournalReader.pageByteLimit, minimumShare: JournalReader.minimumPageBytes)
+        var waiting: [UInt64: (holder: String, continuation: CheckedContinuation<Void, Never>)] = [:]
+        /// Running replays whose clients left (``abandon(_:)``).
+        var abandoned: Set<UInt64> = []
+
+        /// Takes the waiters of `holder`'s replays, to be resumed outside the lock: room may have come.
+        mutating func waiters(of holder: String) -> [CheckedContinuation<Void, Never>] {
+            let ids = waiting.filter { $0.value.holder == holder }.keys
+            return ids.compactMap { waiting.removeValue(forKey: $0)?.continuation }
+        }
+    }
 
     /// ``ReplayTurns`` and the readers waiting for theirs.
     private struct TurnState {
@@ -192,25 +206,61 @@ public final class JournalReader: Sendable {
 
     /// A replay of `holder`'s that runs until ``endReplay(_:)``.
     public struct RunningReplay: Sendable {
-        let holder: String
+        let budgeted: ReplayPageBudget.Replay
     }
 
     /// Counts a replay of `holder`'s as running: its pages share ``pageByteLimit`` with the holder's other replays.
     public func beginReplay(of holder: String) -> RunningReplay {
-        replaysByHolder.withLock { $0[holder, default: 0] += 1 }
-        return RunningReplay(holder: holder)
+        RunningReplay(budgeted: budget.withLock { $0.budget.begin(holder: holder) })
     }
 
     public func endReplay(_ replay: RunningReplay) {
-        replaysByHolder.withLock { replays in
-            let left = (replays[replay.holder] ?? 1) - 1
-            replays[replay.holder] = left > 0 ? left : nil
+        let waiters = budget.withLock { state in
+            state.budget.end(replay.budgeted)
+            state.abandoned.remove(replay.budgeted.id)
+            return state.waiters(of: replay.budgeted.holder)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Lets go of the page `replay` read last, which its client has been sent,
+    /// and returns once its holder's pages leave room for the next
+    /// (``ReplayPageBudget``): a replay whose client does not read keeps its
+    /// page, and its holder's other replays wait for that room, not everyone's.
+    /// Call it before the turn whose ``nextPage(_:of:matching:)`` reads the page.
+    /// - Throws: `CancellationError` once the replay is abandoned.
+    public func waitForRoom(_ replay: RunningReplay) async throws(CancellationError) {
+        let id = replay.budgeted.id
+        let waiters = budget.withLock { state in
+            state.budget.release(replay.budgeted)
+            return state.waiters(of: replay.budgeted.holder)
+        }
+        for waiter in waiters { waiter.resume() }
+        while true {
+            let claimed = budget.withLock { state in state.abandoned.contains(id) ? nil : state.budget.claim(replay.budgeted) }
+            guard let claimed else { throw CancellationError() }
+            if claimed { return }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = budget.withLock { state in
+                    if state.abandoned.contains(id) || state.budget.claim(replay.budgeted) { return true }
+                    state.waiting[id] = (replay.budgeted.holder, continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
         }
     }
 
-    /// The bytes a page may hold when its holder runs `replays` replays at once.
-    static func pageByteLimit(replays: Int) -> Int {
-        max(minimumPageBytes, pageByteLimit / max(1, replays))
+    /// Ends `replay`'s wait for room, now or when it comes to wait: its
+    /// client left. A wait that outlived its client held a stream slot for as
+    /// long as another of its holder's clients kept the room by not reading.
+    public func abandon(_ replay: RunningReplay) {
+        let waiter = budget.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard state.budget.isRunning(replay.budgeted) else { return nil }
+            state.abandoned.insert(replay.budgeted.id)
+            return state.waiting.removeValue(forKey: replay.budgeted.id)?.continuation
+        }
+        waiter?.resume()
     }
 
     /// The next page of a replay that `filter` matches; may be empty even
@@ -219,7 +269,7 @@ public final class JournalReader: Sendable {
     ///
     /// Called in its holder's turn (``inTurn(of:after:judged:_:)``).
     public func nextPage(_ cursor: inout ReplayCursor, of replay: RunningReplay, matching filter: EventFilter) async throws(LibpqError) -> [Event] {
-        let byteLimit = Self.pageByteLimit(replays: replaysByHolder.withLock { $0[replay.holder] ?? 1 })
+        let byteLimit = budget.withLock { $0.budget.byteLimit(for: replay.budgeted) }
         let current = cursor
         let kept: ReplayPages.Kept
         let range: JournalRange
@@ -235,6 +285,7 @@ public final class JournalReader: Sendable {
             }
         }
         let taken = Self.rowsTaken(of: kept, byteLimit: byteLimit, readHere: readHere)
+        budget.withLock { $0.budget.hold(kept.bytes(ofFirst: taken), by: replay.budgeted) }
         var events: [Event] = []
         for (row, event) in zip(kept.positions.prefix(taken), kept.events) {
             // The resumed event's own transaction delivered its events in id order.

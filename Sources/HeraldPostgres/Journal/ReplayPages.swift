@@ -39,6 +39,11 @@ struct ReplayPages: Sendable {
             return events.count
         }
 
+        /// The decoded events of its first `count` rows hold.
+        func bytes(ofFirst count: Int) -> Int {
+            count == events.count ? bytes : events.prefix(count).reduce(count * MemoryLayout<Position>.stride) { $0 + ($1?.retainedBytes ?? 0) }
+        }
+
         struct Position: Sendable {
             var transactionID: UInt64
             var id: UInt64
