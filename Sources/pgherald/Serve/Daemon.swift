@@ -88,14 +88,14 @@ struct Daemon {
             notifier: notifier, health: source.health, broker: broker, outputs: outputs, logger: LogCategory.lifecycle.logger
         )))
         let journal = context.journal
-        services.append(.init(service: HeapTrimmer { [broker, rowSecurity] in
+        services.append(.init(service: HeapTrimmer(activity: { [broker, rowSecurity] in
             let replays = journal.statistics
             return [
-                broker.statistics.changeCount, UInt64(broker.statistics.subscriberCount),
+                UInt64(broker.statistics.subscriberCount),
                 UInt64(rowSecurity.currentStatistics.cohorts), UInt64(rowSecurity.subscribersByKind.values.reduce(0, +)),
                 replays.pagesRead + replays.pagesShared, UInt64(journal.keptPageBytes),
             ]
-        }, successTerminationBehavior: .ignore))
+        }, changes: { [broker] in broker.statistics.changeCount }), successTerminationBehavior: .ignore))
         // Last of all, so that it hears the stop first and bounds it.
         services.append(.init(
             service: StopDeadline(grace: settings.stopGrace, failures: failures, logger: LogCategory.lifecycle.logger), successTerminationBehavior: .ignore

@@ -15,13 +15,20 @@ import ServiceLifecycle
 /// Never under load: a trim holds malloc's locks while it walks the heap,
 /// and what it returns would be faulted back in at once (trimming every 5 s
 /// under c.'s load of 1000 streams gave stalls of up to half a second).
+/// A few changes a second are not load: a daemon that waited for changes to
+/// stand still kept what a hundred replays had freed for as long as one
+/// user wrote ten rows a second.
 struct HeapTrimmer: Service {
-    /// What the daemon does and holds, sampled: changes counted, streams,
-    /// replay pages read and kept, cohorts. A trim follows once it has
-    /// stood still for `quiet` after moving.
+    /// What the daemon holds, sampled: streams, replay pages read and kept,
+    /// cohorts. A trim follows once it has stood still for `quiet`, with at
+    /// most `quietChanges` changes meanwhile, after it or the changes moved.
     let activity: @Sendable () -> [UInt64]
+    /// The changes counted since start.
+    let changes: @Sendable () -> UInt64
     /// How long the activity must not have moved. Default 5 s.
     var quiet: Duration = .seconds(5)
+    /// The most changes a quiet spell may count: 100, twenty a second over the default 5 s.
+    var quietChanges: UInt64 = 100
 
     /// glibc's `malloc_trim`, which Swift's Glibc module does not declare; nil with another libc.
     private static let trim: (@convention(c) (Int) -> Int32)? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim")
@@ -29,7 +36,7 @@ struct HeapTrimmer: Service {
 
     func run() async throws {
         guard let trim = Self.trim else { return }
-        var seen = activity()
+        var seen = (activity: activity(), changes: changes())
         var trimmed = seen
         while true {
             do {
@@ -37,9 +44,10 @@ struct HeapTrimmer: Service {
             } catch {
                 return
             }
-            let now = activity()
-            // Quiet since the last look, and something happened since the last trim.
-            if now == seen, now != trimmed {
+            let now = (activity: activity(), changes: changes())
+            let isQuiet = now.activity == seen.activity && now.changes - seen.changes <= quietChanges
+            let movedSinceTrim = now.activity != trimmed.activity || now.changes - trimmed.changes > quietChanges
+            if isQuiet, movedSinceTrim {
                 _ = trim(0)
                 trimmed = now
             }
