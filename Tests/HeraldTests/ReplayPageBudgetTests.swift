@@ -120,4 +120,50 @@ import Testing
         reader.endReplay(first)
         reader.abandon(first)
     }
+
+    @Test func aPageTakenWakesTheNextWaiterWhileRoomIsLeft() async throws {
+        let reader = try Self.reader()
+        let slow = reader.beginReplay(of: "alice"), next = reader.beginReplay(of: "alice")
+        try await reader.waitForRoom(slow)
+        let roomCame = Mutex(false)
+        let waited = Task {
+            try await reader.waitForRoom(next)
+            roomCame.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        // Its client never reads, so it never asks for another page: its page is all that wakes the next.
+        reader.took(1 << 20, by: slow)
+        for _ in 0..<50 where !roomCame.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(roomCame.withLock { $0 }, "a megabyte held of 64 MiB leaves room")
+        reader.abandon(next)
+        _ = await waited.result
+        #expect(reader.statistics.waitsForRoom == 1)
+    }
+
+    @Test func aHoldersWaitersAreWokenOneAtATime() async throws {
+        let reader = try Self.reader()
+        let count = 300
+        let gate = reader.beginReplay(of: "alice")
+        try await reader.waitForRoom(gate)
+        let replays = (0..<count).map { _ in reader.beginReplay(of: "alice") }
+        try await withThrowingTaskGroup { group in
+            for replay in replays {
+                group.addTask {
+                    try await reader.waitForRoom(replay)
+                    // Its read, while the others may run.
+                    try await Task.sleep(for: .milliseconds(1))
+                    reader.took(1, by: replay)
+                    reader.endReplay(replay)
+                }
+            }
+            // Every one waits behind the gate's claim, then they go one after another.
+            for _ in 0..<100 where reader.statistics.waitsForRoom < UInt64(count) { try await Task.sleep(for: .milliseconds(20)) }
+            reader.endReplay(gate)
+            try await group.waitForAll()
+        }
+        // Each waits once, or again when woken with another and beaten to the claim; waking every
+        // waiter at each page had them wait again about count² / 2 times.
+        let waits = reader.statistics.waitsForRoom
+        #expect(waits < UInt64(2 * count), "\(waits) waits")
+    }
 }

@@ -61,8 +61,21 @@ public struct DaemonStatistics: Codable, Sendable, Hashable {
         public var pagesRead: UInt64 = 0
         /// Pages that a resume took from another's read of the same range.
         public var pagesShared: UInt64 = 0
+        /// Times a replay waited for room in its holder's page budget: its
+        /// holder's other replays held their share and had not sent it yet.
+        public var waitsForRoom: UInt64 = 0
 
         public init() {}
+
+        // Figures recorded before `waitsForRoom` was counted (the benchmark's results files) have none.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            resumes = try container.decode(UInt64.self, forKey: .resumes)
+            lookups = try container.decode(UInt64.self, forKey: .lookups)
+            pagesRead = try container.decode(UInt64.self, forKey: .pagesRead)
+            pagesShared = try container.decode(UInt64.self, forKey: .pagesShared)
+            waitsForRoom = try container.decodeIfPresent(UInt64.self, forKey: .waitsForRoom) ?? 0
+        }
     }
 
     /// One webhook endpoint: this daemon's attempts, and the shared backlog in the database.

@@ -1,4 +1,5 @@
 public import Herald
+import DequeModule
 import Glibc
 import Synchronization
 
@@ -70,14 +71,33 @@ public final class JournalReader: Sendable {
     /// ``ReplayPageBudget`` and the replays waiting for room in it.
     private struct BudgetState {
         var budget = ReplayPageBudget(limit: JournalReader.pageByteLimit, minimumShare: JournalReader.minimumPageBytes)
-        var waiting: [UInt64: (holder: String, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var waiting: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Each holder's waiting replays in the order they came; an id whose wait
+        /// ended otherwise (``abandon(_:)``) is passed over when its turn comes.
+        var queues: [String: Deque<UInt64>] = [:]
         /// Running replays whose clients left (``abandon(_:)``).
         var abandoned: Set<UInt64> = []
 
-        /// Takes the waiters of `holder`'s replays, to be resumed outside the lock: room may have come.
-        mutating func waiters(of holder: String) -> [CheckedContinuation<Void, Never>] {
-            let ids = waiting.filter { $0.value.holder == holder }.keys
-            return ids.compactMap { waiting.removeValue(forKey: $0)?.continuation }
+        mutating func wait(_ replay: ReplayPageBudget.Replay, _ continuation: CheckedContinuation<Void, Never>, first: Bool) {
+            waiting[replay.id] = continuation
+            if first { queues[replay.holder, default: []].prepend(replay.id) } else { queues[replay.holder, default: []].append(replay.id) }
+        }
+
+        /// Takes the first of `holder`'s waiters, to be resumed outside the lock,
+        /// when a claim of its would be granted. One at a time, as claims go:
+        /// waking all of a holder's ten thousand waiters at each page, for one
+        /// to claim and the rest to wait again, cost the square of their number.
+        mutating func nextWaiter(of holder: String) -> CheckedContinuation<Void, Never>? {
+            guard budget.hasRoom(for: holder) else {
+                // The ids left are of replays whose clients left.
+                if !budget.runsReplays(of: holder) { queues[holder] = nil }
+                return nil
+            }
+            while let id = queues[holder]?.popFirst() {
+                if let continuation = waiting.removeValue(forKey: id) { return continuation }
+            }
+            queues[holder] = nil
+            return nil
         }
     }
 
@@ -215,12 +235,12 @@ public final class JournalReader: Sendable {
     }
 
     public func endReplay(_ replay: RunningReplay) {
-        let waiters = budget.withLock { state in
+        let waiter = budget.withLock { state in
             state.budget.end(replay.budgeted)
             state.abandoned.remove(replay.budgeted.id)
-            return state.waiters(of: replay.budgeted.holder)
+            return state.nextWaiter(of: replay.budgeted.holder)
         }
-        for waiter in waiters { waiter.resume() }
+        waiter?.resume()
     }
 
     /// Lets go of the page `replay` read last, which its client has been sent,
@@ -231,11 +251,11 @@ public final class JournalReader: Sendable {
     /// - Throws: `CancellationError` once the replay is abandoned.
     public func waitForRoom(_ replay: RunningReplay) async throws(CancellationError) {
         let id = replay.budgeted.id
-        let waiters = budget.withLock { state in
-            state.budget.release(replay.budgeted)
-            return state.waiters(of: replay.budgeted.holder)
+        let waiter = budget.withLock { state in
+            state.budget.release(replay.budgeted) ? state.nextWaiter(of: replay.budgeted.holder) : nil
         }
-        for waiter in waiters { waiter.resume() }
+        waiter?.resume()
+        var woken = false
         while true {
             let claimed = budget.withLock { state in state.abandoned.contains(id) ? nil : state.budget.claim(replay.budgeted) }
             guard let claimed else { throw CancellationError() }
@@ -243,11 +263,17 @@ public final class JournalReader: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = budget.withLock { state in
                     if state.abandoned.contains(id) || state.budget.claim(replay.budgeted) { return true }
-                    state.waiting[id] = (replay.budgeted.holder, continuation)
+                    // Woken and beaten to the claim: it keeps its place at the front.
+                    state.wait(replay.budgeted, continuation, first: woken)
                     return false
                 }
-                if ready { continuation.resume() }
+                if ready {
+                    continuation.resume()
+                } else {
+                    counts.withLock { $0.waitsForRoom += 1 }
+                }
             }
+            woken = true
         }
     }
 
@@ -258,7 +284,19 @@ public final class JournalReader: Sendable {
         let waiter = budget.withLock { state -> CheckedContinuation<Void, Never>? in
             guard state.budget.isRunning(replay.budgeted) else { return nil }
             state.abandoned.insert(replay.budgeted.id)
-            return state.waiting.removeValue(forKey: replay.budgeted.id)?.continuation
+            return state.waiting.removeValue(forKey: replay.budgeted.id)
+        }
+        waiter?.resume()
+    }
+
+    /// Records the page `replay` took, which ends its claim, and wakes the
+    /// next of its holder's waiters: the room left may be enough for another
+    /// page. Woken only when a page was let go, a replay waited behind one
+    /// whose client did not read, with its holder far under the budget.
+    func took(_ bytes: Int, by replay: RunningReplay) {
+        let waiter = budget.withLock { state in
+            state.budget.hold(bytes, by: replay.budgeted)
+            return state.nextWaiter(of: replay.budgeted.holder)
         }
         waiter?.resume()
     }
@@ -285,7 +323,7 @@ public final class JournalReader: Sendable {
             }
         }
         let taken = Self.rowsTaken(of: kept, byteLimit: byteLimit, readHere: readHere)
-        budget.withLock { $0.budget.hold(kept.bytes(ofFirst: taken), by: replay.budgeted) }
+        took(kept.bytes(ofFirst: taken), by: replay)
         var events: [Event] = []
         for (row, event) in zip(kept.positions.prefix(taken), kept.events) {
             // The resumed event's own transaction delivered its events in id order.

@@ -55,17 +55,26 @@ struct ReplayPageBudget: Sendable {
     }
 
     /// Lets go of the page `replay` holds: it has sent it and wants the next.
-    mutating func release(_ replay: Replay) {
-        guard let bytes = heldByReplay.removeValue(forKey: replay) else { return }
+    /// - Returns: whether it held one.
+    @discardableResult
+    mutating func release(_ replay: Replay) -> Bool {
+        guard let bytes = heldByReplay.removeValue(forKey: replay) else { return false }
         holders[replay.holder]?.held -= bytes
+        return true
+    }
+
+    /// Whether a claim of `holder`'s would be granted now: no claim is
+    /// outstanding, and its pages hold less than the limit, or nothing.
+    func hasRoom(for holder: String) -> Bool {
+        guard let holder = holders[holder] else { return false }
+        return holder.claimant == nil && (holder.held < limit || holder.held == 0)
     }
 
     /// Claims room for `replay`'s next page: true when its holder's pages
     /// hold less than the limit, or nothing, and no other replay of the
     /// holder has claimed room and not yet taken its page.
     mutating func claim(_ replay: Replay) -> Bool {
-        guard var holder = holders[replay.holder] else { return false }
-        guard holder.claimant == nil || holder.claimant == replay, holder.held < limit || holder.held == 0 else { return false }
+        guard var holder = holders[replay.holder], holder.claimant == replay || hasRoom(for: replay.holder) else { return false }
         holder.claimant = replay
         holders[replay.holder] = holder
         return true
@@ -85,6 +94,11 @@ struct ReplayPageBudget: Sendable {
         heldByReplay[replay, default: 0] += bytes
         holders[replay.holder]?.held += bytes
         if holders[replay.holder]?.claimant == replay { holders[replay.holder]?.claimant = nil }
+    }
+
+    /// Whether `holder` has a replay running.
+    func runsReplays(of holder: String) -> Bool {
+        holders[holder] != nil
     }
 
     func isRunning(_ replay: Replay) -> Bool {
