@@ -33,6 +33,21 @@ extension IntegrationTests {
         /// was trimmed only after changes. An outside tester's daemon held
         /// 550 MB of heap with no client after three fast replays of 104 rows
         /// of 1 MB, 270 MB of it in use.
+        @Test func aFewLargeRowsWithNoClientAreHandedBack() async throws {
+            let database = try TestDatabase.create()
+            try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
+            let daemon = try await SocketDaemon(database: database, arguments: ["--history", "0"])
+            let before = Self.anonymousBytes(daemon)
+            // Fewer changes than a quiet spell may count, and no client to move the activity.
+            try database.execute("DO $$ BEGIN FOR i IN 1..40 LOOP INSERT INTO note (body) VALUES (repeat('x', 4000000)); END LOOP; END $$")
+            try await waitFor(seconds: 60) { try await daemon.statistics().changeCount >= 40 }
+            let peak = Self.anonymousBytes(daemon)
+            try await waitFor(seconds: 30) { Self.anonymousBytes(daemon) < before + 32 << 20 } failure: {
+                "the daemon kept \((Self.anonymousBytes(daemon) - before) >> 20) MiB after 40 rows of 4 MB with no client (\(before >> 20) MiB before, \(peak >> 20) MiB at their end)"
+            }
+            print("40 rows of 4 MB with no client: \(before >> 20) MiB of heap before, \(peak >> 20) MiB at their end, \(Self.anonymousBytes(daemon) >> 20) MiB after")
+        }
+
         @Test func replaysOfLargeRowsHandTheirMemoryBack() async throws {
             let database = try TestDatabase.create()
             try database.execute("CREATE TABLE note (id serial PRIMARY KEY, body text)")
