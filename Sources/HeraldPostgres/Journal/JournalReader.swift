@@ -291,8 +291,8 @@ public final class JournalReader: Sendable {
 
     /// Records the page `replay` took, which ends its claim, and wakes the
     /// next of its holder's waiters: the room left may be enough for another
-    /// page. Woken only when a page was let go, a replay waited behind one
-    /// whose client did not read, with its holder far under the budget.
+    /// page. When only a page let go woke them, a replay waited behind one
+    /// whose client did not read while its holder held far under the budget.
     func took(_ bytes: Int, by replay: RunningReplay) {
         let waiter = budget.withLock { state in
             state.budget.hold(bytes, by: replay.budgeted)
